@@ -1,5 +1,21 @@
 """tensordict: a nested dict of tensors that shares batch dimensions and behaves like one tensor."""
 
-from tensordict._keys import NestedKey, unravel_key
+from tensordict import _pytree  # noqa: F401 - registers tensordicts with torch.utils._pytree
+from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._nontensor import NonTensorData
+from tensordict._ops.torch_function import cat, stack
+from tensordict._td import TensorDict
+from tensordict.base import NO_DEFAULT, TensorDictBase, is_tensor_collection
 
-__all__ = ["NestedKey", "unravel_key"]
+__all__ = [
+    "NO_DEFAULT",
+    "NestedKey",
+    "NonTensorData",
+    "TensorDict",
+    "TensorDictBase",
+    "cat",
+    "is_tensor_collection",
+    "stack",
+    "unravel_key",
+    "unravel_key_list",
+]

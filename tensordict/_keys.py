@@ -16,7 +16,9 @@ def _flatten_tuple(key: tuple, out: list) -> None:
         elif isinstance(part, str):
             out.append(str(part))
         else:
-            msg = f"key parts must be strings, got {part!r} of type {type(part).__name__} in {key!r}"
+            msg = (
+                f"key parts must be strings, got {part!r} of type {type(part).__name__} in {key!r}"
+            )
             raise TypeError(msg)
 
 

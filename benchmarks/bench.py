@@ -1,0 +1,746 @@
+"""Speed benchmarks for tensordict: every workload beside its floor.
+
+Each row times a workload and its *floor* (the same work done with plain PyTorch and
+dicts) in the same process, on the same data, and reports the ratio workload / floor.
+File work happens in a temporary folder on /dev/shm. Only the public API is used, so
+the script runs unchanged under any implementation of the tensordict API:
+
+    python benchmarks/bench.py                        # full table (about a minute)
+    python benchmarks/bench.py --quick                # smoke run, small sizes
+    python benchmarks/bench.py --only index,stack     # selected rows
+    python benchmarks/bench.py --python .venv-ref/bin/python   # side by side
+    python benchmarks/bench.py --json figures.json    # save all figures ("-": stdout)
+
+See benchmarks/README.md for what each row measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+try:
+    import tensordict
+except ImportError:  # not installed in this venv: use the checkout this script lives in
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import tensordict
+
+from tensordict import MemoryMappedTensor, TensorDict
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass
+class Settings:
+    quick: bool = False
+    # seconds one repeat of a micro benchmark should last (number of loops is calibrated)
+    micro_time: float = 0.05
+    micro_repeat: int = 7
+    io_repeat: int = 5
+    big_repeat: int = 3
+    memmap_bytes: int = 1 << 30
+    memmap_tensors: int = 128
+    from_tensor_bytes: int = 256 << 20
+    load_groups: int = 10
+    load_leaves: int = 100
+    storage_calls: int = 1000
+    open_files: int = 1000
+    rb_rows: int = 100_000
+    rb_batch: int = 256
+
+    @classmethod
+    def make(cls, quick: bool) -> Settings:
+        if not quick:
+            return cls()
+        return cls(
+            quick=True,
+            micro_time=0.01,
+            micro_repeat=3,
+            io_repeat=3,
+            big_repeat=2,
+            memmap_bytes=64 << 20,
+            from_tensor_bytes=32 << 20,
+        )
+
+
+@dataclass
+class Result:
+    name: str
+    title: str
+    target: str
+    work: float | None = None  # seconds per workload
+    floor: float | None = None  # seconds per floor
+    ratio: float | None = None
+    ok: bool | None = None  # None: informational row or no figure
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def _log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def _micro(work: str, floor: str, env: dict, cfg: Settings) -> tuple[float, float]:
+    """Median seconds per execution of two statements, timed in alternation.
+
+    The statements run through ``timeit`` (gc disabled while timing, no call overhead);
+    the loop count is calibrated so that one repeat of each lasts ``cfg.micro_time``.
+    """
+    timers = [timeit.Timer(work, globals=env), timeit.Timer(floor, globals=env)]
+    numbers = []
+    for timer in timers:
+        timer.timeit(3)  # warm-up
+        number = 1
+        while True:
+            elapsed = timer.timeit(number)
+            if elapsed >= cfg.micro_time / 4 or number >= 1 << 24:
+                break
+            number *= 2
+        numbers.append(max(1, int(number * cfg.micro_time / 4 / max(elapsed, 1e-9))))
+    samples: list[list[float]] = [[], []]
+    for _ in range(cfg.micro_repeat):
+        for i, timer in enumerate(timers):
+            samples[i].append(timer.timeit(numbers[i]) / numbers[i])
+    return statistics.median(samples[0]), statistics.median(samples[1])
+
+
+def _once(fn: Callable[[], object], setup: Callable[[], None] | None = None) -> float:
+    """Seconds taken by one call of ``fn`` (its result is released after the clock stops)."""
+    if setup is not None:
+        setup()
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        result = fn()
+        elapsed = time.perf_counter() - start
+    finally:
+        gc.enable()
+    del result
+    return elapsed
+
+
+def _alternate(
+    work: Callable[[], object],
+    floor: Callable[[], object],
+    repeat: int,
+    *,
+    warmup: int = 1,
+    work_setup: Callable[[], None] | None = None,
+    floor_setup: Callable[[], None] | None = None,
+    work_teardown: Callable[[], None] | None = None,
+    floor_teardown: Callable[[], None] | None = None,
+) -> tuple[float, float]:
+    """Median seconds of single calls of ``work`` and ``floor``, timed in alternation."""
+    samples: list[list[float]] = [[], []]
+    for i in range(warmup + repeat):
+        for j, (fn, setup, teardown) in enumerate(
+            ((work, work_setup, work_teardown), (floor, floor_setup, floor_teardown))
+        ):
+            elapsed = _once(fn, setup)
+            if teardown is not None:
+                teardown()
+            if i >= warmup:
+                samples[j].append(elapsed)
+    return statistics.median(samples[0]), statistics.median(samples[1])
+
+
+# --------------------------------------------------------------------------- helpers
+
+_DTYPES = {
+    str(d): d
+    for d in (
+        torch.float64,
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
+        torch.complex64,
+        torch.complex128,
+    )
+}
+
+
+def _open_leaf(path: str, dtype: torch.dtype, shape) -> torch.Tensor:
+    """A plain tensor on the file ``path`` (the floor's way to map a file)."""
+    numel = math.prod(shape)
+    return torch.from_file(path, shared=True, size=numel, dtype=dtype).view(tuple(shape))
+
+
+def _floor_load(path: str) -> dict:
+    """Load a memmap folder by hand: parse every meta.json, map every file."""
+    with open(os.path.join(path, "meta.json")) as f:
+        meta = json.load(f)
+    out = {}
+    for key, record in meta.items():
+        if not isinstance(record, dict):
+            continue  # the level's own fields: shape, device, _type, ...
+        if record.get("type") == "TensorDict":
+            out[key] = _floor_load(os.path.join(path, key))
+        else:
+            out[key] = _open_leaf(
+                os.path.join(path, key + ".memmap"), _DTYPES[record["dtype"]], record["shape"]
+            )
+    return out
+
+
+def _write_bytes(path: str, tensor: torch.Tensor) -> None:
+    with open(path, "wb") as f:
+        f.write(tensor.numpy())
+
+
+def _fill(numel: int, value: float, dtype=torch.float32) -> torch.Tensor:
+    # filled (not torch.empty), so that every page is really there
+    return torch.full((numel,), value, dtype=dtype)
+
+
+class Scratch:
+    """Fresh folders under one temporary base folder on /dev/shm."""
+
+    def __init__(self) -> None:
+        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.root = tempfile.mkdtemp(prefix="tdbench-", dir=base)
+        self.count = 0
+
+    def path(self, stem: str) -> str:
+        self.count += 1
+        return os.path.join(self.root, f"{stem}{self.count}")
+
+    def folder(self, stem: str) -> str:
+        path = self.path(stem)
+        os.mkdir(path)
+        return path
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def _ten_keys(batch: int, feature=(8,)) -> dict:
+    return {f"key{i}": torch.randn(batch, *feature) for i in range(10)}
+
+
+def row_build(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    env = {"TensorDict": TensorDict, "t": torch.randn(64, 3), "u": torch.randn(64, 4)}
+    res.work, res.floor = _micro(
+        'TensorDict({"a": t, "b": {"c": u}}, batch_size=[64])',
+        '{"a": t, "b": {"c": u}}',
+        env,
+        cfg,
+    )
+
+
+def row_index(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    d = _ten_keys(1000)
+    td = TensorDict(d, batch_size=[1000])
+    idx = torch.randint(0, 1000, (16,))
+    env = {"td": td, "d": d, "idx": idx}
+    res.work, res.floor = _micro("td[idx]", "{k: v[idx] for k, v in d.items()}", env, cfg)
+
+
+def row_stack(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    dicts = [_ten_keys(8, (4,)) for _ in range(32)]
+    tds = [TensorDict(d, batch_size=[8]) for d in dicts]
+    env = {"torch": torch, "tds": tds, "ds": dicts, "keys": list(dicts[0])}
+    res.work, res.floor = _micro(
+        "torch.stack(tds)", "{k: torch.stack([d[k] for d in ds]) for k in keys}", env, cfg
+    )
+
+
+def row_get(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    d = _ten_keys(1000)
+    env = {"td": TensorDict(d, batch_size=[1000]), "d": d}
+    res.work, res.floor = _micro('td["key3"]', 'd["key3"]', env, cfg)
+
+
+def row_set(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    d = _ten_keys(1000)
+    env = {"td": TensorDict(dict(d), batch_size=[1000]), "d": d, "v": torch.randn(1000, 8)}
+    res.work, res.floor = _micro('td["key3"] = v', 'd["key3"] = v', env, cfg)
+
+
+def row_apply(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    d = _ten_keys(1000)
+    env = {"td": TensorDict(d, batch_size=[1000]), "d": d}
+    res.work, res.floor = _micro(
+        "td.apply(lambda x: x + 1)", "{k: v + 1 for k, v in d.items()}", env, cfg
+    )
+
+
+def row_memmap(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    numel = cfg.memmap_bytes // cfg.memmap_tensors // 4
+    src = {f"t{i}": _fill(numel, float(i)) for i in range(cfg.memmap_tensors)}
+    td = TensorDict(src, batch_size=[])
+    out = {}
+
+    def work_setup():
+        out["dir"] = scratch.path("memmap")  # memmap(prefix) creates it
+
+    def floor_setup():
+        out["dir"] = scratch.folder("write")
+
+    def work():
+        return td.memmap(out["dir"])
+
+    def floor():
+        folder = out["dir"]
+        for key, tensor in src.items():
+            _write_bytes(os.path.join(folder, key + ".memmap"), tensor)
+
+    def teardown():
+        gc.collect()
+        shutil.rmtree(out["dir"])
+
+    res.work, res.floor = _alternate(
+        work,
+        floor,
+        cfg.big_repeat,
+        work_setup=work_setup,
+        floor_setup=floor_setup,
+        work_teardown=teardown,
+        floor_teardown=teardown,
+    )
+    res.notes.append(f"{cfg.memmap_bytes >> 20} MiB in {cfg.memmap_tensors} tensors")
+
+
+def _load_folder(cfg: Settings, scratch: Scratch) -> str:
+    folder = scratch.path("load")
+    src = {
+        f"group{g}": {f"leaf{i}": torch.randn(4) for i in range(cfg.load_leaves)}
+        for g in range(cfg.load_groups)
+    }
+    TensorDict(src, batch_size=[]).memmap(folder)
+    gc.collect()
+    return folder
+
+
+def row_load_memmap(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    folder = _load_folder(cfg, scratch)
+    res.work, res.floor = _alternate(
+        lambda: TensorDict.load_memmap(folder),
+        lambda: _floor_load(folder),
+        cfg.io_repeat,
+        warmup=2,
+    )
+    res.notes.append(f"{cfg.load_groups * cfg.load_leaves} leaves")
+
+
+def row_refresh(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    folder = _load_folder(cfg, scratch)
+    loaded = TensorDict.load_memmap(folder)
+    try:
+        loaded.memmap_refresh_()
+    except RuntimeError:
+        # The reference 0.15.3 refuses to refresh a freshly loaded tensordict ("not
+        # memory mapped or has no path associated"): it needs memmap_() first
+        # (untimed here). Our implementation refreshes a loaded tensordict directly.
+        loaded.memmap_()
+        loaded.memmap_refresh_()
+        res.notes.append("needed memmap_() after load_memmap() before refresh")
+    res.work, res.floor = _alternate(
+        loaded.memmap_refresh_, lambda: _floor_load(folder), cfg.io_repeat, warmup=2
+    )
+
+
+def row_make_from_storage(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    many = cfg.storage_calls
+    few = many // 10
+    state = {}
+
+    def setup(n):
+        def _setup():
+            state["td"] = TensorDict({}, batch_size=[]).memmap(scratch.path("storage"))
+            state["storages"] = [torch.UntypedStorage(16) for _ in range(n)]
+
+        return _setup
+
+    def calls():
+        td = state["td"]
+        for i, storage in enumerate(state["storages"]):
+            td.make_memmap_from_storage(f"s{i}", storage, (4,), dtype=torch.float32)
+
+    def teardown():
+        state.clear()
+        gc.collect()
+
+    # A storage without a file, in a tensordict with a directory: the call emits a
+    # FutureWarning (the entry is not written to the directory); silence it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res.work, few_time = _alternate(
+            calls,
+            calls,
+            cfg.big_repeat,
+            work_setup=setup(many),
+            floor_setup=setup(few),
+            work_teardown=teardown,
+            floor_teardown=teardown,
+        )
+    res.floor = 10 * few_time
+    res.notes.append(f"{many} calls: {_fmt(res.work)}, {few} calls: {_fmt(few_time)}")
+
+
+def _replay_buffer(cfg: Settings, scratch: Scratch):
+    n = cfg.rb_rows
+    template = TensorDict(
+        {
+            "obs": torch.zeros(n, 16),
+            "action": torch.zeros(n, 4),
+            "reward": torch.zeros(n, 1),
+            "done": torch.zeros(n, 1, dtype=torch.bool),
+        },
+        batch_size=[n],
+    )
+    folder = scratch.path("buffer")
+    buffer = template.memmap_like(folder)
+    del template
+    # The floor works on plain tensors mapped on the same files (on-disk format v1:
+    # <folder>/<key>.memmap); if the files are not there, on plain views of the leaves.
+    leaves = {}
+    for key in ("obs", "action", "reward", "done"):
+        leaf = buffer.get(key)
+        path = os.path.join(folder, key + ".memmap")
+        if os.path.exists(path):
+            leaves[key] = _open_leaf(path, leaf.dtype, leaf.shape)
+        else:
+            leaves[key] = leaf.as_subclass(torch.Tensor)
+    b = cfg.rb_batch
+    batch = {
+        "obs": torch.randn(b, 16),
+        "action": torch.randn(b, 4),
+        "reward": torch.randn(b, 1),
+        "done": torch.rand(b, 1) > 0.5,
+    }
+    # distinct rows, so that both writes leave the same content
+    idx = torch.randperm(n)[:b]
+    return buffer, leaves, batch, idx
+
+
+def row_rb_write(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    buffer, leaves, batch, idx = _replay_buffer(cfg, scratch)
+    env = {
+        "buffer": buffer,
+        "leaves": leaves,
+        "batch_td": TensorDict(batch, batch_size=[cfg.rb_batch]),
+        "batch": batch,
+        "idx": idx,
+    }
+    res.work, res.floor = _micro(
+        "buffer[idx] = batch_td", "for k in leaves: leaves[k][idx] = batch[k]", env, cfg
+    )
+    if not torch.equal(leaves["obs"][idx], batch["obs"]):
+        res.notes.append("WARNING: floor and workload do not see the same memory")
+
+
+def row_rb_read(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    buffer, leaves, batch, idx = _replay_buffer(cfg, scratch)
+    for k in leaves:
+        leaves[k][idx] = batch[k]
+    env = {"buffer": buffer, "leaves": leaves, "idx": idx}
+    res.work, res.floor = _micro(
+        "buffer[idx]", "{k: v[idx] for k, v in leaves.items()}", env, cfg
+    )
+
+
+def row_from_tensor(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    src = _fill(cfg.from_tensor_bytes // 4, 1.5)
+    state = {}
+
+    def setup():
+        state["path"] = scratch.path("from_tensor") + ".memmap"
+
+    def teardown():
+        gc.collect()
+        os.unlink(state["path"])
+
+    res.work, res.floor = _alternate(
+        lambda: MemoryMappedTensor.from_tensor(src, filename=state["path"]),
+        lambda: _write_bytes(state["path"], src),
+        cfg.io_repeat,
+        work_setup=setup,
+        floor_setup=setup,
+        work_teardown=teardown,
+        floor_teardown=teardown,
+    )
+    res.notes.append(f"{cfg.from_tensor_bytes >> 20} MiB")
+
+
+def row_from_filename(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    folder = scratch.folder("files")
+    shape = torch.Size([4, 4])
+    paths = []
+    for i in range(cfg.open_files):
+        path = os.path.join(folder, f"f{i}.memmap")
+        _write_bytes(path, _fill(16, float(i)))
+        paths.append(path)
+    dtype = torch.float32
+    res.work, res.floor = _alternate(
+        lambda: [MemoryMappedTensor.from_filename(p, dtype=dtype, shape=shape) for p in paths],
+        lambda: [_open_leaf(p, dtype, shape) for p in paths],
+        cfg.io_repeat,
+        warmup=2,
+    )
+    res.notes.append(f"{cfg.open_files} files")
+
+
+# name, function, title, target: ("abs", seconds) | ("ratio", x) | None (informational)
+ROWS = [
+    ("build", row_build, 'TensorDict({"a": t, "b": {"c": u}}, batch_size=[64])', ("abs", 2e-6)),
+    ("index", row_index, "td[idx]: 10 keys, batch 1000, 16 random rows", ("ratio", 1.15)),
+    ("stack", row_stack, "torch.stack of 32 ten-key tensordicts", ("ratio", 1.3)),
+    ("get", row_get, 'td["key3"] (10 keys, batch 1000)', None),
+    ("set", row_set, 'td["key3"] = v (10 keys, batch 1000)', None),
+    ("apply", row_apply, "td.apply(lambda x: x + 1) (10 keys, batch 1000)", None),
+    ("memmap", row_memmap, "td.memmap(DIR) of 1 GiB in 128 tensors", ("ratio", 1.1)),
+    ("load_memmap", row_load_memmap, "TensorDict.load_memmap(DIR), 10 x 100 keys", ("ratio", 1.3)),
+    ("refresh", row_refresh, "memmap_refresh_() of that folder, unchanged", ("ratio", 0.25)),
+    (
+        "make_from_storage",
+        row_make_from_storage,
+        "1000 make_memmap_from_storage calls (vs 10x 100)",
+        ("ratio", 1.2),
+    ),
+    ("rb_write", row_rb_write, "replay buffer: td[idx] = batch, 256 of 100k rows", ("ratio", 1.2)),
+    ("rb_read", row_rb_read, "replay buffer: td[idx], 256 of 100k rows", ("ratio", 1.2)),
+    ("from_tensor", row_from_tensor, "MemoryMappedTensor.from_tensor, 256 MiB", ("ratio", 1.1)),
+    ("from_filename", row_from_filename, "1000 MemoryMappedTensor.from_filename", ("ratio", 1.2)),
+]
+
+
+def _target_text(target) -> str:
+    if target is None:
+        return "info"
+    kind, value = target
+    return f"<= {_fmt(value)}" if kind == "abs" else f"<= {value:g}x"
+
+
+def _short_error(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if len(msg) > 70:
+        msg = msg[:67] + "..."
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+def run_rows(names: list[str], cfg: Settings) -> list[Result]:
+    results = []
+    scratch = Scratch()
+    try:
+        for name, fn, title, target in ROWS:
+            if name not in names:
+                continue
+            res = Result(name=name, title=title, target=_target_text(target))
+            _log(f"{name} ...")
+            start = time.perf_counter()
+            try:
+                fn(res, cfg, scratch)
+            except Exception as exc:  # a missing or failing API must not stop the table
+                res.error = _short_error(exc)
+                res.work = res.floor = None
+            finally:
+                gc.collect()
+            if res.work is not None and res.floor:
+                res.ratio = res.work / res.floor
+                if target is not None:
+                    kind, value = target
+                    res.ok = (res.work if kind == "abs" else res.ratio) <= value
+            _log(f"{name} done in {time.perf_counter() - start:.1f} s")
+            results.append(res)
+    finally:
+        scratch.close()
+    return results
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _fmt(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.2f} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def _environment() -> dict:
+    try:
+        from importlib.metadata import version
+
+        td_version = version("tensordict")
+    except Exception:
+        td_version = "?"
+    return {
+        "python": sys.executable,
+        "tensordict_file": tensordict.__file__,
+        "tensordict_version": td_version,
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def _table(results: list[Result], env: dict, other: dict | None) -> str:
+    headers = ["row", "workload", "floor", "ratio", "target", ""]
+    other_rows = {}
+    if other is not None:
+        headers += ["other ratio", "other workload"]
+        other_rows = {r["name"]: r for r in other["results"]}
+    lines = []
+    body = []
+    for res in results:
+        if res.error is not None:
+            cells = [res.name, f"n/a ({res.error})", "", "", res.target, ""]
+        else:
+            mark = {True: "ok", False: "MISS", None: ""}[res.ok]
+            cells = [
+                res.name,
+                _fmt(res.work),
+                _fmt(res.floor),
+                f"{res.ratio:.2f}x",
+                res.target,
+                mark,
+            ]
+        if other is not None:
+            o = other_rows.get(res.name)
+            if o is None:
+                cells += ["-", "-"]
+            elif o["error"] is not None:
+                cells += [f"n/a ({o['error']})", ""]
+            else:
+                cells += [f"{o['ratio']:.2f}x", _fmt(o["work"])]
+        body.append(cells)
+    # an n/a cell may be long: let it overflow instead of widening its column
+    widths = [len(h) for h in headers]
+    for cells in body:
+        for i, cell in enumerate(cells):
+            if not cell.startswith("n/a"):
+                widths[i] = max(widths[i], len(cell))
+    lines.append(f"this:  {env['python']}  tensordict {env['tensordict_version']}")
+    lines.append(f"       {env['tensordict_file']}  (torch {env['torch']})")
+    if other is not None:
+        oenv = other["environment"]
+        lines.append(f"other: {oenv['python']}  tensordict {oenv['tensordict_version']}")
+        lines.append(f"       {oenv['tensordict_file']}  (torch {oenv['torch']})")
+    lines.append("")
+    lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for cells in body:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip())
+    notes = []
+    for res in results:
+        for note in res.notes:
+            notes.append(f"  {res.name}: {note}")
+        if res.name == "build" and other is not None and res.work is not None:
+            o = other_rows.get("build")
+            if o is not None and o["work"]:
+                speedup = o["work"] / res.work
+                notes.append(f"  build: {speedup:.2f}x faster than other (target >= 2x)")
+    if other is not None:
+        for o in other["results"]:
+            for note in o["notes"]:
+                notes.append(f"  {o['name']} (other): {note}")
+    if notes:
+        lines.append("")
+        lines.append("notes:")
+        lines.extend(notes)
+    misses = [r.name for r in results if r.ok is False]
+    failed = [r.name for r in results if r.error is not None]
+    lines.append("")
+    lines.append(f"missed targets: {', '.join(misses) or 'none'}")
+    if failed:
+        lines.append(f"n/a: {', '.join(failed)}")
+    return "\n".join(lines)
+
+
+def _run_other(python: str, args) -> dict:
+    fd, path = tempfile.mkstemp(prefix="tdbench-", suffix=".json")
+    os.close(fd)
+    try:
+        cmd = [python, os.path.abspath(__file__), "--json", path, "--no-table"]
+        if args.quick:
+            cmd.append("--quick")
+        if args.only:
+            cmd += ["--only", args.only]
+        _log(f"running under {python} ...")
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        with open(path) as f:
+            return json.load(f)
+    finally:
+        os.unlink(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", help="also run under this interpreter, side by side")
+    parser.add_argument("--json", metavar="FILE", help="save all figures as JSON ('-': stdout)")
+    parser.add_argument("--only", metavar="NAME[,NAME]", help="run only these rows")
+    parser.add_argument("--quick", action="store_true", help="fast smoke run, small sizes")
+    parser.add_argument("--no-table", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--list", action="store_true", help="list the rows and exit")
+    args = parser.parse_args(argv)
+
+    if args.list:
+        for name, _, title, target in ROWS:
+            print(f"{name:18} {_target_text(target):10} {title}")
+        return 0
+    names = [name for name, *_ in ROWS]
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in names]
+        if unknown:
+            parser.error(f"unknown row(s) {', '.join(unknown)}; rows: {', '.join(names)}")
+        names = wanted
+
+    cfg = Settings.make(args.quick)
+    env = _environment()
+    start = time.perf_counter()
+    results = run_rows(names, cfg)
+    env["seconds"] = round(time.perf_counter() - start, 2)
+    env["quick"] = cfg.quick
+    other = _run_other(args.python, args) if args.python else None
+
+    figures = {"environment": env, "results": [asdict(r) for r in results]}
+    if other is not None:
+        figures["other"] = other
+    if args.json == "-":
+        json.dump(figures, sys.stdout, indent=2)
+        print()
+    elif args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+    if not args.no_table:
+        out = sys.stderr if args.json == "-" else sys.stdout
+        print(_table(results, env, other), file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Operations shared by every tensordict class: indexing, shapes, pointwise math, torch dispatch."""

@@ -1,0 +1,168 @@
+"""Index normalisation for the batch dimensions.
+
+A tensordict is indexed on its batch dimensions only; each leaf has extra
+feature dimensions on the right. An index that torch would apply to a leaf must
+therefore be rewritten so that it never reaches a feature dimension: an
+``Ellipsis`` is expanded to the batch dimensions it stands for, and an index that
+consumes more dimensions than the batch has is refused.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_SIMPLE = (int, slice)
+
+
+def _dims_consumed(item) -> int:
+    """How many batch dimensions one index item consumes."""
+    if item is None or item is Ellipsis:
+        return 0
+    if isinstance(item, torch.Tensor):
+        if item.dtype is torch.bool:
+            return max(item.ndim, 1) if item.ndim else 0
+        return 1
+    if type(item) is bool:
+        return 0
+    return 1
+
+
+def normalize_index(idx, batch_size: torch.Size):
+    """Returns ``(leaf_index, new_batch_size_or_None)`` for indexing the batch dims.
+
+    The new batch size is computed here only when it is cheap and certain
+    (ints, slices, ``None``); otherwise ``None`` is returned and the caller reads
+    it off an indexed leaf.
+
+    Raises:
+        IndexError: if the index reaches past the batch dimensions.
+    """
+    batch_dims = len(batch_size)
+    if type(idx) is not tuple:
+        if type(idx) is int:
+            if batch_dims == 0:
+                msg = f"cannot index a tensordict with batch_size={list(batch_size)} by {idx!r}: it has no batch dimension"
+                raise IndexError(msg)
+            size = batch_size[0]
+            if not -size <= idx < size:
+                msg = f"index {idx} is out of range for batch dimension 0 of size {size}"
+                raise IndexError(msg)
+            return idx, batch_size[1:]
+        if type(idx) is slice:
+            if batch_dims == 0:
+                msg = f"cannot slice a tensordict with batch_size={list(batch_size)}: it has no batch dimension"
+                raise IndexError(msg)
+            return idx, torch.Size((len(range(*idx.indices(batch_size[0]))),)) + batch_size[1:]
+        if idx is Ellipsis:
+            return slice(None), batch_size
+        if idx is None:
+            return None, torch.Size((1,)) + batch_size
+        if isinstance(idx, list):
+            idx = _list_to_tensor(idx)
+        if isinstance(idx, torch.Tensor):
+            _check_tensor_index(idx, batch_size, 0)
+            return idx, None
+        if isinstance(idx, range):
+            return torch.tensor(list(idx), dtype=torch.long), None
+        if type(idx) is bool:
+            return idx, None
+        idx = (idx,)
+    return _normalize_tuple(idx, batch_size)
+
+
+def _list_to_tensor(item: list) -> torch.Tensor:
+    tensor = torch.as_tensor(item)
+    if tensor.dtype is not torch.bool:
+        tensor = tensor.long()
+    return tensor
+
+
+def _check_tensor_index(item: torch.Tensor, batch_size: torch.Size, dim: int) -> None:
+    if item.dtype is torch.bool:
+        end = dim + item.ndim
+        if end > len(batch_size):
+            msg = f"boolean mask of shape {list(item.shape)} reaches past the batch dimensions {list(batch_size)}"
+            raise IndexError(msg)
+        if item.shape != batch_size[dim:end]:
+            msg = f"boolean mask of shape {list(item.shape)} does not match the batch dimensions {list(batch_size[dim:end])} it indexes"
+            raise IndexError(msg)
+    elif item.is_floating_point() or item.is_complex():
+        msg = f"tensors used as indices must be long, int or bool tensors, got dtype {item.dtype}"
+        raise IndexError(msg)
+
+
+def _normalize_tuple(idx: tuple, batch_size: torch.Size):
+    batch_dims = len(batch_size)
+    items = []
+    consumed = 0
+    ellipsis_at = -1
+    simple = True
+    for item in idx:
+        if isinstance(item, list):
+            item = _list_to_tensor(item)
+        elif isinstance(item, range):
+            item = torch.tensor(list(item), dtype=torch.long)
+        if item is Ellipsis:
+            if ellipsis_at >= 0:
+                msg = "an index can only have a single ellipsis ('...')"
+                raise IndexError(msg)
+            ellipsis_at = len(items)
+        elif not (item is None or type(item) in _SIMPLE):
+            if isinstance(item, torch.Tensor):
+                simple = False
+            elif type(item) is bool:
+                simple = False
+            elif isinstance(item, int):
+                item = int(item)
+            else:
+                msg = f"unsupported index item {item!r} of type {type(item).__name__}"
+                raise IndexError(msg)
+        consumed += _dims_consumed(item)
+        items.append(item)
+    if consumed > batch_dims:
+        msg = (
+            f"too many indices for a tensordict with batch_size={list(batch_size)}: "
+            f"the index {idx!r} uses {consumed} dimensions but there are {batch_dims} batch dimensions"
+        )
+        raise IndexError(msg)
+    if ellipsis_at >= 0:
+        items[ellipsis_at : ellipsis_at + 1] = [slice(None)] * (batch_dims - consumed)
+    # Check masks and integer bounds against the dimension each item lands on.
+    dim = 0
+    for item in items:
+        if isinstance(item, torch.Tensor):
+            _check_tensor_index(item, batch_size, dim)
+        elif type(item) is int:
+            size = batch_size[dim]
+            if not -size <= item < size:
+                msg = f"index {item} is out of range for batch dimension {dim} of size {size}"
+                raise IndexError(msg)
+        dim += _dims_consumed(item)
+    leaf_index = tuple(items)
+    if not simple:
+        return leaf_index, None
+    new = []
+    dim = 0
+    for item in items:
+        if item is None:
+            new.append(1)
+        elif type(item) is int:
+            dim += 1
+        else:
+            new.append(len(range(*item.indices(batch_size[dim]))))
+            dim += 1
+    new.extend(batch_size[dim:])
+    return leaf_index, torch.Size(new)
+
+
+def batch_size_from_leaf(
+    leaf_before: torch.Tensor, leaf_after: torch.Tensor, batch_dims: int
+) -> torch.Size:
+    """The batch size after indexing, read off one indexed leaf."""
+    feature_dims = leaf_before.ndim - batch_dims
+    return leaf_after.shape[: leaf_after.ndim - feature_dims]
+
+
+def batch_size_from_dummy(batch_size: torch.Size, index) -> torch.Size:
+    """The batch size after indexing, computed on a zero-memory stand-in."""
+    return torch.zeros((), dtype=torch.uint8).expand(batch_size)[index].shape

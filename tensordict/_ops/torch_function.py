@@ -1,0 +1,289 @@
+"""``torch.*`` functions called on tensordicts: one table, one dispatcher.
+
+``torch.stack(tds)``, ``torch.cat(tds)``, ``torch.unbind(td)`` and friends reach
+``TensorDict.__torch_function__``, which looks the function up in ``_TABLE``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tensordict._nontensor import NonTensorData
+
+_TABLE: dict = {}
+
+
+def implements(*funcs):
+    """Registers the decorated function as the tensordict version of each torch function."""
+
+    def register(fn):
+        for func in funcs:
+            _TABLE[func] = fn
+        return fn
+
+    return register
+
+
+def dispatch(func, types, args, kwargs):
+    impl = _TABLE.get(func)
+    if impl is None:
+        return NotImplemented
+    return impl(*args, **kwargs)
+
+
+def _norm_stack_dim(dim: int, ndim: int) -> int:
+    if not -ndim - 1 <= dim <= ndim:
+        msg = f"stack dimension {dim} is out of range for {ndim} batch dimensions"
+        raise IndexError(msg)
+    return dim + ndim + 1 if dim < 0 else dim
+
+
+def _check_keys(tds, what: str) -> None:
+    keys = tds[0]._keys_level()
+    for i, td in enumerate(tds[1:], 1):
+        other = td._keys_level()
+        if other != keys:
+            only_first = sorted(set(keys) - set(other))
+            only_other = sorted(set(other) - set(keys))
+            msg = (
+                f"cannot {what} tensordicts with different keys: tensordict 0 alone has {only_first}, "
+                f"tensordict {i} alone has {only_other}; use lazy_stack to keep members that differ"
+            )
+            raise RuntimeError(msg)
+
+
+def _collections(items, what: str) -> list:
+    items = list(items)
+    if not items:
+        msg = f"cannot {what} an empty sequence of tensordicts"
+        raise RuntimeError(msg)
+    return items
+
+
+@implements(torch.stack)
+def stack(tds, dim: int = 0, *, out=None):
+    """Stacks tensordicts along a new batch dimension ``dim``.
+
+    Every tensordict must have the same keys and batch size; leaves with the same
+    key are stacked with ``torch.stack``.
+
+    Raises:
+        RuntimeError: if the batch sizes or the keys differ (naming them), or a leaf's
+            shapes differ (naming the key).
+
+    Examples:
+        >>> tds = [TensorDict({"a": torch.zeros(3)}, [3]) for _ in range(4)]
+        >>> torch.stack(tds, 0).batch_size
+        torch.Size([4, 3])
+    """
+    tds = _collections(tds, "stack")
+    first = tds[0]
+    if getattr(type(first), "_is_tensorclass", False) or any(
+        getattr(type(t), "_is_lazy", False) for t in tds
+    ):
+        return (
+            type(first)._stack_members(tds, dim, out=out)
+            if hasattr(type(first), "_stack_members")
+            else _lazy_or_dense(tds, dim, out)
+        )
+    batch_size = first.batch_size
+    for i, td in enumerate(tds):
+        if td.batch_size != batch_size:
+            msg = (
+                f"cannot stack tensordicts with different batch sizes: tensordict 0 has "
+                f"{list(batch_size)} and tensordict {i} has {list(td.batch_size)}"
+            )
+            raise RuntimeError(msg)
+    d = _norm_stack_dim(dim, len(batch_size))
+    return _stack_dense(tds, d, out, ())
+
+
+def _lazy_or_dense(tds, dim, out):
+    from tensordict._lazy import LazyStackedTensorDict
+
+    return LazyStackedTensorDict._stack_members(tds, dim, out=out)
+
+
+def _stack_dense(tds, d: int, out, prefix: tuple):
+    from tensordict._td import TensorDict
+
+    first = tds[0]
+    _check_keys(tds, "stack")
+    batch_size = first.batch_size
+    new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
+    result = {}
+    for key, value in first._items_level():
+        values = [td._get_str(key, None) for td in tds]
+        target = None if out is None else out._get_str(key, None)
+        if isinstance(value, torch.Tensor):
+            try:
+                if target is not None:
+                    torch.stack(values, d, out=target)
+                    result[key] = target
+                else:
+                    result[key] = torch.stack(values, d)
+            except RuntimeError as err:
+                shapes = sorted({tuple(v.shape) for v in values})
+                msg = f"cannot stack the entry {prefix + (key,)!r}: its shapes differ across tensordicts ({shapes})"
+                raise RuntimeError(msg) from err
+        elif isinstance(value, NonTensorData):
+            result[key] = NonTensorData._stack(values, d)
+        elif (
+            hasattr(value, "_items_level")
+            and not getattr(type(value), "_is_lazy", False)
+            and all(type(v) is type(value) for v in values)
+        ):
+            for v in values:
+                if v.batch_size != value.batch_size:
+                    msg = f"cannot stack the sub-tensordict {prefix + (key,)!r}: batch sizes differ"
+                    raise RuntimeError(msg)
+            result[key] = _stack_dense(values, d, target, prefix + (key,))
+        else:
+            result[key] = stack(values, d, out=target)
+    if out is not None:
+        return out
+    return TensorDict._new_unsafe(result, new_size, first.device, None)
+
+
+@implements(torch.cat, torch.concat, torch.concatenate)
+def cat(tds, dim: int = 0, *, out=None):
+    """Concatenates tensordicts along an existing batch dimension ``dim``.
+
+    Raises:
+        RuntimeError: if the keys differ, or the batch sizes differ outside ``dim``.
+
+    Examples:
+        >>> a = TensorDict({"x": torch.zeros(2, 3)}, [2])
+        >>> torch.cat([a, a]).batch_size
+        torch.Size([4])
+    """
+    from tensordict._td import TensorDict
+
+    tds = _collections(tds, "concatenate")
+    first = tds[0]
+    if getattr(type(first), "_is_tensorclass", False) and hasattr(type(first), "_cat_members"):
+        return type(first)._cat_members(tds, dim, out=out)
+    ndim = first.batch_dims
+    if not -ndim <= dim < ndim:
+        msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"
+        raise IndexError(msg)
+    d = dim + ndim if dim < 0 else dim
+    size = first.batch_size
+    total = 0
+    for i, td in enumerate(tds):
+        other = td.batch_size
+        if len(other) != ndim or other[:d] != size[:d] or other[d + 1 :] != size[d + 1 :]:
+            msg = (
+                f"cannot concatenate tensordicts whose batch sizes differ outside dimension {d}: "
+                f"tensordict 0 has {list(size)} and tensordict {i} has {list(other)}"
+            )
+            raise RuntimeError(msg)
+        total += other[d]
+    _check_keys(tds, "concatenate")
+    new_size = size[:d] + torch.Size((total,)) + size[d + 1 :]
+    result = {}
+    for key, value in first._items_level():
+        values = [td._get_str(key, None) for td in tds]
+        target = None if out is None else out._get_str(key, None)
+        if isinstance(value, torch.Tensor):
+            result[key] = (
+                torch.cat(values, d, out=target) if target is not None else torch.cat(values, d)
+            )
+        elif isinstance(value, NonTensorData):
+            result[key] = NonTensorData._stack(values, d)._with(new_size + value.batch_size[ndim:])
+        else:
+            result[key] = cat(values, d, out=target)
+    if out is not None:
+        return out
+    return TensorDict._new_unsafe(result, new_size, first.device, None)
+
+
+@implements(torch.unbind)
+def _unbind(td, dim: int = 0):
+    return td.unbind(dim)
+
+
+@implements(torch.split)
+def _split(td, split_size_or_sections, dim: int = 0):
+    return td.split(split_size_or_sections, dim)
+
+
+@implements(torch.chunk)
+def _chunk(td, chunks: int, dim: int = 0):
+    return td.chunk(chunks, dim)
+
+
+@implements(torch.reshape)
+def _reshape(td, shape):
+    return td.reshape(shape)
+
+
+@implements(torch.permute)
+def _permute(td, dims):
+    return td.permute(*dims)
+
+
+@implements(torch.transpose)
+def _transpose(td, dim0, dim1):
+    return td.transpose(dim0, dim1)
+
+
+@implements(torch.squeeze)
+def _squeeze(td, dim=None):
+    return td.squeeze(dim)
+
+
+@implements(torch.unsqueeze)
+def _unsqueeze(td, dim):
+    return td.unsqueeze(dim)
+
+
+@implements(torch.flatten)
+def _flatten(td, start_dim=0, end_dim=-1):
+    return td.flatten(start_dim, end_dim)
+
+
+@implements(torch.unflatten)
+def _unflatten(td, dim, sizes):
+    return td.unflatten(dim, sizes)
+
+
+@implements(torch.clone)
+def _clone(td, *, memory_format=None):
+    return td.clone()
+
+
+@implements(torch.gather)
+def _gather(td, dim, index, *, out=None):
+    return td.gather(dim, index, out=out)
+
+
+@implements(torch.masked_select)
+def _masked_select(td, mask):
+    return td[mask]
+
+
+@implements(torch.where)
+def _where(condition, input, other, *, out=None):  # noqa: A002 - torch's argument name
+    if hasattr(input, "where"):
+        return input.where(condition, other, out=out)
+    return (~condition if False else other).where(~condition, input, out=out)
+
+
+def _like(factory):
+    def impl(td, *args, **kwargs):
+        return td._fast_apply(lambda x: factory(x, *args, **kwargs))
+
+    return impl
+
+
+for _func in (
+    torch.zeros_like,
+    torch.ones_like,
+    torch.empty_like,
+    torch.rand_like,
+    torch.randn_like,
+    torch.full_like,
+):
+    _TABLE[_func] = _like(_func)
+del _func

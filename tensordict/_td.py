@@ -1,0 +1,544 @@
+"""TensorDict: the dense tensordict, one dict of entries per level."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from tensordict._nontensor import NonTensorData
+from tensordict._ops import torch_function as _tf
+from tensordict._ops.indexing import batch_size_from_dummy, batch_size_from_leaf, normalize_index
+from tensordict.base import (
+    NO_DEFAULT,
+    TensorDictBase,
+    _as_value,
+    _check_batch,
+    _is_collection_value,
+    _source_items,
+)
+from tensordict.errors import LockedError
+
+_Tensor = torch.Tensor
+_Size = torch.Size
+_EMPTY = torch.Size(())
+
+
+def _as_batch_size(batch_size) -> torch.Size:
+    if batch_size is None:
+        return _EMPTY
+    if type(batch_size) is _Size:
+        return batch_size
+    if isinstance(batch_size, int):
+        return _Size((batch_size,))
+    if isinstance(batch_size, torch.Tensor):
+        return _Size(batch_size.tolist() if batch_size.ndim else [int(batch_size)])
+    try:
+        size = _Size(batch_size)
+    except TypeError as err:
+        msg = f"batch_size must be a sequence of ints, got {batch_size!r}"
+        raise TypeError(msg) from err
+    if any(s < 0 for s in size):
+        msg = f"batch_size must not hold negative sizes, got {list(size)}"
+        raise ValueError(msg)
+    return size
+
+
+def _as_device(device):
+    if device is None or type(device) is torch.device:
+        return device
+    return torch.device(device)
+
+
+def _check_names(names, batch_size: torch.Size):
+    if names is None:
+        return None
+    names = list(names)
+    if len(names) != len(batch_size):
+        msg = f"names {names} must have one entry per batch dimension ({len(batch_size)})"
+        raise ValueError(msg)
+    seen = [n for n in names if n is not None]
+    if len(seen) != len(set(seen)):
+        msg = f"batch dimension names must be unique, got {names}"
+        raise ValueError(msg)
+    return names if seen else None
+
+
+class TensorDict(TensorDictBase):
+    """A dictionary of tensors whose entries share leading batch dimensions.
+
+    Args:
+        source (dict or TensorDictBase, optional): the entries. Nested dicts become
+            sub-tensordicts; numbers and arrays become tensors; other values become
+            :class:`NonTensorData` entries.
+        batch_size (sequence of int, optional): the shared leading dimensions.
+            Defaults to ``[]``.
+        device (torch.device, optional): if given, every tensor is moved there.
+        names (list of str, optional): names of the batch dimensions.
+
+    Keyword Args:
+        lock (bool, optional): lock the tensordict after building it.
+        **kwargs: more entries, as keyword arguments.
+
+    Raises:
+        RuntimeError: if a value's leading dimensions do not match ``batch_size``.
+        TypeError: if a key is not a string.
+
+    Examples:
+        >>> td = TensorDict({"obs": torch.zeros(4, 3), "next": {"obs": torch.zeros(4, 3)}}, batch_size=[4])
+        >>> td[1:3]["next", "obs"].shape
+        torch.Size([2, 3])
+    """
+
+    __slots__ = ("_tensordict", "_batch_size", "_device", "_names", "_locked", "_mm", "__weakref__")
+
+    def __init__(
+        self,
+        source=None,
+        batch_size=None,
+        device=None,
+        names=None,
+        non_blocking: bool | None = None,
+        lock: bool = False,
+        **kwargs,
+    ) -> None:
+        batch_size = _as_batch_size(batch_size)
+        device = _as_device(device)
+        self._batch_size = batch_size
+        self._device = device
+        self._names = None if names is None else _check_names(names, batch_size)
+        self._locked = False
+        self._mm = None
+        data = self._tensordict = {}
+        if source is None:
+            source = kwargs
+        elif kwargs:
+            source = {**_source_dict(source), **kwargs}
+        if type(source) is dict:
+            n = len(batch_size)
+            for key, value in source.items():
+                if type(key) is not str:
+                    self.set(key, value)
+                    continue
+                if type(value) is _Tensor:
+                    if value.shape[:n] != batch_size:
+                        _check_batch(key, value, batch_size)
+                    if device is not None and value.device != device:
+                        value = value.to(device)
+                    data[key] = value
+                else:
+                    data[key] = self._validate(key, value)
+        elif source:
+            for key, value in _source_items(source):
+                self.set(key, value)
+        if lock:
+            self.lock_()
+
+    @classmethod
+    def _new_unsafe(cls, source: dict, batch_size: torch.Size, device=None, names=None):
+        """Builds without checking anything: the caller guarantees every entry fits."""
+        self = object.__new__(cls)
+        self._tensordict = source
+        self._batch_size = batch_size
+        self._device = device
+        self._names = names
+        self._locked = False
+        self._mm = None
+        return self
+
+    def _validate(self, key: str, value):
+        batch_size = self._batch_size
+        device = self._device
+        if isinstance(value, _Tensor):
+            _check_batch(key, value, batch_size)
+            if device is not None and value.device != device:
+                value = value.to(device)
+            return value
+        if isinstance(value, Mapping) and not _is_collection_value(value):
+            return TensorDict(value, batch_size, device)
+        value = _as_value(key, value, device)
+        if isinstance(value, NonTensorData):
+            if value.batch_size != batch_size:
+                value = value._with(batch_size if not value.batch_size else value.batch_size)
+            _check_batch(key, value, batch_size)
+            return value
+        if isinstance(value, _Tensor):
+            if value.ndim == 0 and batch_size:
+                value = value.expand(batch_size).clone()
+            _check_batch(key, value, batch_size)
+            return value
+        _check_batch(key, value, batch_size)
+        if device is not None and value.device != device:
+            value = value.to(device)
+        if self._locked and not value.is_locked:
+            value.lock_()
+        return value
+
+    # ------------------------------------------------------------------ primitives
+    @property
+    def batch_size(self) -> torch.Size:
+        """The shared leading dimensions of every entry.
+
+        Setting it checks every entry (``RuntimeError`` naming the first that does not fit).
+        """
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value) -> None:
+        new = _as_batch_size(value)
+        if new == self._batch_size:
+            return
+        if self._locked:
+            msg = "cannot change the batch size of a locked tensordict; call unlock_() first"
+            raise LockedError(msg)
+        n = len(new)
+        grow = []
+        for key, entry in self._tensordict.items():
+            if not isinstance(entry, _Tensor) and len(entry.batch_size) < n:
+                # A sub-tensordict follows a longer batch size when its own entries allow it.
+                _check_batch(key, _LeadingShape(entry), new)
+                grow.append(entry)
+            else:
+                _check_batch(key, entry, new)
+        for entry in grow:
+            entry.batch_size = new
+        self._batch_size = new
+        self._names = None
+
+    @property
+    def device(self):
+        """The device of every tensor, or ``None`` when they may differ."""
+        return self._device
+
+    @device.setter
+    def device(self, value) -> None:
+        msg = "the device of a tensordict cannot be set; use td.to(device) instead"
+        raise RuntimeError(msg)
+
+    @property
+    def names(self):
+        """The names of the batch dimensions (a list with ``None`` for unnamed dims), or ``None``."""
+        names = self._names
+        if names is None:
+            return None
+        return list(names)
+
+    @names.setter
+    def names(self, value) -> None:
+        self._names = _check_names(value, self._batch_size)
+
+    def refine_names(self, *names):
+        """Names the batch dimensions in place (``None`` leaves a dim unnamed) and returns the tensordict."""
+        names = list(names)
+        if Ellipsis in names:
+            i = names.index(Ellipsis)
+            names[i : i + 1] = [None] * (self.batch_dims - len(names) + 1)
+        self.names = names
+        return self
+
+    def rename(self, *names, **rename_map):
+        """Returns a shallow copy whose batch dimensions carry new names."""
+        out = self._shallow_copy()
+        if rename_map:
+            current = self.names or [None] * self.batch_dims
+            out.names = [rename_map.get(n, n) for n in current]
+        else:
+            out.names = list(names) if names and names[0] is not None else None
+        return out
+
+    def _get_str(self, key: str, default):
+        value = self._tensordict.get(key, default)
+        if value is NO_DEFAULT:
+            raise self._missing((key,), 0, self)
+        return value
+
+    def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
+        if not validated:
+            value = self._validate(key, value)
+        data = self._tensordict
+        if inplace:
+            current = data.get(key)
+            if current is not None:
+                if isinstance(current, _Tensor):
+                    if current is not value:
+                        current.copy_(value)
+                elif hasattr(current, "update_") and not isinstance(current, NonTensorData):
+                    current.update_(value)
+                else:
+                    data[key] = value
+                return
+        if self._locked:
+            action = "rebind" if key in data else "add the key"
+            self._check_unlocked(key, action)
+        data[key] = value
+
+    def _del_str(self, key: str) -> None:
+        if self._locked:
+            self._check_unlocked(key, "delete")
+        del self._tensordict[key]
+
+    def _keys_level(self):
+        return self._tensordict.keys()
+
+    def _items_level(self):
+        return self._tensordict.items()
+
+    def _new_like(self, source: dict, batch_size, names=NO_DEFAULT, device=NO_DEFAULT):
+        if names is NO_DEFAULT:
+            names = self._names if batch_size == self._batch_size else None
+        return TensorDict._new_unsafe(
+            source, batch_size, self._device if device is NO_DEFAULT else device, names
+        )
+
+    @property
+    def is_locked(self) -> bool:
+        """True when the tensordict refuses new keys, deletions and rebinding."""
+        return self._locked
+
+    @is_locked.setter
+    def is_locked(self, value: bool) -> None:
+        self._propagate_lock(bool(value))
+
+    def _propagate_lock(self, locked: bool) -> None:
+        self._locked = locked
+        for value in self._tensordict.values():
+            if type(value) is not _Tensor and hasattr(value, "_propagate_lock"):
+                value._propagate_lock(locked)
+
+    # ------------------------------------------------------------------ fast paths
+    def _fast_apply(
+        self,
+        fn,
+        *others,
+        batch_size=None,
+        names=NO_DEFAULT,
+        device=NO_DEFAULT,
+        inplace=False,
+        **kwargs,
+    ):
+        if others or kwargs or inplace or batch_size is not None:
+            return super()._fast_apply(
+                fn,
+                *others,
+                batch_size=batch_size,
+                names=names,
+                device=device,
+                inplace=inplace,
+                **kwargs,
+            )
+        out = {}
+        for key, value in self._tensordict.items():
+            if isinstance(value, _Tensor):
+                res = fn(value)
+            elif isinstance(value, NonTensorData):
+                res = value
+            else:
+                res = value._fast_apply(fn, device=device)
+            if res is not None:
+                out[key] = res
+        return TensorDict._new_unsafe(
+            out,
+            self._batch_size,
+            self._device if device is NO_DEFAULT else device,
+            self._names if names is NO_DEFAULT else names,
+        )
+
+    def _index(self, index):
+        leaf_index, new_size = normalize_index(index, self._batch_size)
+        out = {}
+        first = None
+        for key, value in self._tensordict.items():
+            res = value[leaf_index]
+            if first is None and type(res) is not NonTensorData and isinstance(res, _Tensor):
+                first = (value, res)
+            out[key] = res
+        if new_size is None:
+            if first is not None:
+                new_size = batch_size_from_leaf(first[0], first[1], len(self._batch_size))
+            else:
+                new_size = batch_size_from_dummy(self._batch_size, leaf_index)
+        names = None
+        if self._names is not None and new_size == self._batch_size:
+            names = self._names
+        return TensorDict._new_unsafe(out, new_size, self._device, names)
+
+    def _set_at(self, index, value) -> None:
+        leaf_index, _ = normalize_index(index, self._batch_size)
+        data = self._tensordict
+        if _is_collection_value(value) or isinstance(value, Mapping):
+            items = list(
+                _source_items(
+                    value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
+                )
+            )
+            missing = [k for k, _ in items if k not in data]
+            if missing and self._locked:
+                msg = f"cannot add the keys {missing} through index assignment: the tensordict is locked"
+                raise LockedError(msg)
+            for key, sub in items:
+                current = data.get(key)
+                if current is None:
+                    indexed = len(batch_size_from_dummy(self._batch_size, leaf_index))
+                    current = _zeros_for(sub, self._batch_size, indexed)
+                    data[key] = current
+                if isinstance(current, NonTensorData):
+                    current[leaf_index] = sub
+                elif isinstance(current, _Tensor):
+                    current[leaf_index] = sub if not isinstance(sub, NonTensorData) else sub.data
+                else:
+                    current[leaf_index] = sub
+            return
+        for current in data.values():
+            if isinstance(current, NonTensorData):
+                continue
+            current[leaf_index] = value
+
+    def _batch_op(self, op, batch_size: torch.Size, names=None):
+        bd = len(self._batch_size)
+        out = {}
+        for key, value in self._tensordict.items():
+            extra = value.shape[bd:] if isinstance(value, _Tensor) else value.batch_size[bd:]
+            out[key] = op(value, extra)
+        return TensorDict._new_unsafe(out, batch_size, self._device, names)
+
+    def _batch_op_multi(self, op, batch_sizes: list) -> tuple:
+        bd = len(self._batch_size)
+        parts = [{} for _ in batch_sizes]
+        for key, value in self._tensordict.items():
+            extra = value.shape[bd:] if isinstance(value, _Tensor) else value.batch_size[bd:]
+            for i, piece in enumerate(op(value, extra)):
+                parts[i][key] = piece
+        return tuple(
+            TensorDict._new_unsafe(part, size, self._device, None)
+            for part, size in zip(parts, batch_sizes)
+        )
+
+    def _shallow_copy(self):
+        return TensorDict._new_unsafe(
+            dict(self._tensordict), self._batch_size, self._device, self._names
+        )
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_dict(
+        cls, input_dict, batch_size=None, device=None, batch_dims=None, names=None, **kwargs
+    ):
+        """Builds a tensordict from a (nested) dict; without ``batch_size`` it is inferred.
+
+        Args:
+            input_dict (dict): the entries.
+            batch_size (sequence of int, optional): the batch size. Defaults to the
+                longest leading shape that every leaf shares (see :meth:`auto_batch_size_`).
+            device (torch.device, optional): the device.
+            batch_dims (int, optional): limit the inferred batch size to this many dims.
+
+        Examples:
+            >>> TensorDict.from_dict({"a": torch.zeros(3, 4), "b": torch.zeros(3)}).batch_size
+            torch.Size([3])
+        """
+        td = cls(
+            input_dict,
+            batch_size=batch_size,
+            device=device,
+            names=names if batch_size is not None else None,
+        )
+        if batch_size is None:
+            td.auto_batch_size_(batch_dims)
+            if names is not None:
+                td.names = names
+        return td
+
+    @classmethod
+    def fromkeys(cls, keys, value=0, *, batch_size=None, device=None):
+        """Builds a tensordict with every key of ``keys`` set to ``value``."""
+        td = cls({}, batch_size=batch_size, device=device)
+        for key in keys:
+            td.set(key, value.clone() if isinstance(value, _Tensor) else value)
+        return td
+
+    def auto_batch_size_(self, batch_dims: int | None = None):
+        """Sets the batch size to the longest leading shape that every entry shares, and returns the tensordict.
+
+        Sub-tensordicts get their own inferred batch size first.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3, 4, 5), "b": torch.zeros(3, 4)})
+            >>> td.auto_batch_size_().batch_size
+            torch.Size([3, 4])
+        """
+        shapes = []
+        for value in self._tensordict.values():
+            if isinstance(value, TensorDict):
+                value.auto_batch_size_()
+                shapes.append(value.batch_size)
+            elif isinstance(value, _Tensor):
+                shapes.append(value.shape)
+        common = []
+        if shapes:
+            for dims in zip(*shapes):
+                if all(d == dims[0] for d in dims):
+                    common.append(dims[0])
+                else:
+                    break
+        if batch_dims is not None:
+            common = common[:batch_dims]
+        new = torch.Size(common)
+        for value in self._tensordict.values():
+            if isinstance(value, NonTensorData):
+                value.batch_size = new
+        self._batch_size = new
+        self._names = None
+        return self
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return _tf.dispatch(func, types, args, kwargs or {})
+
+    # pickling: an in-memory tensordict pickles its entries; memory-mapped ones are
+    # handled by MemoryMappedTensor's own reducer (file names, never the data).
+    def __getstate__(self):
+        return {
+            "source": self._tensordict,
+            "batch_size": self._batch_size,
+            "device": self._device,
+            "names": self._names,
+            "locked": self._locked,
+            "mm": self._mm,
+        }
+
+    def __setstate__(self, state) -> None:
+        self._tensordict = state["source"]
+        self._batch_size = state["batch_size"]
+        self._device = state["device"]
+        self._names = state["names"]
+        self._locked = state["locked"]
+        self._mm = state["mm"]
+
+
+def _zeros_for(value, batch_size: torch.Size, indexed_dims: int):
+    """A zero entry over the whole batch for a key first given for part of the batch."""
+    if isinstance(value, _Tensor):
+        shape = batch_size + value.shape[indexed_dims:]
+        return torch.zeros(shape, dtype=value.dtype, device=value.device)
+    if isinstance(value, NonTensorData):
+        return NonTensorData(value.data, batch_size)
+    return value.new_zeros(batch_size + value.batch_size[indexed_dims:])
+
+
+class _LeadingShape:
+    """The shape a sub-tensordict's leaves share, standing in for its batch size in checks."""
+
+    def __init__(self, td) -> None:
+        shapes = [v.shape for v in td.values(True, True) if isinstance(v, _Tensor)]
+        common = []
+        for dims in zip(*shapes):
+            if any(d != dims[0] for d in dims):
+                break
+            common.append(dims[0])
+        self.batch_size = torch.Size(common) if shapes else td.batch_size
+
+
+def _source_dict(source) -> dict:
+    if isinstance(source, Mapping):
+        return dict(source)
+    return dict(_source_items(source))
