@@ -7,7 +7,6 @@ from collections.abc import Mapping
 import torch
 
 from tensordict._nontensor import NonTensorData
-from tensordict._ops import torch_function as _tf
 from tensordict._ops.indexing import batch_size_from_dummy, batch_size_from_leaf, normalize_index
 from tensordict.base import (
     NO_DEFAULT,
@@ -24,18 +23,60 @@ _Size = torch.Size
 _EMPTY = torch.Size(())
 
 
+def _fill(td, source: dict, batch_size: torch.Size, device) -> dict:
+    """Validates the entries of a plain dict for a new tensordict (the hot path of construction)."""
+    data = {}
+    n = len(batch_size)
+    b0 = batch_size[0] if n else 0
+    for key, value in source.items():
+        if type(key) is not str:
+            td._tensordict = data
+            td.set(key, value)
+            continue
+        if type(value) is _Tensor:
+            shape = value.shape
+            if n == 1:
+                if not shape or shape[0] != b0:
+                    _check_batch(key, value, batch_size)
+            elif n and shape[:n] != batch_size:
+                _check_batch(key, value, batch_size)
+            if device is not None and value.device != device:
+                value = value.to(device)
+            data[key] = value
+        elif type(value) is dict:
+            sub = object.__new__(TensorDict)
+            sub._batch_size = batch_size
+            sub._device = device
+            sub._names = None
+            sub._locked = False
+            sub._mm = None
+            sub._tensordict = _fill(sub, value, batch_size, device)
+            data[key] = sub
+        else:
+            td._tensordict = data
+            data[key] = td._validate(key, value)
+    return data
+
+
 def _as_batch_size(batch_size) -> torch.Size:
     if batch_size is None:
         return _EMPTY
     if type(batch_size) is _Size:
         return batch_size
+    if type(batch_size) is list or type(batch_size) is tuple:
+        try:
+            size = _Size(batch_size)
+        except TypeError:
+            size = None
+        if size is not None and (not size or min(size) >= 0):
+            return size
     if isinstance(batch_size, int):
         return _Size((batch_size,))
     if isinstance(batch_size, torch.Tensor):
         return _Size(batch_size.tolist() if batch_size.ndim else [int(batch_size)])
     try:
-        size = _Size(batch_size)
-    except TypeError as err:
+        size = _Size(int(s) for s in batch_size)
+    except (TypeError, ValueError) as err:
         msg = f"batch_size must be a sequence of ints, got {batch_size!r}"
         raise TypeError(msg) from err
     if any(s < 0 for s in size):
@@ -102,35 +143,26 @@ class TensorDict(TensorDictBase):
         lock: bool = False,
         **kwargs,
     ) -> None:
-        batch_size = _as_batch_size(batch_size)
-        device = _as_device(device)
+        if type(batch_size) is not _Size:
+            batch_size = _as_batch_size(batch_size)
+        if device is not None:
+            device = _as_device(device)
         self._batch_size = batch_size
         self._device = device
         self._names = None if names is None else _check_names(names, batch_size)
         self._locked = False
         self._mm = None
-        data = self._tensordict = {}
         if source is None:
             source = kwargs
         elif kwargs:
             source = {**_source_dict(source), **kwargs}
         if type(source) is dict:
-            n = len(batch_size)
-            for key, value in source.items():
-                if type(key) is not str:
+            self._tensordict = _fill(self, source, batch_size, device)
+        else:
+            self._tensordict = {}
+            if source:
+                for key, value in _source_items(source):
                     self.set(key, value)
-                    continue
-                if type(value) is _Tensor:
-                    if value.shape[:n] != batch_size:
-                        _check_batch(key, value, batch_size)
-                    if device is not None and value.device != device:
-                        value = value.to(device)
-                    data[key] = value
-                else:
-                    data[key] = self._validate(key, value)
-        elif source:
-            for key, value in _source_items(source):
-                self.set(key, value)
         if lock:
             self.lock_()
 
@@ -492,7 +524,7 @@ class TensorDict(TensorDictBase):
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        return _tf.dispatch(func, types, args, kwargs or {})
+        return _dispatch(func, types, args, kwargs or {})
 
     # pickling: an in-memory tensordict pickles its entries; memory-mapped ones are
     # handled by MemoryMappedTensor's own reducer (file names, never the data).
@@ -542,3 +574,6 @@ def _source_dict(source) -> dict:
     if isinstance(source, Mapping):
         return dict(source)
     return dict(_source_items(source))
+
+
+from tensordict._ops.torch_function import dispatch as _dispatch  # noqa: E402 - needs TensorDict

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from tensordict._nontensor import NonTensorData
+from tensordict._td import TensorDict
 
 _TABLE: dict = {}
 
@@ -78,6 +79,10 @@ def stack(tds, dim: int = 0, *, out=None):
     """
     tds = _collections(tds, "stack")
     first = tds[0]
+    if out is None and type(first) is TensorDict:
+        done = _stack_fast(tds, dim)
+        if done is not None:
+            return done
     if getattr(type(first), "_is_tensorclass", False) or any(
         getattr(type(t), "_is_lazy", False) for t in tds
     ):
@@ -98,6 +103,30 @@ def stack(tds, dim: int = 0, *, out=None):
     return _stack_dense(tds, d, out, ())
 
 
+def _stack_fast(tds, dim: int):
+    """Stacks plain TensorDicts whose leaves are all tensors; None when another path must decide."""
+    first = tds[0]
+    batch_size = first._batch_size
+    data = first._tensordict
+    n = len(data)
+    dicts = []
+    for td in tds:
+        if type(td) is not TensorDict or td._batch_size != batch_size or len(td._tensordict) != n:
+            return None
+        dicts.append(td._tensordict)
+    d = _norm_stack_dim(dim, len(batch_size))
+    result = {}
+    try:
+        for key, value in data.items():
+            if type(value) is not torch.Tensor:
+                return None
+            result[key] = torch.stack([x[key] for x in dicts], d)
+    except (KeyError, RuntimeError):
+        return None
+    new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
+    return TensorDict._new_unsafe(result, new_size, first._device, None)
+
+
 def _lazy_or_dense(tds, dim, out):
     from tensordict._lazy import LazyStackedTensorDict
 
@@ -105,8 +134,6 @@ def _lazy_or_dense(tds, dim, out):
 
 
 def _stack_dense(tds, d: int, out, prefix: tuple):
-    from tensordict._td import TensorDict
-
     first = tds[0]
     _check_keys(tds, "stack")
     batch_size = first.batch_size
@@ -157,8 +184,6 @@ def cat(tds, dim: int = 0, *, out=None):
         >>> torch.cat([a, a]).batch_size
         torch.Size([4])
     """
-    from tensordict._td import TensorDict
-
     tds = _collections(tds, "concatenate")
     first = tds[0]
     if getattr(type(first), "_is_tensorclass", False) and hasattr(type(first), "_cat_members"):
