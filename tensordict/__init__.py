@@ -6,9 +6,11 @@ from tensordict._nontensor import NonTensorData
 from tensordict._ops.torch_function import cat, stack
 from tensordict._td import TensorDict
 from tensordict.base import NO_DEFAULT, TensorDictBase, is_tensor_collection
+from tensordict.memmap.tensor import MemoryMappedTensor
 
 __all__ = [
     "NO_DEFAULT",
+    "MemoryMappedTensor",
     "NestedKey",
     "NonTensorData",
     "TensorDict",

@@ -1,9 +1,743 @@
-"""The memory-mapping methods of every tensordict class (filled in by the memmap layer)."""
+"""The memory-mapping methods that every tensordict class shares.
+
+The tree work (writing, loading, refreshing) lives in ``_io``; this module holds
+the public methods, their argument checks and the adding of single entries
+(``make_memmap``, ``make_memmap_from_tensor``, ``make_memmap_from_storage``).
+"""
 
 from __future__ import annotations
+
+import os
+import warnings
+from concurrent.futures import Future
+
+import torch
+
+from tensordict._keys import _key_parts
+from tensordict.errors import NotMemmapError
+from tensordict.memmap import _io
+from tensordict.memmap import format as fmt
+
+_STORAGE_WARNING = (
+    "make_memmap_from_storage() got a storage without a file for the entry {key!r} of a "
+    "tensordict stored in {path!r}: its data is not written to the directory, so "
+    "load_memmap() and memmap_refresh_() will drop the entry. Starting with TensorDict 0.17, "
+    "this will raise a RuntimeError. Use make_memmap_from_tensor() to copy the data into the "
+    "directory."
+)
+
+
+def _done(value) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def _mmt():
+    from tensordict.memmap.tensor import MemoryMappedTensor
+
+    return MemoryMappedTensor
+
+
+def _storage_file(storage) -> str | None:
+    from tensordict.memmap.tensor import _storage_filename
+
+    return _storage_filename(storage)
 
 
 class MemmapMixin:
     """Memory-mapping methods shared by every tensordict class."""
 
     __slots__ = ()
+
+    # ------------------------------------------------------------------ state
+    def is_memmap(self) -> bool:
+        """True when the tensordict was memory-mapped and every leaf is a ``MemoryMappedTensor``.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.is_memmap(), td.memmap().is_memmap()
+            (False, True)
+        """
+        if getattr(self, "_mm", None) is None:
+            return False
+        MemoryMappedTensor = _mmt()
+        for value in self._items_level_values():
+            if isinstance(value, torch.Tensor):
+                if not isinstance(value, MemoryMappedTensor):
+                    return False
+            elif hasattr(value, "is_memmap") and not value.is_memmap():
+                return False
+        return True
+
+    def _items_level_values(self):
+        return [value for _, value in self._items_level()]
+
+    @property
+    def saved_path(self) -> str | None:
+        """The folder of a memory-mapped tensordict, or ``None`` (no folder, or not memory-mapped)."""
+        level = getattr(self, "_mm", None)
+        return None if level is None else level.path
+
+    def _require_memmap(self, what: str):
+        level = getattr(self, "_mm", None)
+        if level is None:
+            msg = (
+                f"{what} needs a memory-mapped tensordict; call memmap_() (or memmap(), or "
+                "load_memmap()) first"
+            )
+            raise NotMemmapError(msg)
+        return level
+
+    # ------------------------------------------------------------------ whole trees
+    def memmap(
+        self,
+        prefix: str | os.PathLike | None = None,
+        copy_existing: bool = False,
+        *,
+        num_threads: int = 0,
+        return_early: bool = False,
+        share_non_tensor: bool = False,
+        existsok: bool = True,
+        robust_key: bool | None = None,
+    ):
+        """Returns a memory-mapped copy of the tensordict, written to ``prefix`` (or shared memory).
+
+        Every leaf becomes a ``MemoryMappedTensor``: in ``prefix`` with the on-disk
+        format v1 (one folder per level, a ``meta.json`` each, one ``.memmap`` file
+        per tensor), or, without ``prefix``, in anonymous shared memory. The result
+        is locked. Everything is checked before anything is written; ``meta.json``
+        files are written last and atomically.
+
+        Args:
+            prefix (str or path, optional): the folder. Defaults to ``None`` (shared memory).
+            copy_existing (bool, optional): accepted for compatibility; files are always
+                written fresh.
+
+        Keyword Args:
+            num_threads (int, optional): write files with this many threads. Defaults to 0.
+            return_early (bool, optional): return a ``Future`` of the result.
+            share_non_tensor (bool, optional): accepted for compatibility.
+            existsok (bool, optional): if False, an existing file at an entry's path
+                raises ``FileExistsError``. Defaults to True.
+            robust_key (bool, optional): percent-encode keys in file names (``None``
+                is True). Defaults to ``None``.
+
+        Returns:
+            The memory-mapped tensordict (or a ``Future`` of it with ``return_early``).
+
+        Raises:
+            ValueError: if a key cannot be stored (a level field name such as
+                ``"shape"``, two entries whose file names collide, an invalid name with
+                ``robust_key=False``).
+            FileExistsError: with ``existsok=False``, if an entry's file exists.
+
+        Examples:
+            >>> td = TensorDict({"obs": torch.randn(4, 3)}, [4]).memmap("/tmp/buffer")
+            >>> td.is_memmap(), td.is_locked
+            (True, True)
+        """
+        out = _io.write_tree(
+            self,
+            prefix,
+            like=False,
+            inplace=False,
+            num_threads=num_threads,
+            existsok=existsok,
+            robust_key=robust_key,
+        )
+        return _done(out) if return_early else out
+
+    def memmap_(
+        self,
+        prefix: str | os.PathLike | None = None,
+        copy_existing: bool = False,
+        *,
+        num_threads: int = 0,
+        return_early: bool = False,
+        share_non_tensor: bool = False,
+        existsok: bool = True,
+        robust_key: bool | None = None,
+    ):
+        """Memory-maps the tensordict in place (same arguments as :meth:`memmap`) and locks it.
+
+        On a tensordict that is already memory-mapped in ``prefix`` (for example one
+        returned by :meth:`load_memmap`) no data is rewritten.
+
+        Returns:
+            The tensordict itself (or a ``Future`` of it with ``return_early``).
+        """
+        level = getattr(self, "_mm", None)
+        if prefix is None and level is not None and level.path is not None:
+            prefix = level.path
+        out = _io.write_tree(
+            self,
+            prefix,
+            like=False,
+            inplace=True,
+            num_threads=num_threads,
+            existsok=existsok,
+            robust_key=robust_key,
+        )
+        return _done(out) if return_early else out
+
+    def memmap_like(
+        self,
+        prefix: str | os.PathLike | None = None,
+        copy_existing: bool = False,
+        *,
+        existsok: bool = True,
+        num_threads: int = 0,
+        return_early: bool = False,
+        share_non_tensor: bool = False,
+        robust_key: bool | None = None,
+    ):
+        """Returns a memory-mapped tensordict with the same layout, filled with zeros.
+
+        No data is copied: each file is created fresh (an earlier file at the same
+        path is replaced, never reused), so the result reads zeros. Arguments as in
+        :meth:`memmap`.
+
+        Examples:
+            >>> template = TensorDict({"obs": torch.zeros(3)}, []).expand(1_000_000)
+            >>> buffer = template.memmap_like("/tmp/replay")
+            >>> buffer.batch_size
+            torch.Size([1000000])
+        """
+        out = _io.write_tree(
+            self,
+            prefix,
+            like=True,
+            inplace=False,
+            num_threads=num_threads,
+            existsok=existsok,
+            robust_key=robust_key,
+        )
+        return _done(out) if return_early else out
+
+    @classmethod
+    def load_memmap(
+        cls,
+        prefix: str | os.PathLike,
+        device: torch.device | None = None,
+        non_blocking: bool = False,
+        *,
+        out=None,
+        robust_key: bool | None = None,
+        allow_pickle: bool = False,
+    ):
+        """Opens a memory-mapped folder without copying and returns its tensordict.
+
+        The result is memory-mapped (:meth:`is_memmap` is True, :attr:`saved_path` is
+        the folder, :meth:`memmap_refresh_` and the ``make_memmap*`` methods work at
+        once) and unlocked, so that code adding keys after loading keeps working.
+        Entries whose file is missing are dropped. Every other problem raises an error
+        naming the path: an unreadable ``meta.json``, a file of the wrong size (never
+        extended or truncated), an unknown dtype or class, a name that would leave the
+        folder, a symbolic link. Nothing is imported, and nothing is unpickled unless
+        ``allow_pickle=True``. Loading never writes.
+
+        Args:
+            prefix (str or path): the folder.
+            device (torch.device, optional): move the result there (a copy, unless it is
+                the CPU).
+            non_blocking (bool, optional): passed on to the move.
+
+        Keyword Args:
+            out (TensorDictBase, optional): copy the loaded entries into this tensordict.
+            robust_key (bool, optional): the key encoding used when the folder was
+                written (``None`` is True).
+            allow_pickle (bool, optional): unpickle non-tensor values that JSON could not
+                hold. Only for folders you trust. Defaults to False.
+
+        Returns:
+            The tensordict (of the class the folder records).
+
+        Raises:
+            FileNotFoundError: if the folder or its ``meta.json`` is missing.
+            ValueError: if the folder breaks the format (see above).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.arange(3)}, [3]).memmap("/tmp/ckpt")
+            >>> TensorDict.load_memmap("/tmp/ckpt")["a"]
+            MemoryMappedTensor([0, 1, 2])
+        """
+        td = _io.load_tree(prefix, robust_key=robust_key, allow_pickle=allow_pickle)
+        _io.fix_batch_sizes(td)
+        if device is not None and torch.device(device).type != "cpu":
+            td = td.to(device, non_blocking=non_blocking)
+        if out is not None:
+            out.update_(td)
+            return out
+        return td
+
+    @classmethod
+    def load(cls, prefix, device=None, non_blocking: bool = False, *, out=None, **kwargs):
+        """Alias of :meth:`load_memmap`."""
+        return cls.load_memmap(prefix, device, non_blocking, out=out, **kwargs)
+
+    def save(self, prefix=None, copy_existing: bool = False, *, num_threads: int = 0, **kwargs):
+        """Alias of :meth:`memmap`."""
+        return self.memmap(prefix, copy_existing, num_threads=num_threads, **kwargs)
+
+    dumps = save
+
+    def memmap_refresh_(self):
+        """Re-reads the folder in place, so that entries added by others appear, and returns the tensordict.
+
+        Only levels whose ``meta.json`` changed are parsed and re-mapped; the
+        tensordict and its sub-tensordicts keep their identity. Entries that
+        ``meta.json`` does not record (a storage without a file) are dropped.
+        Nothing is written.
+
+        Raises:
+            RuntimeError: if the tensordict is not memory-mapped.
+
+        Examples:
+            >>> reader = TensorDict.load_memmap("/tmp/buffer")
+            >>> reader.memmap_refresh_() is reader
+            True
+        """
+        self._require_memmap("memmap_refresh_()")
+        hook = getattr(type(self), "_memmap_refresh", None)
+        if hook is not None and type(self).__name__ != "TensorDict":
+            hook(self)
+        else:
+            _io.refresh(self)
+        return self
+
+    def load_memmap_(self, prefix=None, *, robust_key=None, allow_pickle: bool = False):
+        """Loads the folder ``prefix`` into this tensordict in place and returns it.
+
+        Without ``prefix`` the tensordict's own folder is re-read (see :meth:`memmap_refresh_`).
+        """
+        if prefix is None:
+            return self.memmap_refresh_()
+        loaded = _io.load_tree(prefix, robust_key=robust_key, allow_pickle=allow_pickle)
+        if type(loaded) is not type(self):
+            msg = f"cannot load the {type(loaded).__name__} folder {os.fspath(prefix)!r} into a {type(self).__name__}"
+            raise TypeError(msg)
+        self._load_into(loaded)
+        return self
+
+    def _load_into(self, loaded) -> None:
+        self._tensordict = loaded._tensordict
+        self._batch_size = loaded._batch_size
+        self._mm = loaded._mm
+
+    # ------------------------------------------------------------------ single entries
+    def _plan_new_entry(self, key, what: str, robust_key=None):
+        """Checks that ``key`` can be added and returns ``(parts, parent, folder)``.
+
+        ``parent`` is the deepest existing tensordict on the path and ``folder`` the
+        folder of the last node (``None`` without a directory). Nothing is changed.
+        """
+        level = self._require_memmap(what)
+        parts = _key_parts(key)
+        node = self
+        folder = level.path
+        robust_key = level.robust_key if robust_key is None else robust_key
+        if folder is not None:
+            fmt.encode_key(parts[-1], robust_key)  # refuses a name that is not a file name
+        for depth, part in enumerate(parts[:-1]):
+            inner = node._tensordict_of()
+            sub = inner._get_str(part, None)
+            if sub is None:
+                if folder is not None:
+                    for rest in parts[depth:-1]:
+                        folder = os.path.join(folder, fmt.file_name(rest, "", robust_key))
+                return parts, node, folder, depth
+            if isinstance(sub, torch.Tensor) or not hasattr(sub, "_items_level"):
+                msg = (
+                    f"cannot add {parts!r}: the entry {parts[: depth + 1]!r} is a "
+                    f"{type(sub).__name__}, not a tensordict"
+                )
+                raise RuntimeError(msg)
+            node = sub
+            sub_level = getattr(sub._tensordict_of(), "_mm", None)
+            if folder is not None:
+                folder = (
+                    sub_level.path
+                    if sub_level is not None and sub_level.path
+                    else os.path.join(folder, fmt.file_name(part, "", robust_key))
+                )
+        inner = node._tensordict_of()
+        if inner._get_str(parts[-1], None) is not None:
+            full = parts[0] if len(parts) == 1 else parts
+            msg = f"cannot add {full!r}: the key already exists in the memory-mapped tensordict"
+            raise RuntimeError(msg)
+        return parts, node, folder, len(parts) - 1
+
+    def _tensordict_of(self):
+        return self
+
+    def _attach(self, parts: tuple, node, depth: int, tensor, record, robust_key=None) -> None:
+        """Creates the missing sub-tensordicts from ``depth`` on and stores ``tensor`` at ``parts``."""
+        robust_key = self._mm.robust_key if robust_key is None else robust_key
+        for part in parts[depth:-1]:
+            inner = node._tensordict_of()
+            parent_level = inner._mm
+            sub = inner._new_like({}, inner.batch_size)
+            sub_folder = None
+            if parent_level.path is not None:
+                sub_folder = os.path.join(parent_level.path, fmt.file_name(part, "", robust_key))
+                os.makedirs(sub_folder, exist_ok=True)
+            sub._mm = _io._Level(sub_folder, robust_key=robust_key)
+            if sub_folder is not None:
+                sub._mm.update(fmt.level_meta(sub.batch_size, sub.device))
+                parent_level.update({part: {"type": "TensorDict"}})
+            if inner.is_locked:
+                sub._propagate_lock(True)
+            inner._tensordict[part] = sub
+            node = sub
+        inner = node._tensordict_of()
+        if record is not None and inner._mm.path is not None:
+            inner._mm.update({parts[-1]: record})
+        inner._store_entry(parts[-1], tensor)
+
+    def _store_entry(self, key: str, tensor) -> None:
+        self._tensordict[key] = tensor
+
+    def _check_feature_shape(self, parts, node, depth, shape) -> None:
+        batch_size = node._tensordict_of().batch_size
+        if isinstance(shape, torch.Tensor):
+            return
+        if tuple(shape[: len(batch_size)]) != tuple(batch_size):
+            full = parts[0] if len(parts) == 1 else parts
+            msg = (
+                f"cannot add {full!r}: its shape {list(shape)} does not start with the batch size "
+                f"{list(batch_size)}"
+            )
+            raise RuntimeError(msg)
+
+    def make_memmap(
+        self, key, shape, *, dtype: torch.dtype | None = None, robust_key: bool | None = None
+    ):
+        """Adds a zero-filled memory-mapped tensor at ``key`` and returns it.
+
+        The tensordict must be memory-mapped. The entry is written even though the
+        tensordict is locked; with a directory, its file is created there and
+        recorded in ``meta.json``, so other tensordicts sharing the files see it after
+        :meth:`memmap_refresh_`.
+
+        Args:
+            key (NestedKey): the new key; a tuple creates missing sub-tensordicts.
+            shape (torch.Size or torch.Tensor): the shape (or a 2-D tensor of shapes
+                for a nested tensor).
+
+        Keyword Args:
+            dtype (torch.dtype, optional): defaults to ``torch.get_default_dtype()``.
+            robust_key (bool, optional): accepted for compatibility; the tensordict's
+                own key encoding is used.
+
+        Returns:
+            The new ``MemoryMappedTensor``.
+
+        Raises:
+            RuntimeError: if the tensordict is not memory-mapped or the key exists.
+
+        Examples:
+            >>> td = TensorDict({}, [3]).memmap("/tmp/grow")
+            >>> td.make_memmap("x", (3, 4)).shape
+            torch.Size([3, 4])
+        """
+        dtype = torch.get_default_dtype() if dtype is None else dtype
+        parts, node, folder, depth = self._plan_new_entry(key, "make_memmap()", robust_key)
+        shape = shape if isinstance(shape, torch.Tensor) else torch.Size(shape)
+        self._check_feature_shape(parts, node, depth, shape)
+        MemoryMappedTensor = _mmt()
+        if folder is None:
+            tensor = (
+                MemoryMappedTensor.zeros(shape, dtype=dtype)
+                if not isinstance(shape, torch.Tensor)
+                else MemoryMappedTensor.from_storage(
+                    torch.UntypedStorage(_nested_nbytes(shape, dtype)), shape=shape, dtype=dtype
+                )
+            )
+            self._attach(parts, node, depth, tensor, None)
+            return tensor
+        return self._add_file_entry(
+            parts,
+            node,
+            depth,
+            folder,
+            lambda path, shape_path: (
+                MemoryMappedTensor.zeros(shape, dtype=dtype, filename=path)
+                if shape_path is None
+                else _nested_file(path, shape_path, shape, dtype, None)
+            ),
+            robust_key,
+            "nested" if isinstance(shape, torch.Tensor) else "tensor",
+        )
+
+    def make_memmap_from_tensor(
+        self, key, tensor: torch.Tensor, *, copy_data: bool = True, robust_key: bool | None = None
+    ):
+        """Adds a memory-mapped copy of ``tensor`` at ``key`` and returns it.
+
+        The tensordict must be memory-mapped; the entry is written even though it is
+        locked. With a directory the data is copied into the entry's file there.
+
+        Args:
+            key (NestedKey): the new key.
+            tensor (torch.Tensor): the data; its leading dims must equal the batch size.
+
+        Keyword Args:
+            copy_data (bool, optional): if False, only the shape and dtype are used and
+                the new tensor reads zeros. Defaults to True.
+
+        Returns:
+            The new ``MemoryMappedTensor``.
+
+        Raises:
+            RuntimeError: if the tensordict is not memory-mapped or the key exists.
+
+        Examples:
+            >>> td = TensorDict({}, [2]).memmap("/tmp/grow2")
+            >>> td.make_memmap_from_tensor("y", torch.ones(2, 5))[0, 0]
+            MemoryMappedTensor(1.)
+        """
+        if not isinstance(tensor, torch.Tensor):
+            msg = f"make_memmap_from_tensor() needs a tensor, got {type(tensor).__name__}"
+            raise TypeError(msg)
+        parts, node, folder, depth = self._plan_new_entry(
+            key, "make_memmap_from_tensor()", robust_key
+        )
+        if not tensor.is_nested:
+            self._check_feature_shape(parts, node, depth, tensor.shape)
+        MemoryMappedTensor = _mmt()
+        source = tensor.detach()
+        if not copy_data:
+            source = torch.zeros_like(source) if not source.is_nested else source.clone().zero_()
+        if folder is None:
+            result = MemoryMappedTensor.from_tensor(source)
+            self._attach(parts, node, depth, result, None)
+            return result
+        return self._add_file_entry(
+            parts,
+            node,
+            depth,
+            folder,
+            lambda path, shape_path: (
+                MemoryMappedTensor.from_tensor(source, filename=path, copy_existing=True)
+                if shape_path is None
+                else _nested_file(path, shape_path, None, None, source)
+            ),
+            robust_key,
+            "nested" if source.is_nested else "tensor",
+        )
+
+    def _add_file_entry(self, parts, node, depth, folder, create, robust_key, kind: str):
+        """Creates the new entry's file(s) with ``create(path, shape_path)``, records and stores it."""
+        robust_key = self._mm.robust_key if robust_key is None else robust_key
+        self._check_new_names(parts, node, depth, folder, kind, robust_key)
+        path = os.path.join(folder, fmt.file_name(parts[-1], fmt.MEMMAP_SUFFIX, robust_key))
+        shape_path = None
+        if kind == "nested":
+            shape_path = os.path.join(
+                folder, fmt.file_name(parts[-1], fmt.SHAPE_SUFFIX, robust_key)
+            )
+        os.makedirs(folder, exist_ok=True)
+        for stale in (path, shape_path):
+            if stale is not None and os.path.lexists(stale):
+                os.unlink(stale)  # a stale file of an earlier tensordict: never reuse its bytes
+        tensor = create(path, shape_path)
+        try:
+            self._attach(parts, node, depth, tensor, fmt.tensor_record(tensor), robust_key)
+        except BaseException:
+            for created in (path, shape_path):
+                if created is not None and os.path.lexists(created):
+                    os.unlink(created)
+            raise
+        return tensor
+
+    def _check_new_names(self, parts, node, depth, folder, kind: str, robust_key=None) -> None:
+        """Refuses a new entry whose key or file name collides with the level's others."""
+        inner = node._tensordict_of()
+        if depth < len(parts) - 1:
+            existing = {}
+        else:
+            existing = {k: _io._entry_kind(v) for k, v in inner._items_level()}
+        existing[parts[-1]] = kind
+        fmt.check_level_keys(
+            folder, existing, self._mm.robust_key if robust_key is None else robust_key
+        )
+
+    def make_memmap_from_storage(
+        self,
+        key,
+        storage: torch.UntypedStorage,
+        shape,
+        *,
+        dtype: torch.dtype | None = None,
+        robust_key: bool | None = True,
+    ):
+        """Adds a memory-mapped tensor at ``key`` that reads its data from ``storage``, and returns it.
+
+        The tensordict must be memory-mapped (see :meth:`memmap`). The entry is
+        written even though a memory-mapped tensordict is locked. Other tensordicts
+        that share its files, for example in other processes, see it only after
+        :meth:`memmap_refresh_`.
+
+        If the storage has a file, it must be the file of the new entry in the
+        directory of the tensordict (``<folder of the last node>/<encoded key>.memmap``),
+        or the call raises a ``RuntimeError``; the entry is then recorded in
+        ``meta.json``. A storage without a file is used as it is: its data is not
+        written to the directory and the entry is not recorded. If the tensordict has
+        a directory and the storage is not empty, :meth:`load_memmap` and
+        :meth:`memmap_refresh_` drop the entry, and the call emits a
+        ``FutureWarning``: starting with TensorDict 0.17 this will raise a
+        ``RuntimeError``. Use :meth:`make_memmap_from_tensor` to copy the data into
+        the directory.
+
+        Args:
+            key (NestedKey): the key of the new entry. A tuple key creates the missing
+                nested tensordicts (on disk too).
+            storage (torch.UntypedStorage): the storage of the new tensor, in physical
+                memory (a ``TypedStorage`` is unwrapped).
+            shape (torch.Size or torch.Tensor): the shape of the new tensor, or a 2-D
+                tensor of shapes for a nested tensor.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): the dtype. Defaults to ``None``, which uses
+                ``torch.get_default_dtype()``.
+            robust_key (bool, optional): percent-encode the key in file names. ``None``
+                is the same as True. Defaults to True.
+
+        Returns:
+            The new ``MemoryMappedTensor``; ``td.get(key)`` shares its storage.
+
+        Raises:
+            RuntimeError: if the tensordict is not memory-mapped, if the key exists, or
+                if the file of the storage is not the file of the new entry.
+            TypeError: if the storage is not a storage, or the key not a string or a
+                tuple of strings.
+            ValueError: if the storage is not in physical memory (``meta`` device, an
+                accelerator) or its size does not match ``shape`` and ``dtype``.
+
+        Examples:
+            >>> td = TensorDict({}, []).memmap("/tmp/shared")
+            >>> storage = MemoryMappedTensor.zeros(3, 4, filename="/tmp/shared/x.memmap").untyped_storage()
+            >>> td.make_memmap_from_storage("x", storage, (3, 4)).shape
+            torch.Size([3, 4])
+        """
+        if isinstance(storage, torch.TypedStorage):
+            storage = storage._untyped_storage
+        if not isinstance(storage, torch.UntypedStorage):
+            msg = f"make_memmap_from_storage() needs a torch.UntypedStorage for {key!r}, got {type(storage).__name__}"
+            raise TypeError(msg)
+        if storage.device.type != "cpu":
+            msg = (
+                f"the storage for {key!r} is on the {storage.device.type!r} device: it must be in "
+                "physical memory (a CPU storage, from a file or shared memory)"
+            )
+            raise ValueError(msg)
+        dtype = torch.get_default_dtype() if dtype is None else dtype
+        if not isinstance(dtype, torch.dtype):
+            msg = f"dtype must be a torch.dtype, got {dtype!r}"
+            raise TypeError(msg)
+        robust_key = True if robust_key is None else robust_key
+        parts, node, folder, depth = self._plan_new_entry(
+            key, "make_memmap_from_storage()", robust_key
+        )
+        nested = isinstance(shape, torch.Tensor)
+        if not nested:
+            shape = torch.Size(shape)
+            self._check_feature_shape(parts, node, depth, shape)
+            needed = fmt.nbytes(shape, dtype)
+        else:
+            needed = _nested_nbytes(shape, dtype)
+        if storage.nbytes() != needed:
+            msg = (
+                f"the storage for {key!r} has {storage.nbytes()} bytes but shape "
+                f"{shape.tolist() if nested else list(shape)} and dtype {dtype} need {needed}"
+            )
+            raise ValueError(msg)
+        filename = _storage_file(storage)
+        full = parts[0] if len(parts) == 1 else parts
+        MemoryMappedTensor = _mmt()
+        if filename is None:
+            if folder is not None and needed > 0:
+                warnings.warn(
+                    _STORAGE_WARNING.format(key=full, path=self._mm.path),
+                    FutureWarning,
+                    stacklevel=2,
+                )
+            tensor = MemoryMappedTensor.from_storage(storage, shape=shape, dtype=dtype)
+            record = None
+            if folder is not None and needed == 0 and not nested:
+                # Nothing to lose: an entry without elements is recorded (the format keeps
+                # no file for it) and loads back.
+                self._check_new_names(parts, node, depth, folder, "tensor", robust_key)
+                record = fmt.tensor_record(tensor)
+            self._attach(parts, node, depth, tensor, record, robust_key)
+            return tensor
+        if folder is None:
+            msg = (
+                f"the storage for {full!r} has the file {filename!r}, but the tensordict has no "
+                "directory, so no file can be the file of the new entry"
+            )
+            raise RuntimeError(msg)
+        self._check_new_names(
+            parts, node, depth, folder, "nested" if nested else "tensor", robust_key
+        )
+        expected = os.path.join(folder, fmt.file_name(parts[-1], fmt.MEMMAP_SUFFIX, robust_key))
+        if os.path.realpath(filename) != os.path.realpath(expected):
+            msg = (
+                f"the storage for {full!r} has the file {filename!r}, which is not the file of the new "
+                f"entry {expected!r}; create the storage from that file, or use make_memmap_from_tensor()"
+            )
+            raise RuntimeError(msg)
+        tensor = MemoryMappedTensor.from_storage(
+            storage, shape=shape, dtype=dtype, filename=expected
+        )
+        shape_path = None
+        if nested:
+            shape_path = os.path.join(
+                folder, fmt.file_name(parts[-1], fmt.SHAPE_SUFFIX, robust_key)
+            )
+            if os.path.lexists(shape_path):
+                os.unlink(shape_path)
+            MemoryMappedTensor.from_tensor(shape.to(torch.int64), filename=shape_path)
+        try:
+            self._attach(parts, node, depth, tensor, fmt.tensor_record(tensor), robust_key)
+        except BaseException:
+            if shape_path is not None:
+                os.unlink(shape_path)
+            raise
+        return tensor
+
+    # ------------------------------------------------------------------ shared memory
+    def share_memory_(self):
+        """Moves every tensor to shared memory (so that child processes share it) and locks the tensordict.
+
+        Returns:
+            The tensordict itself.
+        """
+        for value in self.values(True, True):
+            if isinstance(value, torch.Tensor):
+                value.share_memory_()
+        return self.lock_()
+
+    def is_shared(self) -> bool:
+        """True when every tensor is in shared memory (a memory-mapped file counts)."""
+        leaves = [v for v in self.values(True, True) if isinstance(v, torch.Tensor)]
+        return bool(leaves) and all(v.is_shared() or getattr(v, "_filename", None) for v in leaves)
+
+
+def _nested_nbytes(shape: torch.Tensor, dtype: torch.dtype) -> int:
+    return sum(fmt.nbytes(row, dtype) for row in shape.tolist())
+
+
+def _nested_file(path: str, shape_path: str, shape, dtype, source):
+    """Writes a nested tensor's data file and its ``.shape.memmap`` companion."""
+    MemoryMappedTensor = _mmt()
+    if source is None:
+        buffer = torch.zeros(_nested_nbytes(shape, dtype) // dtype.itemsize, dtype=dtype)
+        source = torch.nested.nested_tensor(
+            [buffer[:0].new_zeros(row) for row in shape.tolist()], dtype=dtype
+        )
+    MemoryMappedTensor.from_tensor(
+        source._nested_tensor_size().to(torch.int64), filename=shape_path
+    )
+    return MemoryMappedTensor.from_tensor(source, filename=path, copy_existing=True)

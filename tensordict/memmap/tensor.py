@@ -1,0 +1,1089 @@
+"""``MemoryMappedTensor``: a tensor whose data lives in a file or in shared memory.
+
+Where the bytes live
+    With a file, the tensor's data *is* the file: raw elements, C-contiguous, native
+    byte order, no header (the ``.memmap`` files of the on-disk format). The file is
+    mapped with ``torch.from_file(..., shared=True)``, a ``MAP_SHARED`` mapping, so a
+    write is seen at once by every process that maps the same file, and torch records
+    the name on the storage (``UntypedStorage.filename``).
+
+    Without a file, the data lives in torch's shared memory
+    (``torch.UntypedStorage._new_shared``): a POSIX shared-memory object that torch
+    unlinks at once and keeps open by descriptor. We use it rather than an anonymous
+    ``mmap`` or a ``memfd`` of our own because ``torch.multiprocessing`` already knows
+    how to send such a storage to another process, spawned ones included (it passes
+    the descriptor, no copy), and ``is_shared()`` tells the truth about it. The cost is
+    one open descriptor per tensor under the default ``"file_descriptor"`` sharing
+    strategy; a program holding many thousands of them can switch to
+    ``torch.multiprocessing.set_sharing_strategy("file_system")``.
+
+Creating files
+    A file is created with ``O_CREAT | O_EXCL | O_NOFOLLOW``: an existing path raises
+    ``RuntimeError`` unless ``existsok=True``, and never through a symbolic link. With
+    ``existsok=True`` an existing regular file is *replaced*: the new bytes are written
+    to a fresh file in the same folder, which is then renamed over the old one. Tensors
+    that still map the old file keep its old bytes; they never see it shrink (which
+    would be a ``SIGBUS``), and the new tensor never sees stale bytes. Data is written
+    with ``write(2)`` from the source tensor's own buffer when it is a contiguous CPU
+    tensor (as fast as a plain file write); otherwise the file is sized, mapped, and
+    filled with ``copy_`` (broadcasting, strides or another device need no extra
+    copy). A new file without data is sparse and reads as zeros.
+
+Opening files
+    ``from_filename`` costs one ``lstat`` beyond ``torch.from_file``. The ``lstat``
+    refuses a missing path (``FileNotFoundError``), a symbolic link or anything but a
+    regular file (``ValueError``), and a file whose size is not exactly what ``dtype``
+    and ``shape`` need (``ValueError`` naming the file and both sizes): torch would
+    otherwise extend a short file with zeros or read part of a long one.
+
+Read-only files
+    A file that this process may not write is mapped copy-on-write (``MAP_PRIVATE``):
+    the tensor is writable, but its writes stay in this process and never reach the
+    file. Mapping a read-only file shared would turn the first write into a crash
+    (``SIGSEGV``); copy-on-write cannot crash and matches the reference implementation.
+    ``mode="r"`` asks for copy-on-write explicitly, and ``mode="r+"`` demands a shared
+    mapping and raises ``PermissionError`` naming the file when it cannot be written.
+
+Nested tensors
+    A 2-D integer tensor given as a shape (one row of sizes per component) makes a
+    nested tensor (``torch.strided`` layout) over one buffer holding every component
+    back to back, C-contiguous. The nested view is made with
+    ``torch._nested_view_from_buffer``, the only way torch offers to build a nested
+    tensor over existing memory without a copy.
+
+Which operations keep the class
+    ``__torch_function__`` runs every operation on plain tensors. The result of a
+    view operation (indexing, ``view``, ``reshape``, ``permute``, ``unbind``,
+    ``split`` ...) that shares the storage becomes a ``MemoryMappedTensor`` that still
+    knows its file; everything else (``+``, ``clone``, reductions, an index tensor
+    that gathers) is a plain ``torch.Tensor``, and in-place operations return the
+    tensor itself. The dispatch costs one set lookup for non-view operations.
+
+Pickling
+    A tensor with a file pickles as its file name, dtype, shape, storage offset and
+    strides, and re-maps the file on unpickling: no data is copied, and writes on either
+    side are seen by the other. A tensor without a file pickles its storage: through a
+    ``torch.multiprocessing`` queue that sends the shared-memory descriptor (no copy);
+    through plain ``pickle`` it copies the bytes, and the copy is moved to new shared
+    memory when unpickled.
+
+Private helpers for the tensordict layer
+    ``_open_file(filename, dtype, shape, mode=None) -> MemoryMappedTensor``
+        ``from_filename`` without argument normalisation: ``filename`` an absolute
+        ``str``, ``dtype`` a ``torch.dtype``, ``shape`` a ``torch.Size`` or a 2-D int64
+        tensor. Same checks (one ``lstat``), for loading many entries.
+    ``_storage_filename(storage) -> str | None``
+        The absolute path of the file a storage maps, ``None`` for memory (and for
+        copy-on-write mappings, which torch does not record).
+    ``_nbytes(shape, dtype) -> int``
+        The number of bytes a tensor of ``shape`` (a 2-D tensor: nested) and ``dtype``
+        needs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import stat
+from collections.abc import Sequence
+from typing import Any, Union
+
+import torch
+
+from tensordict.errors import MemmapFormatError, MemmapNotFoundError
+
+__all__ = ["MemoryMappedTensor"]
+
+ShapeLike = Union[torch.Size, Sequence[int], int, torch.Tensor]
+
+_CREATE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_WRITE_CHUNK = 1 << 30  # write(2) moves at most ~2 GiB per call on Linux
+_MODES = (None, "r", "r+")
+_NO_DATA = frozenset(
+    getattr(torch, name)
+    for name in ("qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits8", "bits16")
+    if hasattr(torch, name)
+)
+_DisableSubclass = torch._C.DisableTorchFunctionSubclass
+
+
+def _view_functions() -> frozenset:
+    """The torch functions whose result may be a view of their first argument."""
+    names = (
+        "__getitem__ view view_as reshape reshape_as flatten unflatten ravel squeeze "
+        "unsqueeze permute transpose swapaxes swapdims t adjoint narrow select expand "
+        "expand_as as_strided unbind split split_with_sizes chunk tensor_split hsplit "
+        "vsplit dsplit unfold diagonal movedim moveaxis detach contiguous conj"
+    ).split()
+    funcs = set()
+    for name in names:
+        for owner in (torch.Tensor, torch):
+            func = getattr(owner, name, None)
+            if func is not None:
+                funcs.add(func)
+    for prop in ("T", "mT", "H", "mH", "real", "imag"):
+        funcs.add(getattr(torch.Tensor, prop).__get__)
+    funcs.update((torch.view_as_real, torch.view_as_complex, torch.real, torch.imag))
+    return frozenset(funcs)
+
+
+_VIEW_FUNCS = _view_functions()
+
+
+# ---------------------------------------------------------------------------- checks
+def _as_path(filename: Any, argname: str = "filename") -> str:
+    """Returns ``filename`` as an absolute path string."""
+    try:
+        path = os.fspath(filename)
+    except TypeError as err:
+        msg = f"{argname} must be a str or os.PathLike, got {type(filename).__name__}"
+        raise TypeError(msg) from err
+    if not isinstance(path, str):
+        msg = f"{argname} must be a str path, got {path!r}"
+        raise TypeError(msg)
+    if not path:
+        msg = f"{argname} must not be empty"
+        raise ValueError(msg)
+    return os.path.abspath(path)
+
+
+def _check_dtype(dtype: Any) -> torch.dtype:
+    """Returns ``dtype`` if it can be memory-mapped, else raises."""
+    if not isinstance(dtype, torch.dtype):
+        msg = f"dtype must be a torch.dtype, got {dtype!r}"
+        raise TypeError(msg)
+    if dtype in _NO_DATA:
+        msg = f"dtype {dtype} cannot be memory-mapped: it has no plain element layout"
+        raise ValueError(msg)
+    return dtype
+
+
+def _check_device(device: Any) -> None:
+    """Refuses any ``device`` but ``None`` and the CPU."""
+    if device is not None and torch.device(device).type != "cpu":
+        msg = f"a MemoryMappedTensor lives in CPU memory; got device={device!r} (use None or 'cpu')"
+        raise RuntimeError(msg)
+
+
+def _parse_shape(shape: Any, argname: str = "shape") -> torch.Size | torch.Tensor:
+    """Returns a ``torch.Size``, or for a nested shape a 2-D int64 CPU tensor of sizes."""
+    if isinstance(shape, torch.Tensor):
+        if shape.dtype.is_floating_point or shape.dtype.is_complex or shape.dtype == torch.bool:
+            msg = f"{argname} must hold integers, got a tensor of {shape.dtype}"
+            raise TypeError(msg)
+        if shape.ndim == 2:
+            sizes = shape.to(device="cpu", dtype=torch.int64, copy=True).contiguous()
+            if sizes.shape[0] == 0:
+                msg = f"{argname} of a nested tensor needs at least one row (component), got shape {tuple(sizes.shape)}"
+                raise ValueError(msg)
+            if bool((sizes < 0).any()):
+                msg = f"{argname} must not hold negative sizes, got {sizes.tolist()}"
+                raise ValueError(msg)
+            return sizes
+        if shape.ndim > 2:
+            msg = f"{argname} as a tensor must be 1-D (a shape) or 2-D (nested shapes), got {shape.ndim}-D"
+            raise ValueError(msg)
+        shape = shape.reshape(-1).tolist()
+    elif isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        if any(isinstance(s, bool) for s in shape):
+            raise TypeError
+        size = torch.Size(shape)
+    except TypeError as err:
+        msg = f"{argname} must be a sequence of ints, a torch.Size or a tensor, got {shape!r}"
+        raise TypeError(msg) from err
+    if size and min(size) < 0:
+        msg = f"{argname} must not hold negative sizes, got {tuple(size)}"
+        raise ValueError(msg)
+    return size
+
+
+def _numel(shape: torch.Size | torch.Tensor) -> int:
+    """Returns the number of elements of a parsed shape (all components if nested)."""
+    if isinstance(shape, torch.Tensor):
+        return int(shape.prod(-1).sum())
+    return math.prod(shape)
+
+
+def _nbytes(shape: ShapeLike, dtype: torch.dtype) -> int:
+    """Returns the bytes a tensor of ``shape`` and ``dtype`` needs.
+
+    Args:
+        shape (torch.Size, sequence of int, int or torch.Tensor): the shape, or a 2-D
+            tensor with the shape of each component of a nested tensor.
+        dtype (torch.dtype): the element type.
+
+    Returns:
+        The size in bytes, as the file of such a tensor must have.
+
+    Examples:
+        >>> _nbytes((2, 3), torch.float32)
+        24
+        >>> _nbytes(torch.tensor([[2, 3], [1, 3]]), torch.int16)
+        18
+    """
+    return _numel(_parse_shape(shape)) * _check_dtype(dtype).itemsize
+
+
+def _storage_filename(storage: torch.UntypedStorage | torch.TypedStorage) -> str | None:
+    """Returns the absolute path of the file ``storage`` maps, or ``None``.
+
+    Torch records the file of a storage mapped shared (``torch.from_file`` or
+    ``torch.UntypedStorage.from_file`` with ``shared=True``); memory, shared memory and
+    copy-on-write mappings have none.
+
+    Raises:
+        TypeError: if ``storage`` is not a torch storage.
+    """
+    if isinstance(storage, torch.TypedStorage):
+        storage = storage.untyped()
+    if not isinstance(storage, torch.UntypedStorage):
+        msg = f"storage must be a torch.UntypedStorage, got {type(storage).__name__}"
+        raise TypeError(msg)
+    name = storage.filename
+    return None if name is None else os.path.abspath(name)
+
+
+# ---------------------------------------------------------------------------- files
+def _check_existing_file(filename: str, nbytes: int | None) -> os.stat_result:
+    """Checks with one ``lstat`` that ``filename`` is a regular file of ``nbytes`` bytes."""
+    try:
+        st = os.lstat(filename)
+    except FileNotFoundError as err:
+        msg = f"the memory-mapped file {filename!r} does not exist"
+        raise MemmapNotFoundError(msg) from err
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        msg = f"refusing to map {filename!r}: it is {kind}"
+        raise MemmapFormatError(msg)
+    if nbytes is not None and st.st_size != nbytes:
+        msg = (
+            f"the memory-mapped file {filename!r} holds {st.st_size} bytes, but the dtype "
+            f"and shape need {nbytes} bytes"
+        )
+        raise MemmapFormatError(msg)
+    return st
+
+
+def _create_file(filename: str, existsok: bool) -> tuple[int, str | None]:
+    """Creates ``filename`` exclusively; returns its descriptor and a temporary name.
+
+    When the file exists and ``existsok`` is true, a temporary file is created beside
+    it instead; the caller renames it over ``filename`` once written.
+    """
+    try:
+        return os.open(filename, _CREATE_FLAGS, 0o666), None
+    except FileNotFoundError as err:
+        msg = f"cannot create {filename!r}: the folder {os.path.dirname(filename)!r} does not exist"
+        raise MemmapNotFoundError(msg) from err
+    except FileExistsError as err:
+        st = os.lstat(filename)
+        if stat.S_ISLNK(st.st_mode):
+            msg = f"refusing to write a memory-mapped tensor through the symbolic link {filename!r}"
+            raise RuntimeError(msg) from err
+        if stat.S_ISDIR(st.st_mode):
+            msg = f"cannot write a memory-mapped tensor to {filename!r}: it is a folder"
+            raise IsADirectoryError(msg) from err
+        if not existsok:
+            msg = f"the file {filename!r} already exists; pass existsok=True to replace it"
+            raise RuntimeError(msg) from err
+        if not stat.S_ISREG(st.st_mode):
+            msg = f"cannot replace {filename!r}: it is not a regular file"
+            raise ValueError(msg) from err
+    folder, base = os.path.split(filename)
+    tmp = os.path.join(folder, f".{base[:32]}.{secrets.token_hex(6)}.tmp")
+    return os.open(tmp, _CREATE_FLAGS, 0o666), tmp
+
+
+def _write_all(fd: int, tensor: torch.Tensor) -> None:
+    """Writes the bytes of a contiguous CPU tensor to ``fd`` with ``write(2)``."""
+    if tensor.numel() == 0:
+        return
+    with _DisableSubclass():
+        raw = tensor.resolve_conj().resolve_neg().reshape(-1).view(torch.uint8)
+    view = memoryview(raw.numpy())
+    done = 0
+    while done < len(view):
+        done += os.write(fd, view[done : done + _WRITE_CHUNK])
+
+
+def _new_flat(
+    numel: int,
+    dtype: torch.dtype,
+    filename: str | None,
+    existsok: bool,
+    chunks: Sequence[torch.Tensor] = (),
+) -> torch.Tensor:
+    """Returns a new 1-D tensor of ``numel`` elements in a file or in shared memory.
+
+    ``chunks`` are CPU contiguous tensors of ``dtype`` whose bytes, back to back, fill
+    the start of the buffer; the rest reads as zeros.
+    """
+    nbytes = numel * dtype.itemsize
+    if filename is None:
+        storage = torch.UntypedStorage._new_shared(nbytes)
+        flat = torch.empty(0, dtype=dtype).set_(storage)
+        offset = 0
+        for chunk in chunks:
+            flat.narrow(0, offset, chunk.numel()).copy_(chunk.reshape(-1))
+            offset += chunk.numel()
+        return flat
+    fd, tmp = _create_file(filename, existsok)
+    try:
+        try:
+            for chunk in chunks:
+                _write_all(fd, chunk)
+            if not chunks:
+                os.ftruncate(fd, nbytes)
+        finally:
+            os.close(fd)
+        if tmp is not None:
+            os.replace(tmp, filename)
+    except BaseException:
+        os.unlink(tmp if tmp is not None else filename)
+        raise
+    return torch.from_file(filename, True, numel, dtype=dtype)
+
+
+def _map_file(
+    filename: str, numel: int, dtype: torch.dtype, mode: str | None
+) -> tuple[torch.Tensor, bool]:
+    """Maps ``numel`` elements of ``filename``; returns the 1-D tensor and whether it is copy-on-write."""
+    if mode != "r":
+        try:
+            return torch.from_file(filename, True, numel, dtype=dtype), False
+        except RuntimeError as err:
+            if os.access(filename, os.W_OK):
+                raise
+            if mode == "r+":
+                msg = (
+                    f"cannot map {filename!r} for writing (mode='r+'): the file is read-only; "
+                    "use mode='r' or mode=None to map it copy-on-write"
+                )
+                raise PermissionError(msg) from err
+    return torch.from_file(filename, False, numel, dtype=dtype), True
+
+
+def _nested_view(buffer: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    """Returns a nested tensor over a 1-D buffer holding C-contiguous components back to back."""
+    strides = torch.ones_like(sizes)
+    if sizes.shape[1] > 1:
+        strides[:, :-1] = sizes[:, 1:].flip(-1).cumprod(-1).flip(-1)
+    numels = sizes.prod(-1)
+    offsets = numels.cumsum(0) - numels
+    return torch._nested_view_from_buffer(buffer, sizes, strides, offsets)
+
+
+def _shape_of(flat: torch.Tensor, shape: torch.Size | torch.Tensor) -> torch.Tensor:
+    """Gives the 1-D ``flat`` the parsed ``shape`` (a nested view for a 2-D tensor of shapes)."""
+    if isinstance(shape, torch.Tensor):
+        return _nested_view(flat, shape)
+    return flat.view(*shape) if shape else flat.view(shape)
+
+
+def _wrap(cls: type, tensor: torch.Tensor, filename: str | None, cow: bool = False) -> Any:
+    """Returns ``tensor`` as an instance of ``cls`` that records its file."""
+    out = tensor.as_subclass(cls)
+    out._filename = filename
+    if cow:
+        out._cow = True
+    return out
+
+
+def _open_file(
+    filename: str, dtype: torch.dtype, shape: torch.Size | torch.Tensor, mode: str | None = None
+) -> MemoryMappedTensor:
+    """Maps an existing file; ``from_filename`` without argument normalisation.
+
+    Args:
+        filename (str): an absolute path.
+        dtype (torch.dtype): the element type.
+        shape (torch.Size or torch.Tensor): the shape, or a 2-D int64 tensor of
+            component shapes for a nested tensor.
+        mode (str, optional): ``None``, ``"r"`` or ``"r+"``, as in ``from_filename``.
+
+    Returns:
+        The MemoryMappedTensor.
+
+    Raises:
+        FileNotFoundError: if the file does not exist.
+        ValueError: if the path is a symbolic link or not a regular file, or if its
+            size is not what ``dtype`` and ``shape`` need.
+    """
+    nested = isinstance(shape, torch.Tensor)
+    numel = int(shape.prod(-1).sum()) if nested else math.prod(shape)
+    _check_existing_file(filename, numel * dtype.itemsize)
+    flat, cow = _map_file(filename, numel, dtype, mode)
+    if nested:
+        flat = _nested_view(flat, shape)
+    elif len(shape) != 1:
+        flat = flat.view(*shape) if shape else flat.view(shape)
+    out = flat.as_subclass(MemoryMappedTensor)
+    out._filename = filename
+    if cow:
+        out._cow = True
+    return out
+
+
+# ---------------------------------------------------------------------------- pickling
+def _rebuild_from_file(
+    cls: type,
+    filename: str,
+    dtype: torch.dtype,
+    shape: tuple[int, ...] | torch.Tensor,
+    offset: int,
+    strides: tuple[int, ...],
+    nbytes: int,
+    cow: bool,
+) -> MemoryMappedTensor:
+    """Unpickles a tensor with a file by mapping the file again."""
+    if isinstance(shape, torch.Tensor):
+        out = _open_file(filename, dtype, shape, "r" if cow else None)
+        return out if cls is MemoryMappedTensor else _wrap(cls, out, filename, out._cow)
+    st = _check_existing_file(filename, None)
+    if st.st_size < nbytes:
+        msg = f"cannot unpickle a tensor of {filename!r}: it needs {nbytes} bytes, the file holds {st.st_size}"
+        raise MemmapFormatError(msg)
+    flat, cow = _map_file(filename, nbytes, torch.uint8, "r" if cow else None)
+    tensor = torch.empty(0, dtype=dtype).set_(flat.untyped_storage(), offset, shape, strides)
+    return _wrap(cls, tensor, filename, cow)
+
+
+def _rebuild_from_storage(
+    cls: type,
+    data: torch.Tensor,
+    dtype: torch.dtype,
+    shape: tuple[int, ...] | torch.Tensor,
+    offset: int,
+    strides: tuple[int, ...],
+) -> MemoryMappedTensor:
+    """Unpickles a tensor without a file from a byte tensor over its whole storage.
+
+    The storage travels inside a plain tensor because torch reduces tensors through
+    shared memory in ``torch.multiprocessing`` and by value in ``pickle``, while a bare
+    ``UntypedStorage`` does not survive plain ``pickle`` in torch 2.13.
+    """
+    storage = data.untyped_storage()
+    if not storage.is_shared():
+        storage.share_memory_()
+    if isinstance(shape, torch.Tensor):
+        tensor = _nested_view(torch.empty(0, dtype=dtype).set_(storage), shape)
+    else:
+        tensor = torch.empty(0, dtype=dtype).set_(storage, offset, shape, strides)
+    return _wrap(cls, tensor, None)
+
+
+def _view_of(out: Any, src: MemoryMappedTensor, storage_id: int) -> Any:
+    """Returns ``out`` as a MemoryMappedTensor when it views the storage of ``src``."""
+    if type(out) is not torch.Tensor or out.untyped_storage()._cdata != storage_id:
+        return out
+    view = out.as_subclass(type(src))
+    view._filename = src._filename
+    if src._cow:
+        view._cow = True
+    return view
+
+
+def _size_args(name: str, size: tuple, shape: Any) -> torch.Size | torch.Tensor:
+    """Parses the ``(*size)`` / ``(shape)`` / ``shape=`` call forms of the factories."""
+    if shape is not None:
+        if size:
+            msg = f"{name}() got sizes {size!r} and shape={shape!r}; pass only one"
+            raise TypeError(msg)
+        return _parse_shape(shape)
+    if not size:
+        msg = f"{name}() needs a shape: sizes (2, 3), one sequence ((2, 3)) or shape=(2, 3)"
+        raise TypeError(msg)
+    if len(size) == 1 and not isinstance(size[0], int):
+        return _parse_shape(size[0])
+    return _parse_shape(size)
+
+
+# ---------------------------------------------------------------------------- the class
+class MemoryMappedTensor(torch.Tensor):
+    """A tensor whose data lives in a file or in shared memory.
+
+    Build one with the class methods (:meth:`from_tensor`, :meth:`from_filename`,
+    :meth:`from_storage`, :meth:`empty`, :meth:`zeros`, :meth:`ones`, :meth:`full` and
+    the ``*_like`` forms). Views keep the class and the file; operations that make new
+    data return plain tensors. Pickling sends the file name or the shared-memory
+    handle, never the data.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.memmap.tensor import MemoryMappedTensor
+        >>> x = MemoryMappedTensor.from_tensor(torch.arange(6).reshape(2, 3))
+        >>> x[1]
+        MemoryMappedTensor([3, 4, 5])
+        >>> type(x + 1).__name__
+        'Tensor'
+    """
+
+    _filename: str | None = None
+    _cow: bool = False
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with _DisableSubclass():
+            out = func(*args, **kwargs) if kwargs else func(*args)
+            if func in _VIEW_FUNCS and args and isinstance(args[0], MemoryMappedTensor):
+                src = args[0]
+                storage_id = src.untyped_storage()._cdata
+                if type(out) in (tuple, list):
+                    return type(out)(_view_of(o, src, storage_id) for o in out)
+                return _view_of(out, src, storage_id)
+        return out
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def filename(self) -> str:
+        """The absolute path of the file holding the data.
+
+        Raises:
+            RuntimeError: if the data lives in anonymous shared memory.
+        """
+        name = self._filename
+        if name is None:
+            msg = "this MemoryMappedTensor has no file: its data lives in anonymous shared memory"
+            raise RuntimeError(msg)
+        return name
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_tensor(
+        cls,
+        input: torch.Tensor,
+        *,
+        filename: str | os.PathLike | None = None,
+        existsok: bool = False,
+        copy_existing: bool = False,
+        copy_data: bool = True,
+        shape: ShapeLike | None = None,
+    ) -> MemoryMappedTensor:
+        """Copies a tensor into a new file, or into anonymous shared memory.
+
+        A MemoryMappedTensor is returned as it is when no copy is needed: ``filename``
+        is ``None`` and it has no file, or ``filename`` is its own file (unless it was
+        mapped copy-on-write). The result is always C-contiguous.
+
+        Args:
+            input (torch.Tensor): the data. A nested tensor must have the
+                ``torch.strided`` layout; its components are written back to back.
+
+        Keyword Args:
+            filename (str or os.PathLike, optional): the file to create. Defaults to
+                ``None``: anonymous shared memory.
+            existsok (bool, optional): replace an existing file at ``filename``.
+                Defaults to ``False``.
+            copy_existing (bool, optional): allow copying a MemoryMappedTensor that has
+                a file to another file. Defaults to ``False``, which refuses, so that
+                data is not duplicated on disk by mistake.
+            copy_data (bool, optional): if ``False``, only the shape and dtype are
+                taken and the result reads as zeros. Defaults to ``True``.
+            shape (torch.Size, sequence of int or torch.Tensor, optional): the shape of
+                the result, to which ``input`` is broadcast; for a nested tensor, the
+                2-D tensor of component shapes. Defaults to ``input``'s shape.
+
+        Returns:
+            A MemoryMappedTensor (``input`` itself in the two cases above).
+
+        Raises:
+            TypeError: if ``input`` is not a tensor (a NumPy array, for instance).
+            RuntimeError: if ``input`` requires gradients, if ``filename`` exists and
+                ``existsok`` is false or is a symbolic link, or if ``input`` has another
+                file and ``copy_existing`` is false.
+            ValueError: if ``input`` is on the ``meta`` device or is sparse.
+            FileNotFoundError: if the folder of ``filename`` does not exist.
+            NotImplementedError: for a nested tensor of the ``torch.jagged`` layout.
+
+        Examples:
+            >>> import torch, tempfile, os
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> with tempfile.TemporaryDirectory() as folder:
+            ...     path = os.path.join(folder, "x.memmap")
+            ...     x = MemoryMappedTensor.from_tensor(torch.arange(3.0), filename=path)
+            ...     print(x, MemoryMappedTensor.from_tensor(x, filename=path) is x)
+            MemoryMappedTensor([0., 1., 2.]) True
+        """
+        if not isinstance(input, torch.Tensor):
+            msg = f"from_tensor() needs a torch.Tensor, got {type(input).__name__}; convert it with torch.as_tensor first"
+            raise TypeError(msg)
+        with _DisableSubclass():
+            if input.requires_grad:
+                msg = "from_tensor() cannot copy a tensor that requires gradients; pass input.detach()"
+                raise RuntimeError(msg)
+            if input.device.type == "meta":
+                msg = "from_tensor() got a tensor on the meta device: a MemoryMappedTensor must be in physical memory"
+                raise ValueError(msg)
+            if input.layout is torch.jagged:
+                msg = "nested tensors of the torch.jagged layout cannot be memory-mapped; convert to torch.strided"
+                raise NotImplementedError(msg)
+            nested = input.is_nested
+            if input.layout is not torch.strided:
+                msg = f"from_tensor() cannot map a tensor of layout {input.layout}; convert it with .to_dense()"
+                raise ValueError(msg)
+        path = None if filename is None else _as_path(filename)
+        if isinstance(input, MemoryMappedTensor):
+            own = input._filename
+            own = None if own is None else os.path.normpath(own)
+            if own is not None and path is not None and own != path and not copy_existing:
+                msg = (
+                    f"the tensor already has the file {own!r}; pass copy_existing=True to copy "
+                    f"it to {path!r}"
+                )
+                raise RuntimeError(msg)
+            if shape is None and own == path and not input._cow:
+                return input
+        target = _parse_shape(shape) if shape is not None else None
+        return cls._copy(input, target, nested, path, existsok, copy_data)
+
+    @classmethod
+    def _copy(
+        cls,
+        input: torch.Tensor,
+        target: torch.Size | torch.Tensor | None,
+        nested: bool,
+        path: str | None,
+        existsok: bool,
+        copy_data: bool,
+    ) -> MemoryMappedTensor:
+        """Writes ``input`` (broadcast to ``target``) to a new file or shared memory."""
+        with _DisableSubclass():
+            dtype = _check_dtype(input.dtype)
+            if nested:
+                parts = input.unbind()
+                sizes = _parse_shape(torch.tensor([list(p.shape) for p in parts]))
+                if target is not None and not torch.equal(target, sizes):
+                    msg = f"shape {target.tolist()} does not match the nested input's shapes {sizes.tolist()}"
+                    raise ValueError(msg)
+                chunks = [p.cpu().contiguous() for p in parts] if copy_data else ()
+                flat = _new_flat(_numel(sizes), dtype, path, existsok, chunks)
+                return _wrap(cls, _nested_view(flat, sizes), path)
+            if target is None:
+                target = input.shape
+            elif isinstance(target, torch.Tensor):
+                msg = "a 2-D shape makes a nested tensor, but the input is not nested"
+                raise ValueError(msg)
+            src = input
+            if copy_data and target != input.shape:
+                try:
+                    src = input.expand(target)
+                except RuntimeError as err:
+                    msg = f"cannot broadcast the input of shape {tuple(input.shape)} to shape {tuple(target)}"
+                    raise ValueError(msg) from err
+            fast = copy_data and src.device.type == "cpu" and src.is_contiguous()
+            flat = _new_flat(math.prod(target), dtype, path, existsok, (src,) if fast else ())
+            out = flat.view(*target) if target else flat.view(target)
+            if copy_data and not fast:
+                out.copy_(src)
+            return _wrap(cls, out, path)
+
+    @classmethod
+    def from_storage(
+        cls,
+        storage: torch.UntypedStorage | torch.TypedStorage,
+        *,
+        shape: ShapeLike | None = None,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | int | None = None,
+        index: Any = None,
+        filename: str | os.PathLike | None = None,
+        handler: Any = None,
+    ) -> MemoryMappedTensor:
+        """Views an existing storage as a MemoryMappedTensor, without copying.
+
+        The result has the storage's file when it maps one (see
+        :func:`torch.UntypedStorage.from_file`), and pickles by file name then.
+
+        Args:
+            storage (torch.UntypedStorage or torch.TypedStorage): a CPU storage.
+
+        Keyword Args:
+            shape (torch.Size, sequence of int or torch.Tensor, optional): the shape;
+                a 2-D tensor makes a nested tensor. The storage must hold exactly the
+                bytes it needs. Defaults to ``None``: a 1-D tensor over all of it.
+            dtype (torch.dtype, optional): the element type. Defaults to the dtype of
+                a typed storage, and to ``torch.int64`` for an untyped one.
+            device (torch.device, str or int, optional): ``None`` or ``"cpu"``.
+            index (optional): an index applied to the result, as ``result[index]``.
+            filename (str or os.PathLike, optional): the file of a storage that does
+                not record it. Defaults to ``None``.
+            handler: not supported; must be ``None``.
+
+        Returns:
+            The MemoryMappedTensor.
+
+        Raises:
+            TypeError: if ``storage`` is not a torch storage.
+            ValueError: if the storage is not in CPU memory, or its size in bytes is
+                not what ``shape`` and ``dtype`` need.
+            RuntimeError: if the storage has a file and ``filename`` names another.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> storage = torch.UntypedStorage(24)
+            >>> MemoryMappedTensor.from_storage(storage, dtype=torch.float32, shape=(2, 3)).shape
+            torch.Size([2, 3])
+        """
+        if handler is not None:
+            msg = "from_storage() does not take a handler; pass the storage itself"
+            raise TypeError(msg)
+        if isinstance(storage, torch.TypedStorage):
+            dtype = storage.dtype if dtype is None else dtype
+            storage = storage.untyped()
+        if not isinstance(storage, torch.UntypedStorage):
+            msg = f"storage must be a torch.UntypedStorage, got {type(storage).__name__}"
+            raise TypeError(msg)
+        if storage.device.type != "cpu":
+            msg = f"the storage is on device {str(storage.device)!r}: a MemoryMappedTensor must be in physical (CPU) memory"
+            raise ValueError(msg)
+        _check_device(device)
+        dtype = _check_dtype(torch.int64 if dtype is None else dtype)
+        nbytes = storage.nbytes()
+        own = _storage_filename(storage)
+        path = own
+        if filename is not None:
+            path = _as_path(filename)
+            if own is not None and own != path:
+                msg = f"the storage maps {own!r}, not filename={path!r}"
+                raise RuntimeError(msg)
+        if shape is None:
+            if nbytes % dtype.itemsize:
+                msg = (
+                    f"a storage of {nbytes} bytes does not hold a whole number of {dtype} elements"
+                )
+                raise ValueError(msg)
+            target = torch.Size([nbytes // dtype.itemsize])
+        else:
+            target = _parse_shape(shape)
+            needed = _numel(target) * dtype.itemsize
+            if needed != nbytes:
+                msg = (
+                    f"the storage holds {nbytes} bytes, but the dtype and shape need {needed} bytes"
+                )
+                raise ValueError(msg)
+        with _DisableSubclass():
+            flat = torch.empty(0, dtype=dtype).set_(storage)
+            out = _wrap(cls, _shape_of(flat, target), path)
+        return out if index is None else out[index]
+
+    @classmethod
+    def from_filename(
+        cls,
+        filename: str | os.PathLike,
+        dtype: torch.dtype,
+        shape: ShapeLike,
+        index: Any = None,
+        mode: str | None = None,
+    ) -> MemoryMappedTensor:
+        """Maps an existing file of raw data.
+
+        The file has no header: ``dtype`` and ``shape`` say how to read it, and its
+        size must be exactly what they need. Writes to the result reach the file.
+
+        Args:
+            filename (str or os.PathLike): the file; not a symbolic link.
+            dtype (torch.dtype): the element type.
+            shape (torch.Size, sequence of int, int or torch.Tensor): the shape; a 2-D
+                tensor (one row of sizes per component) makes a nested tensor.
+            index (optional): an index applied to the result, as ``result[index]``.
+            mode (str, optional): ``"r"`` maps the file copy-on-write (writes stay in
+                this process); ``"r+"`` maps it shared and fails if it is read-only.
+                Defaults to ``None``: shared if the file is writable, else
+                copy-on-write.
+
+        Returns:
+            The MemoryMappedTensor.
+
+        Raises:
+            FileNotFoundError: if the file does not exist.
+            ValueError: if the path is a symbolic link or not a regular file, if the
+                file's size does not match, or if ``mode`` is not ``None``, ``"r"`` or
+                ``"r+"``.
+            PermissionError: if ``mode="r+"`` and the file is read-only.
+
+        Examples:
+            >>> import torch, tempfile, os
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> with tempfile.TemporaryDirectory() as folder:
+            ...     path = os.path.join(folder, "x.memmap")
+            ...     _ = MemoryMappedTensor.from_tensor(torch.arange(6), filename=path)
+            ...     print(MemoryMappedTensor.from_filename(path, torch.int64, (2, 3)))
+            MemoryMappedTensor([[0, 1, 2],
+                                [3, 4, 5]])
+        """
+        if mode not in _MODES:
+            msg = f"mode must be None, 'r' or 'r+', got {mode!r}"
+            raise ValueError(msg)
+        path = _as_path(filename)
+        parsed = (
+            shape
+            if type(shape) is torch.Size and shape and min(shape) >= 0
+            else _parse_shape(shape)
+        )
+        out = _open_file(path, _check_dtype(dtype), parsed, mode)
+        if cls is not MemoryMappedTensor:
+            out = _wrap(cls, out, path, out._cow)
+        return out if index is None else out[index]
+
+    @classmethod
+    def from_handler(
+        cls, handler: torch.UntypedStorage, dtype: torch.dtype, shape: ShapeLike, index: Any = None
+    ) -> MemoryMappedTensor:
+        """Views a shared-memory storage; the same as :meth:`from_storage`.
+
+        Args:
+            handler (torch.UntypedStorage): the shared-memory storage, for instance
+                ``tensor.untyped_storage()`` of a tensor without a file.
+            dtype (torch.dtype): the element type.
+            shape (torch.Size, sequence of int or torch.Tensor): the shape.
+            index (optional): an index applied to the result.
+
+        Returns:
+            The MemoryMappedTensor.
+        """
+        return cls.from_storage(handler, dtype=dtype, shape=shape, index=index)
+
+    @classmethod
+    def _allocate(
+        cls,
+        shape: torch.Size | torch.Tensor,
+        dtype: torch.dtype | None,
+        device: Any,
+        filename: Any,
+        existsok: bool,
+        fill: Any = None,
+    ) -> MemoryMappedTensor:
+        """Creates a zero-filled tensor, then fills it with ``fill`` when given."""
+        _check_device(device)
+        dtype = _check_dtype(torch.get_default_dtype() if dtype is None else dtype)
+        path = None if filename is None else _as_path(filename)
+        with _DisableSubclass():
+            flat = _new_flat(_numel(shape), dtype, path, existsok)
+            if fill is not None:
+                flat.fill_(fill)
+            return _wrap(cls, _shape_of(flat, shape), path)
+
+    @classmethod
+    def empty(
+        cls,
+        *size: Any,
+        shape: ShapeLike | None = None,
+        dtype: torch.dtype | None = None,
+        device: Any = None,
+        filename: str | os.PathLike | None = None,
+        existsok: bool = False,
+    ) -> MemoryMappedTensor:
+        """Creates a tensor without initialising it (it reads as zeros).
+
+        Args:
+            *size (int, sequence of int, torch.Size or torch.Tensor): the shape, as
+                ints (``2, 3``) or as one sequence (``(2, 3)``); a 2-D tensor makes a
+                nested tensor with one component shape per row.
+
+        Keyword Args:
+            shape (optional): the shape, instead of ``*size``.
+            dtype (torch.dtype, optional): defaults to ``torch.get_default_dtype()``.
+            device (optional): ``None`` or ``"cpu"``.
+            filename (str or os.PathLike, optional): the file to create. Defaults to
+                ``None``: anonymous shared memory.
+            existsok (bool, optional): replace an existing file. Defaults to ``False``.
+
+        Returns:
+            The new MemoryMappedTensor.
+
+        Raises:
+            TypeError: if no shape or two shapes are given.
+            RuntimeError: if ``device`` is not the CPU, or the file exists and
+                ``existsok`` is false.
+            FileNotFoundError: if the folder of ``filename`` does not exist.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> MemoryMappedTensor.empty(2, 3, dtype=torch.int64).shape
+            torch.Size([2, 3])
+        """
+        return cls._allocate(_size_args("empty", size, shape), dtype, device, filename, existsok)
+
+    @classmethod
+    def zeros(
+        cls,
+        *size: Any,
+        shape: ShapeLike | None = None,
+        dtype: torch.dtype | None = None,
+        device: Any = None,
+        filename: str | os.PathLike | None = None,
+        existsok: bool = False,
+    ) -> MemoryMappedTensor:
+        """Creates a tensor of zeros; arguments as in :meth:`empty`.
+
+        Examples:
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> MemoryMappedTensor.zeros((2,))
+            MemoryMappedTensor([0., 0.])
+        """
+        return cls._allocate(_size_args("zeros", size, shape), dtype, device, filename, existsok)
+
+    @classmethod
+    def ones(
+        cls,
+        *size: Any,
+        shape: ShapeLike | None = None,
+        dtype: torch.dtype | None = None,
+        device: Any = None,
+        filename: str | os.PathLike | None = None,
+        existsok: bool = False,
+    ) -> MemoryMappedTensor:
+        """Creates a tensor of ones; arguments as in :meth:`empty`.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> MemoryMappedTensor.ones(2, dtype=torch.bool)
+            MemoryMappedTensor([True, True])
+        """
+        shape = _size_args("ones", size, shape)
+        return cls._allocate(shape, dtype, device, filename, existsok, fill=1)
+
+    @classmethod
+    def full(
+        cls,
+        *size: Any,
+        fill_value: Any = None,
+        shape: ShapeLike | None = None,
+        dtype: torch.dtype | None = None,
+        device: Any = None,
+        filename: str | os.PathLike | None = None,
+        existsok: bool = False,
+    ) -> MemoryMappedTensor:
+        """Creates a tensor with every element ``fill_value``.
+
+        Called as ``full(2, 3, fill_value=7)``, ``full((2, 3), fill_value=7)`` or, like
+        :func:`torch.full`, ``full((2, 3), 7)``. Other arguments as in :meth:`empty`.
+
+        Keyword Args:
+            fill_value (number or bool): the value of every element.
+
+        Raises:
+            TypeError: if ``fill_value`` is missing.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> MemoryMappedTensor.full((3,), 2, dtype=torch.int64)
+            MemoryMappedTensor([2, 2, 2])
+        """
+        if fill_value is None and shape is None and len(size) == 2 and not isinstance(size[0], int):
+            size, fill_value = size[:1], size[1]
+        if fill_value is None:
+            msg = "full() needs fill_value, as a keyword: full(2, 3, fill_value=1.0)"
+            raise TypeError(msg)
+        shape = _size_args("full", size, shape)
+        return cls._allocate(shape, dtype, device, filename, existsok, fill=fill_value)
+
+    @classmethod
+    def _like(cls, input: torch.Tensor, filename: Any, fill: Any) -> MemoryMappedTensor:
+        """Allocates a tensor with the shape and dtype of ``input``."""
+        if not isinstance(input, torch.Tensor):
+            msg = f"expected a torch.Tensor, got {type(input).__name__}"
+            raise TypeError(msg)
+        with _DisableSubclass():
+            shape = input._nested_tensor_size() if input.is_nested else input.shape
+            dtype = input.dtype
+        return cls._allocate(_parse_shape(shape), dtype, None, filename, False, fill)
+
+    @classmethod
+    def empty_like(
+        cls, input: torch.Tensor, *, filename: str | os.PathLike | None = None
+    ) -> MemoryMappedTensor:
+        """Creates an uninitialised tensor (reads as zeros) with ``input``'s shape and dtype.
+
+        Args:
+            input (torch.Tensor): the tensor whose shape and dtype to take (a nested
+                tensor gives a nested result).
+
+        Keyword Args:
+            filename (str or os.PathLike, optional): a file to create; it must not
+                exist. Defaults to ``None``: anonymous shared memory.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> MemoryMappedTensor.empty_like(torch.zeros(2, dtype=torch.int16)).dtype
+            torch.int16
+        """
+        return cls._like(input, filename, None)
+
+    @classmethod
+    def zeros_like(
+        cls, input: torch.Tensor, *, filename: str | os.PathLike | None = None
+    ) -> MemoryMappedTensor:
+        """Creates a tensor of zeros with ``input``'s shape and dtype; see :meth:`empty_like`.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> MemoryMappedTensor.zeros_like(torch.ones(2))
+            MemoryMappedTensor([0., 0.])
+        """
+        return cls._like(input, filename, None)
+
+    @classmethod
+    def ones_like(
+        cls, input: torch.Tensor, *, filename: str | os.PathLike | None = None
+    ) -> MemoryMappedTensor:
+        """Creates a tensor of ones with ``input``'s shape and dtype; see :meth:`empty_like`.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> MemoryMappedTensor.ones_like(torch.zeros(2))
+            MemoryMappedTensor([1., 1.])
+        """
+        return cls._like(input, filename, 1)
+
+    @classmethod
+    def full_like(
+        cls, input: torch.Tensor, fill_value: Any, *, filename: str | os.PathLike | None = None
+    ) -> MemoryMappedTensor:
+        """Creates a tensor of ``fill_value`` with ``input``'s shape and dtype.
+
+        Args:
+            input (torch.Tensor): the tensor whose shape and dtype to take.
+            fill_value (number or bool): the value of every element.
+
+        Keyword Args:
+            filename (str or os.PathLike, optional): see :meth:`empty_like`.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.memmap.tensor import MemoryMappedTensor
+            >>> MemoryMappedTensor.full_like(torch.zeros(2, dtype=torch.int64), 7)
+            MemoryMappedTensor([7, 7])
+        """
+        return cls._like(input, filename, fill_value)
+
+    # ------------------------------------------------------------------ copying
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        with _DisableSubclass():
+            cls = type(self)
+            storage = self.untyped_storage()
+            if self.is_nested:
+                layout: tuple = (self._nested_tensor_size(), 0, ())
+            else:
+                layout = (tuple(self.shape), self.storage_offset(), self.stride())
+            if self._filename is not None:
+                args = (cls, self._filename, self.dtype, *layout, storage.nbytes(), self._cow)
+                return _rebuild_from_file, args
+            data = torch.empty(0, dtype=torch.uint8).set_(storage)
+            return _rebuild_from_storage, (cls, data, self.dtype, *layout)
+
+    def __deepcopy__(self, memo: dict) -> MemoryMappedTensor:
+        """Copies the data to new anonymous shared memory."""
+        with _DisableSubclass():
+            nested = self.is_nested
+        return type(self)._copy(self, None, nested, None, False, True)
