@@ -2,6 +2,7 @@
 
 from tensordict import _pytree  # noqa: F401 - registers tensordicts with torch.utils._pytree
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._lazy import LazyStackedTensorDict, lazy_stack
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.torch_function import cat, stack
 from tensordict._td import TensorDict
@@ -10,6 +11,7 @@ from tensordict.memmap.tensor import MemoryMappedTensor
 
 __all__ = [
     "NO_DEFAULT",
+    "LazyStackedTensorDict",
     "MemoryMappedTensor",
     "NestedKey",
     "NonTensorData",
@@ -17,6 +19,7 @@ __all__ = [
     "TensorDictBase",
     "cat",
     "is_tensor_collection",
+    "lazy_stack",
     "stack",
     "unravel_key",
     "unravel_key_list",

@@ -7,7 +7,12 @@ from collections.abc import Mapping
 import torch
 
 from tensordict._nontensor import NonTensorData
-from tensordict._ops.indexing import batch_size_from_dummy, batch_size_from_leaf, normalize_index
+from tensordict._ops.indexing import (
+    batch_size_from_dummy,
+    batch_size_from_leaf,
+    index_names,
+    normalize_index,
+)
 from tensordict.base import (
     NO_DEFAULT,
     TensorDictBase,
@@ -49,6 +54,7 @@ def _fill(td, source: dict, batch_size: torch.Size, device) -> dict:
             sub._device = device
             sub._names = None
             sub._locked = False
+            sub._lock_parents = 0
             sub._mm = None
             sub._tensordict = _fill(sub, value, batch_size, device)
             data[key] = sub
@@ -131,7 +137,16 @@ class TensorDict(TensorDictBase):
         torch.Size([2, 3])
     """
 
-    __slots__ = ("_tensordict", "_batch_size", "_device", "_names", "_locked", "_mm", "__weakref__")
+    __slots__ = (
+        "_tensordict",
+        "_batch_size",
+        "_device",
+        "_names",
+        "_locked",
+        "_lock_parents",
+        "_mm",
+        "__weakref__",
+    )
 
     def __init__(
         self,
@@ -149,8 +164,9 @@ class TensorDict(TensorDictBase):
             device = _as_device(device)
         self._batch_size = batch_size
         self._device = device
-        self._names = None if names is None else _check_names(names, batch_size)
+        self._names = None
         self._locked = False
+        self._lock_parents = 0
         self._mm = None
         if source is None:
             source = kwargs
@@ -163,6 +179,8 @@ class TensorDict(TensorDictBase):
             if source:
                 for key, value in _source_items(source):
                     self.set(key, value)
+        if names is not None:
+            self.names = names
         if lock:
             self.lock_()
 
@@ -175,6 +193,7 @@ class TensorDict(TensorDictBase):
         self._device = device
         self._names = names
         self._locked = False
+        self._lock_parents = 0
         self._mm = None
         return self
 
@@ -249,15 +268,34 @@ class TensorDict(TensorDictBase):
 
     @property
     def names(self):
-        """The names of the batch dimensions (a list with ``None`` for unnamed dims), or ``None``."""
+        """The names of the batch dimensions: a list with ``None`` for each unnamed dim.
+
+        Setting it (a list, or ``None`` to clear) names the sub-tensordicts' leading dims too.
+        """
         names = self._names
         if names is None:
-            return None
+            return [None] * len(self._batch_size)
         return list(names)
 
     @names.setter
     def names(self, value) -> None:
-        self._names = _check_names(value, self._batch_size)
+        self._names = None if value is None else _check_names(value, self._batch_size)
+        self._propagate_names()
+
+    def _propagate_names(self) -> None:
+        names = self._names
+        n = len(self._batch_size)
+        for value in self._tensordict.values():
+            if type(value) is TensorDict:
+                own = (
+                    value._names[n:]
+                    if value._names is not None
+                    else [None] * (len(value._batch_size) - n)
+                )
+                value._names = (
+                    None if names is None and not any(own) else (names or [None] * n) + list(own)
+                )
+                value._propagate_names()
 
     def refine_names(self, *names):
         """Names the batch dimensions in place (``None`` leaves a dim unnamed) and returns the tensordict."""
@@ -332,10 +370,30 @@ class TensorDict(TensorDictBase):
         self._propagate_lock(bool(value))
 
     def _propagate_lock(self, locked: bool) -> None:
+        # Each sub-tensordict counts its locked parents: it cannot be unlocked alone while
+        # one of them is locked, and unlocking the last parent unlocks it.
+        if locked == self._locked:
+            return
         self._locked = locked
         for value in self._tensordict.values():
-            if type(value) is not _Tensor and hasattr(value, "_propagate_lock"):
+            if type(value) is TensorDict:
+                value._lock_parents += 1 if locked else -1
+                if locked or value._lock_parents == 0:
+                    value._propagate_lock(locked)
+            elif type(value) is not _Tensor and hasattr(value, "_propagate_lock"):
                 value._propagate_lock(locked)
+
+    def unlock_(self):
+        """Unlocks the tensordict and its sub-tensordicts, and returns it.
+
+        Raises:
+            RuntimeError: if a parent tensordict is locked (unlock the parent instead).
+        """
+        if self._lock_parents:
+            msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
+            raise LockedError(msg)
+        self._propagate_lock(False)
+        return self
 
     # ------------------------------------------------------------------ fast paths
     def _fast_apply(
@@ -390,8 +448,8 @@ class TensorDict(TensorDictBase):
             else:
                 new_size = batch_size_from_dummy(self._batch_size, leaf_index)
         names = None
-        if self._names is not None and new_size == self._batch_size:
-            names = self._names
+        if self._names is not None:
+            names = index_names(self._names, leaf_index, len(new_size))
         return TensorDict._new_unsafe(out, new_size, self._device, names)
 
     def _set_at(self, index, value) -> None:
@@ -544,6 +602,7 @@ class TensorDict(TensorDictBase):
         self._device = state["device"]
         self._names = state["names"]
         self._locked = state["locked"]
+        self._lock_parents = 0
         self._mm = state["mm"]
 
 

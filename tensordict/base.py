@@ -10,6 +10,7 @@ method here is written once on top of them.
 from __future__ import annotations
 
 import abc
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
@@ -19,7 +20,13 @@ from tensordict._keys import NestedKey, _key_parts, unravel_key
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
-from tensordict.errors import BatchSizeError, LockedError, MissingKeyError
+from tensordict.errors import (
+    BatchSizeError,
+    InvalidSourceError,
+    LockedError,
+    MissingKeyError,
+    PathThroughLeafError,
+)
 from tensordict.memmap._methods import MemmapMixin
 
 
@@ -96,22 +103,12 @@ class _KeysView:
         for key, value in td._items_level():
             full = prefix + (key,) if prefix else key
             leaf = is_leaf(type(value))
-            if (
-                self._include_nested
-                and not leaf
-                and isinstance(value, TensorDictBase)
-                and not getattr(value, "_is_non_tensor", False)
-            ):
-                yield from self._walk(value, full if isinstance(full, tuple) else (full,))
-            elif (
-                self._include_nested
-                and not leaf
-                and getattr(type(value), "_is_tensorclass", False)
-                and not getattr(value, "_is_non_tensor", False)
-            ):
-                yield from self._walk(
-                    value._tensordict, full if isinstance(full, tuple) else (full,)
+            if self._include_nested and not getattr(value, "_is_non_tensor", False):
+                inner = (
+                    value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
                 )
+                if isinstance(inner, TensorDictBase):
+                    yield from self._walk(inner, full if isinstance(full, tuple) else (full,))
             if not self._leaves_only or leaf:
                 yield full
 
@@ -279,8 +276,9 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         """
         return _KeysView(self, include_nested, leaves_only, is_leaf, sort)
 
+    @property
     def sorted_keys(self) -> list:
-        """Returns the keys of this level, sorted."""
+        """The keys of this level, sorted."""
         return sorted(self._keys_level())
 
     def values(
@@ -288,7 +286,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     ) -> Iterator:
         """Iterates over the values, in the order of :meth:`keys` with the same arguments."""
         for key in self.keys(include_nested, leaves_only, is_leaf, sort=sort):
-            yield self.get(key)
+            yield self.get(key, NO_DEFAULT)
 
     def items(
         self, include_nested: bool = False, leaves_only: bool = False, is_leaf=None, *, sort=False
@@ -298,10 +296,18 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             yield from list(self._items_level())
             return
         for key in self.keys(include_nested, leaves_only, is_leaf, sort=sort):
-            yield key, self.get(key)
+            yield key, self.get(key, NO_DEFAULT)
 
     def __iter__(self) -> Iterator:
-        return iter(list(self._keys_level()))
+        """Iterates over the first batch dimension (like a tensor): ``td[0]``, ``td[1]``, ...
+
+        Raises:
+            TypeError: if the tensordict has no batch dimension.
+        """
+        if not self.batch_size:
+            msg = "iteration over a tensordict without batch dimensions; iterate over td.keys() instead"
+            raise TypeError(msg)
+        return iter(self.unbind(0))
 
     def __contains__(self, key) -> bool:
         if isinstance(key, (str, tuple)):
@@ -330,19 +336,24 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         msg = f"key {full!r} not found in {type(self).__name__}{where}; existing keys at that level: {existing}"
         return MissingKeyError(msg)
 
-    def get(self, key: NestedKey, default=NO_DEFAULT):
-        """Returns the value stored at ``key``.
+    def get(self, key: NestedKey, default=None):
+        """Returns the value stored at ``key``, or ``default`` (None) when it is missing, like ``dict.get``.
+
+        ``td[key]`` raises ``KeyError`` for a missing key instead.
 
         Args:
             key (NestedKey): a string or a tuple of strings for a nested entry.
-            default: returned when the key is missing. Without it a missing key raises.
+            default: returned when the key is missing. Defaults to ``None``; pass
+                ``NO_DEFAULT`` to raise ``KeyError`` instead.
 
         Returns:
             A tensor, a sub-tensordict, or a :class:`NonTensorData` entry.
 
         Raises:
-            KeyError: if the key is missing and no default is given; the message names
-                the full key and the keys of the level where the search stopped.
+            KeyError: if the key is missing and ``default`` is ``NO_DEFAULT``; the message
+                names the full key and the keys of the level where the search stopped.
+            ValueError: if the nested key goes through an entry that is not a tensordict
+                (and no default is given).
             TypeError: if the key is not a string or a tuple of strings.
 
         Examples:
@@ -363,9 +374,14 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         level = self
         last = len(parts) - 1
         for depth, part in enumerate(parts):
-            value = level._get_str(part, None) if hasattr(level, "_get_str") else None
-            if value is None and getattr(type(level), "_is_tensorclass", False):
-                value = level._tensordict._get_str(part, None)
+            if getattr(type(level), "_is_tensorclass", False):
+                level = level._tensordict
+            elif not hasattr(level, "_get_str") or isinstance(level, NonTensorData):
+                if default is not NO_DEFAULT and default is not None:
+                    return default
+                msg = f"cannot get {parts!r}: the entry {parts[:depth]!r} is a {type(level).__name__}, not a tensordict"
+                raise PathThroughLeafError(msg)
+            value = level._get_str(part, None)
             if value is None:
                 if default is not NO_DEFAULT:
                     return default
@@ -390,15 +406,12 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             if value is None:
                 raise self._missing((index,), 0, self)
             return value.data if type(value) is NonTensorData else value
-        if type(index) is tuple and index and all(type(p) is str for p in index):
-            value = self.get(index)
-            return value.data if type(value) is NonTensorData else value
-        if isinstance(index, tuple) and index and isinstance(index[0], tuple) and _all_str(index):
-            value = self.get(index)
+        if type(index) is tuple and index and _all_str(index):
+            value = self.get(index, NO_DEFAULT)
             return value.data if type(value) is NonTensorData else value
         return self._index(index)
 
-    def get_non_tensor(self, key: NestedKey, default=NO_DEFAULT):
+    def get_non_tensor(self, key: NestedKey, default=None):
         """Returns the Python value of a non-tensor entry (the entry itself if it is a tensor)."""
         value = self.get(key, default)
         return value.data if isinstance(value, NonTensorData) else value
@@ -426,7 +439,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
                     f"cannot reach {parts!r}: the entry {parts[: depth + 1]!r} is a "
                     f"{type(nxt).__name__}, not a tensordict"
                 )
-                raise RuntimeError(msg)
+                raise PathThroughLeafError(msg)
             level = nxt
         if getattr(type(level), "_is_tensorclass", False):
             level = level._tensordict
@@ -464,9 +477,26 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             self._set_str(key, item, inplace=inplace, validated=False)
             return self
         parts = _key_parts(key)
-        parent = self._walk_to_parent(parts, create=True)
+        try:
+            parent = self._walk_to_parent(parts, create=False)
+        except MissingKeyError:
+            # Check the value before creating sub-tensordicts, so a refused value leaves none.
+            deepest = self._deepest(parts)
+            deepest._new_like({}, deepest.batch_size).set(parts[-1], item)
+            parent = self._walk_to_parent(parts, create=True)
         parent._set_str(parts[-1], item, inplace=inplace, validated=False)
         return self
+
+    def _deepest(self, parts: tuple):
+        """The deepest existing tensordict on the path of ``parts``."""
+        level = self
+        for part in parts[:-1]:
+            inner = level._tensordict if getattr(type(level), "_is_tensorclass", False) else level
+            nxt = inner._get_str(part, None)
+            if nxt is None or not hasattr(nxt, "_get_str"):
+                return inner
+            level = nxt
+        return level._tensordict if getattr(type(level), "_is_tensorclass", False) else level
 
     def set_(self, key: NestedKey, item) -> TensorDictBase:
         """Copies ``item`` into the existing entry at ``key`` (works on a locked tensordict).
@@ -497,7 +527,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         value = self.get(key, None)
         if value is None:
             self.set(key, default)
-            value = self.get(key)
+            value = self.get(key, NO_DEFAULT)
         return value
 
     def update(
@@ -572,7 +602,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             if isinstance(value, (Mapping, TensorDictBase)) and not isinstance(
                 value, NonTensorData
             ):
-                sub = self.get(parts)
+                sub = self.get(parts, NO_DEFAULT)
                 sub.update_(value, clone=clone)
                 continue
             self.set_(parts, value.clone() if clone else value)
@@ -585,9 +615,11 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             KeyError: if the key is missing and no default is given.
             RuntimeError: if the tensordict is locked.
         """
-        value = self.get(key, default)
-        if value is default and default is not NO_DEFAULT and self.get(key, None) is None:
-            return default
+        value = self.get(key, None)
+        if value is None:
+            if default is not NO_DEFAULT:
+                return default
+            raise self._missing(_key_parts(key), 0, self)
         self.del_(key)
         return value
 
@@ -622,7 +654,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             KeyError: if ``old_key`` is missing, or ``safe`` and ``new_key`` exists.
             RuntimeError: if the tensordict is locked.
         """
-        value = self.get(old_key)
+        value = self.get(old_key, NO_DEFAULT)
         if safe and self.get(new_key, None) is not None:
             msg = f"key {unravel_key(new_key)!r} already exists; pass safe=False to overwrite it"
             raise KeyError(msg)
@@ -739,7 +771,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
                     f"flattening keys with separator {separator!r} makes two entries named {name!r}"
                 )
                 raise KeyError(msg)
-            source[name] = self.get(key)
+            source[name] = self.get(key, NO_DEFAULT)
         out = self._new_like(source, self.batch_size)
         if inplace:
             for key in list(self._keys_level()):
@@ -762,6 +794,9 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             parts = tuple(key.split(separator)) if separator in key else (key,)
             if isinstance(value, TensorDictBase):
                 value = value.unflatten_keys(separator)
+            if out.get(parts, None) is not None:
+                msg = f"unflattening {key!r} with separator {separator!r} collides with another entry at {parts!r}"
+                raise KeyError(msg)
             out.set(parts, value)
         if inplace:
             for key in list(self._keys_level()):
@@ -1009,78 +1044,60 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
                 out[key] = value.detach().cpu().numpy()
         return out
 
-    def tolist(self) -> list | dict:
-        """Returns the content as nested Python lists of dicts along the batch dims."""
+    def tolist(self, *, convert_tensors: bool = False) -> list | dict:
+        """Returns nested lists (one level per batch dim) of dicts of the entries.
+
+        Keyword Args:
+            convert_tensors (bool, optional): turn tensors into Python values too.
+        """
         if not self.batch_size:
-            return self.to_dict(convert_tensors=True)
-        return [self[i].tolist() for i in range(self.batch_size[0])]
+            return self.to_dict(convert_tensors=convert_tensors)
+        return [self[i].tolist(convert_tensors=convert_tensors) for i in range(self.batch_size[0])]
 
     def state_dict(
-        self, destination=None, prefix: str = "", keep_vars: bool = False, flatten: bool = False
+        self, destination=None, prefix: str = "", keep_vars: bool = False, flatten: bool = True
     ) -> dict:
-        """Returns an ordered dict of the entries, like ``nn.Module.state_dict``.
+        """Returns an ordered dict of the leaf tensors with ``"."``-joined keys, like ``nn.Module.state_dict``.
 
-        The batch size and device are stored under ``"__batch_size"`` and ``"__device"``.
+        Examples:
+            >>> list(TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2]).state_dict())
+            ['a', 'b.c']
         """
-        out = {}
-        for key, value in self._items_level():
-            if isinstance(value, TensorDictBase):
-                sub = value.state_dict(keep_vars=keep_vars, flatten=flatten)
-                if flatten:
-                    for sub_key, sub_value in sub.items():
-                        out[f"{key}.{sub_key}"] = sub_value
-                else:
-                    out[key] = sub
-            elif isinstance(value, NonTensorData):
-                out[key] = value.data
-            else:
-                out[key] = value if keep_vars else value.detach()
-        out["__batch_size"] = self.batch_size
-        out["__device"] = self.device
-        if destination is not None:
-            destination.update({prefix + k: v for k, v in out.items()})
-            return destination
+        out = OrderedDict() if destination is None else destination
+        for key in self.keys(True, True):
+            value = self.get(key, NO_DEFAULT)
+            if isinstance(value, torch.Tensor):
+                name = key if isinstance(key, str) else ".".join(key)
+                out[prefix + name] = value if keep_vars else value.detach()
         return out
 
     def load_state_dict(
-        self,
-        state_dict: dict,
-        strict: bool = True,
-        assign: bool = False,
-        from_flatten: bool = False,
+        self, state_dict: dict, strict: bool = True, assign: bool = False, from_flatten: bool = True
     ):
-        """Loads a dict produced by :meth:`state_dict` into this tensordict, and returns it."""
-        state = dict(state_dict)
-        batch_size = state.pop("__batch_size", None)
-        device = state.pop("__device", None)
-        if from_flatten:
-            nested: dict = {}
-            for key, value in state.items():
-                node = nested
-                parts = key.split(".")
-                for part in parts[:-1]:
-                    node = node.setdefault(part, {})
-                node[parts[-1]] = value
-            state = nested
+        """Copies the tensors of a :meth:`state_dict` into this tensordict, and returns it.
+
+        Keys joined by ``"."`` address nested entries. Existing tensors are written in
+        place (``assign=True`` rebinds them instead); missing ones are added.
+
+        Raises:
+            RuntimeError: with ``strict``, if a leaf of this tensordict is not in the state dict.
+        """
+        wanted = {}
+        for key, value in state_dict.items():
+            if key.startswith("__"):
+                continue
+            parts = tuple(key.split(".")) if from_flatten else (key,)
+            wanted[parts[0] if len(parts) == 1 else parts] = value
         if strict:
-            extra = set(self._keys_level()) - set(state)
-            if extra:
-                msg = f"keys {sorted(extra)} are in the tensordict but not in the state dict"
+            mine = {k if isinstance(k, tuple) else (k,) for k in self.keys(True, True)}
+            theirs = {k if isinstance(k, tuple) else (k,) for k in wanted}
+            missing = sorted(mine - theirs)
+            if missing:
+                msg = f"the state dict lacks the entries {missing} of the tensordict"
                 raise RuntimeError(msg)
-        if batch_size is not None and not self.is_locked:
-            self.batch_size = batch_size
-        if device is not None and self.device is None:
-            pass
-        for key, value in state.items():
-            current = self._get_str(key, None)
-            if isinstance(value, Mapping):
-                if current is None:
-                    current = self._new_like(
-                        {}, torch.Size(value.get("__batch_size", self.batch_size))
-                    )
-                    self._set_str(key, current, inplace=False, validated=True)
-                current.load_state_dict(value, strict=strict, assign=assign)
-            elif current is not None and isinstance(current, torch.Tensor) and not assign:
+        for key, value in wanted.items():
+            current = self.get(key, None)
+            if isinstance(current, torch.Tensor) and not assign:
                 current.copy_(value)
             else:
                 self.set(key, value)
@@ -1122,7 +1139,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         msg = (
             "the truth value of a tensordict is ambiguous: use td.all(), td.any() or td.is_empty()"
         )
-        raise ValueError(msg)
+        raise RuntimeError(msg)
 
     def __hash__(self) -> int:
         return id(self)
@@ -1193,7 +1210,7 @@ def _source_items(source) -> Iterator:
     if isinstance(source, Mapping):
         return iter(source.items())
     msg = f"expected a dict or a tensordict, got {type(source).__name__}"
-    raise TypeError(msg)
+    raise InvalidSourceError(msg)
 
 
 def _as_value(key, value, device):

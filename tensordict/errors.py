@@ -33,6 +33,17 @@ class MissingKeyError(TensorDictError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class InvalidSourceError(TensorDictError, TypeError, ValueError):
+    """A tensordict was built from something that is not a mapping."""
+
+
+class PathThroughLeafError(TensorDictError, KeyError, ValueError):
+    """A nested key goes through an entry that is not a tensordict."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class MemmapFormatError(TensorDictError, ValueError):
     """A memory-mapped folder does not follow the on-disk format."""
 

@@ -130,6 +130,13 @@ def _operator(op, swap: bool = False, name: str = ""):
             return self._fast_apply(op, other)
         if not isinstance(other, (torch.Tensor, int, float, bool, complex)):
             return NotImplemented
+        if isinstance(other, torch.Tensor) and 0 < other.ndim <= self.batch_dims:
+            # A tensor over (leading) batch dims broadcasts from the left, over each leaf's features.
+            def aligned(x, fn=op):
+                y = other.reshape(other.shape + (1,) * (x.ndim - other.ndim))
+                return fn(y, x) if swap else fn(x, y)
+
+            return self._fast_apply(aligned)
         if swap:
             return self._fast_apply(lambda x: op(other, x))
         return self._fast_apply(lambda x: op(x, other))
@@ -156,8 +163,18 @@ def _inplace_operator(op):
 
 
 def _reduction(name: str):
-    def method(self, dim=None, keepdim: bool = False, *, reduce: bool | None = None, **kwargs):
+    def method(
+        self,
+        dim=None,
+        keepdim: bool = False,
+        *,
+        reduce: bool | None = None,
+        return_indices: bool = True,
+        **kwargs,
+    ):
         fn = getattr(torch, name)
+        if name in ("max", "min") and isinstance(dim, int) and return_indices:
+            return _values_indices(self, name, dim, keepdim)
         if dim is None or dim is ...:
             if reduce:
                 return _reduce_all(self, name, **kwargs)
@@ -179,12 +196,13 @@ def _reduction(name: str):
             new = torch.Size(s for i, s in enumerate(self.batch_size) if i not in norm_t)
 
         def op(x):
-            if name in ("max", "min"):
+            if name in _ONE_DIM_ONLY:
+                reducer = getattr(torch, {"max": "amax", "min": "amin"}.get(name, name))
                 out = x
                 for d in reversed(norm_t):
-                    out = getattr(torch, "amax" if name == "max" else "amin")(
-                        out, d, keepdim=keepdim
-                    )
+                    out = reducer(out, d, keepdim=keepdim, **kwargs)
+                    if isinstance(out, tuple):
+                        out = out[0]
                 return out
             return fn(x, dim=norm_t, keepdim=keepdim, **kwargs)
 
@@ -201,6 +219,42 @@ def _reduction(name: str):
         "            reduce (bool, optional): with ``dim=None``, reduce all leaves to one tensor.\n"
     )
     return method
+
+
+_ONE_DIM_ONLY = frozenset({"max", "min", "prod", "median"})
+
+
+class ValuesIndices(tuple):
+    """The ``(values, indices)`` pair returned by ``max(dim)`` and ``min(dim)``."""
+
+    __slots__ = ()
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    @property
+    def values(self):
+        """The tensordict of extreme values."""
+        return self[0]
+
+    @property
+    def indices(self):
+        """The tensordict of their indices along the reduced dimension."""
+        return self[1]
+
+
+def _values_indices(td, name: str, dim: int, keepdim: bool) -> ValuesIndices:
+    ndim = td.batch_dims
+    if not -ndim <= dim < ndim:
+        msg = f"reduction dimension {dim} is out of range for {ndim} batch dimensions"
+        raise IndexError(msg)
+    d = dim + ndim if dim < 0 else dim
+    size = td.batch_size
+    new = size[:d] + (torch.Size((1,)) if keepdim else torch.Size(())) + size[d + 1 :]
+    fn = getattr(torch, name)
+    values = td._fast_apply(lambda x: fn(x, d, keepdim=keepdim)[0], batch_size=new, names=None)
+    indices = td._fast_apply(lambda x: fn(x, d, keepdim=keepdim)[1], batch_size=new, names=None)
+    return ValuesIndices(values, indices)
 
 
 def _reduce_all(td, name: str, **kwargs) -> torch.Tensor:
@@ -303,16 +357,16 @@ class PointwiseMixin:
     def all(self, dim: int | None = None):
         """True when every element of every leaf is True; with ``dim``, a tensordict reduced on that batch dim."""
         if dim is None:
-            return torch.tensor(
-                all(bool(v.all()) for v in self.values(True, True) if isinstance(v, torch.Tensor))
+            return all(
+                bool(v.all()) for v in self.values(True, True) if isinstance(v, torch.Tensor)
             )
         return self._bool_reduce("all", dim)
 
     def any(self, dim: int | None = None):
         """True when any element of any leaf is True; with ``dim``, a tensordict reduced on that batch dim."""
         if dim is None:
-            return torch.tensor(
-                any(bool(v.any()) for v in self.values(True, True) if isinstance(v, torch.Tensor))
+            return any(
+                bool(v.any()) for v in self.values(True, True) if isinstance(v, torch.Tensor)
             )
         return self._bool_reduce("any", dim)
 
@@ -443,7 +497,9 @@ class PointwiseMixin:
 
     def fill_(self, key, value):
         """Fills the entry at ``key`` (a tensor or every leaf of a sub-tensordict) with ``value``."""
-        target = self.get(key)
+        from tensordict.base import NO_DEFAULT
+
+        target = self.get(key, NO_DEFAULT)
         if _is_collection(target):
             for leaf in target.values(True, True):
                 if isinstance(leaf, torch.Tensor):

@@ -190,13 +190,13 @@ class ShapeMixin:
     def repeat(self, *repeats):
         """Returns a tensordict whose batch dims are tiled ``repeats`` times (like ``Tensor.repeat``)."""
         reps = _shape_args(repeats)
+        if len(reps) != self.batch_dims:
+            msg = (
+                f"repeat needs one count per batch dimension ({self.batch_dims}), got {list(reps)}"
+            )
+            raise ValueError(msg)
         new = _dummy(self.batch_size).repeat(*reps).shape
-        lead = len(reps) - self.batch_dims
-        return (
-            self._batch_op(lambda x, extra: x.repeat(*reps, *(1,) * len(extra)), new)
-            if lead >= 0
-            else None
-        )
+        return self._batch_op(lambda x, extra: x.repeat(*reps, *(1,) * len(extra)), new)
 
     def repeat_interleave(self, repeats, dim: int = 0):
         """Repeats each element along batch dim ``dim`` ``repeats`` times."""

@@ -10,6 +10,7 @@ import torch
 
 from tensordict._nontensor import NonTensorData
 from tensordict._td import TensorDict
+from tensordict.errors import KeyMismatchError
 
 _TABLE: dict = {}
 
@@ -39,7 +40,7 @@ def _norm_stack_dim(dim: int, ndim: int) -> int:
     return dim + ndim + 1 if dim < 0 else dim
 
 
-def _check_keys(tds, what: str) -> None:
+def _check_keys(tds, what: str, error=RuntimeError) -> None:
     keys = tds[0]._keys_level()
     for i, td in enumerate(tds[1:], 1):
         other = td._keys_level()
@@ -50,7 +51,7 @@ def _check_keys(tds, what: str) -> None:
                 f"cannot {what} tensordicts with different keys: tensordict 0 alone has {only_first}, "
                 f"tensordict {i} alone has {only_other}; use lazy_stack to keep members that differ"
             )
-            raise RuntimeError(msg)
+            raise error(msg)
 
 
 def _collections(items, what: str) -> list:
@@ -204,7 +205,7 @@ def cat(tds, dim: int = 0, *, out=None):
             )
             raise RuntimeError(msg)
         total += other[d]
-    _check_keys(tds, "concatenate")
+    _check_keys(tds, "concatenate", KeyMismatchError)
     new_size = size[:d] + torch.Size((total,)) + size[d + 1 :]
     result = {}
     for key, value in first._items_level():
@@ -301,6 +302,24 @@ def _like(factory):
 
     return impl
 
+
+def _method(name: str):
+    def impl(td, *args, **kwargs):
+        return getattr(td, name)(*args, **kwargs)
+
+    return impl
+
+
+_METHODS = (
+    "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "exp", "expm1", "floor", "frac",
+    "log", "log10", "log1p", "log2", "neg", "reciprocal", "round", "rsqrt", "sigmoid", "sign",
+    "sin", "sinh", "sqrt", "tan", "tanh", "trunc", "add", "sub", "mul", "div", "pow", "maximum",
+    "minimum", "clamp", "sum", "mean", "prod", "std", "var", "amax", "amin", "all", "any",
+    "masked_fill", "repeat_interleave", "lerp",
+)  # fmt: skip
+for _name in _METHODS:
+    _TABLE.setdefault(getattr(torch, _name), _method(_name))
+del _name
 
 for _func in (
     torch.zeros_like,

@@ -387,6 +387,7 @@ class MemmapMixin:
                 sub._mm.update(fmt.level_meta(sub.batch_size, sub.device))
                 parent_level.update({part: {"type": "TensorDict"}})
             if inner.is_locked:
+                sub._lock_parents += 1
                 sub._propagate_lock(True)
             inner._tensordict[part] = sub
             node = sub
