@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
+import stat as _stat
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -36,14 +37,15 @@ def _mmt():
 class _Level:
     """Memory-mapping state of one tensordict level."""
 
-    __slots__ = ("path", "meta", "text", "stat", "robust_key")
+    __slots__ = ("path", "meta", "text", "stat", "robust_key", "taken")
 
     def __init__(
         self, path: str | None, meta: dict | None = None, stat=None, robust_key=None
     ) -> None:
         self.path = path
         self.meta = {} if meta is None else meta
-        self.text: dict = {}
+        self.text: str | None = None
+        self.taken: dict | None = None  # file name -> key, built on the first added entry
         self.stat = stat
         self.robust_key = robust_key
 
@@ -53,22 +55,24 @@ class _Level:
     def __setstate__(self, state) -> None:
         self.path = state["path"]
         self.meta = state["meta"]
-        self.text = {}
+        self.text = None
+        self.taken = None
         self.stat = None
         self.robust_key = state["robust_key"]
 
-    def members(self) -> list:
-        text = self.text
-        out = []
-        for key, value in self.meta.items():
-            member = text.get(key)
-            if member is None:
-                member = text[key] = fmt.dumps_record(key, value)
-            out.append(member)
-        return out
+    def body(self) -> str:
+        """The members of meta.json, serialised and joined (cached until a key is replaced)."""
+        if self.text is None:
+            self.text = ", ".join(fmt.dumps_record(k, v) for k, v in self.meta.items())
+        return self.text
 
     def update(self, changes: dict) -> None:
-        """Applies ``{key: record or None}`` to this level's meta.json under the folder lock."""
+        """Applies ``{key: record or None}`` to this level's meta.json under the folder lock.
+
+        When another writer changed the file since we last read or wrote it, it is read
+        again first, so that no writer loses another's records. A new key is appended
+        to the cached serialised text, so adding an entry does not re-serialise the others.
+        """
         with fmt.locked(self.path):
             path = fmt.meta_path(self.path)
             try:
@@ -78,15 +82,18 @@ class _Level:
             if not fmt.same_file(current, self.stat):
                 if current is not None:
                     self.meta, _ = fmt.read_meta(self.path)
-                self.text = {}
+                self.text = None
             for key, record in changes.items():
+                if record is None or key in self.meta:
+                    self.text = None
                 if record is None:
                     self.meta.pop(key, None)
-                    self.text.pop(key, None)
-                else:
-                    self.meta[key] = record
-                    self.text[key] = fmt.dumps_record(key, record)
-            self.stat = fmt.write_meta(self.path, self.members())
+                    continue
+                self.meta[key] = record
+                if self.text is not None:
+                    member = fmt.dumps_record(key, record)
+                    self.text = f"{self.text}, {member}" if self.text else member
+            self.stat = fmt.write_meta(self.path, [self.body()])
 
 
 # ====================================================================== writing
@@ -325,8 +332,8 @@ def _write_levels(td, folder: str, robust_key) -> None:
     meta.update(fmt.level_meta(td.batch_size, td.device))
     level = td._mm
     level.meta = meta
-    level.text = {}
-    level.stat = fmt.write_meta(folder, level.members())
+    level.text = None
+    level.stat = fmt.write_meta(folder, [level.body()])
 
 
 def _type_name(value) -> str:
@@ -396,9 +403,51 @@ def _load_td(folder: str, meta: dict, stat, options: _Options, into=None):
         device = None if device_str in (None, "None") else torch.device(device_str)
     data = {}
     existing = None if into is None else into._tensordict
+    from tensordict.memmap.tensor import _open_file
+
+    prefix = folder + os.sep
+    robust_key = options.robust_key
+    lstat, from_file, S_ISREG, mmt_cls = os.lstat, torch.from_file, _stat.S_ISREG, _mmt()
+    dtypes = fmt.DTYPES
+    fields = fmt.LEVEL_FIELDS
     for key, record in meta.items():
-        if key in fmt.LEVEL_FIELDS:
+        if key in fields:
             continue
+        # The common case, a plain tensor, inline: this loop runs once per entry on load.
+        if (
+            type(record) is dict
+            and "type" not in record
+            and record.get("is_nested") is False
+            and robust_key is not False
+        ):
+            dtype = dtypes.get(record.get("dtype"))
+            shape = record.get("shape")
+            if dtype is not None and type(shape) is list and (not shape or min(shape) >= 0):
+                try:
+                    shape = torch.Size(shape)
+                except TypeError:
+                    shape = None
+                if shape is not None:
+                    path = prefix + fmt.file_name(key, fmt.MEMMAP_SUFFIX, robust_key)
+                    try:
+                        info = lstat(path)
+                    except FileNotFoundError:
+                        if fmt.nbytes(shape, dtype) == 0:
+                            data[key] = _mmt().empty(shape, dtype=dtype)
+                        continue
+                    numel = shape.numel()
+                    if (
+                        info.st_size != numel * dtype.itemsize
+                        or not S_ISREG(info.st_mode)
+                        or numel == 0
+                    ):
+                        data[key] = _open_file(path, dtype, shape)  # it raises the precise error
+                        continue
+                    flat = from_file(path, True, numel, dtype=dtype)
+                    tensor = (flat.view(shape) if len(shape) != 1 else flat).as_subclass(mmt_cls)
+                    tensor._filename = path
+                    data[key] = tensor
+                    continue
         previous = None if existing is None else existing.get(key)
         value = _load_entry(folder, key, record, options, previous)
         if value is not None:

@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -160,6 +161,7 @@ def encode_key(key: str, robust_key: bool | None = True) -> str:
     return _ENCODE.sub(_percent, key)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def file_name(key: str, suffix: str = "", robust_key: bool | None = True) -> str:
     """Returns the name of the file (``suffix`` given) or folder (no suffix) of ``key``.
 

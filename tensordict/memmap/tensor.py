@@ -1,87 +1,75 @@
 """``MemoryMappedTensor``: a tensor whose data lives in a file or in shared memory.
 
 Where the bytes live
-    With a file, the tensor's data *is* the file: raw elements, C-contiguous, native
-    byte order, no header (the ``.memmap`` files of the on-disk format). The file is
-    mapped with ``torch.from_file(..., shared=True)``, a ``MAP_SHARED`` mapping, so a
-    write is seen at once by every process that maps the same file, and torch records
-    the name on the storage (``UntypedStorage.filename``).
-
-    Without a file, the data lives in torch's shared memory
-    (``torch.UntypedStorage._new_shared``): a POSIX shared-memory object that torch
-    unlinks at once and keeps open by descriptor. We use it rather than an anonymous
-    ``mmap`` or a ``memfd`` of our own because ``torch.multiprocessing`` already knows
-    how to send such a storage to another process, spawned ones included (it passes
-    the descriptor, no copy), and ``is_shared()`` tells the truth about it. The cost is
-    one open descriptor per tensor under the default ``"file_descriptor"`` sharing
-    strategy; a program holding many thousands of them can switch to
-    ``torch.multiprocessing.set_sharing_strategy("file_system")``.
+    With a file, the data *is* the file (raw, C-contiguous, native byte order, no
+    header), mapped by ``torch.from_file(..., shared=True)``: ``MAP_SHARED``, so every
+    process mapping it sees writes at once, and torch records ``storage.filename``.
+    Without a file, the data is in torch's shared memory (``UntypedStorage._new_shared``,
+    a POSIX shared-memory object unlinked at once and kept open by descriptor), rather
+    than an anonymous ``mmap`` or ``memfd`` of our own, because ``torch.multiprocessing``
+    already sends such storages to other processes, spawned ones too, by passing the
+    descriptor (no copy), and ``is_shared()`` tells the truth. The cost: one open
+    descriptor per tensor under the default ``"file_descriptor"`` strategy (holders of
+    many thousands can use ``torch.multiprocessing.set_sharing_strategy("file_system")``).
 
 Creating files
-    A file is created with ``O_CREAT | O_EXCL | O_NOFOLLOW``: an existing path raises
-    ``RuntimeError`` unless ``existsok=True``, and never through a symbolic link. With
-    ``existsok=True`` an existing regular file is *replaced*: the new bytes are written
-    to a fresh file in the same folder, which is then renamed over the old one. Tensors
-    that still map the old file keep its old bytes; they never see it shrink (which
-    would be a ``SIGBUS``), and the new tensor never sees stale bytes. Data is written
-    with ``write(2)`` from the source tensor's own buffer when it is a contiguous CPU
-    tensor (as fast as a plain file write); otherwise the file is sized, mapped, and
-    filled with ``copy_`` (broadcasting, strides or another device need no extra
-    copy). A new file without data is sparse and reads as zeros.
+    ``O_CREAT | O_EXCL | O_NOFOLLOW``: an existing path needs ``existsok=True``, and
+    nothing is written through a symbolic link. ``existsok=True`` *replaces* a file
+    this process may write (a read-only one raises ``PermissionError``):
+    the bytes go to a new file in the same folder, renamed over the old one, so tensors
+    mapping the old file keep its bytes and never see it shrink (a ``SIGBUS``), and the
+    new tensor never sees stale bytes. A contiguous CPU source is written with
+    ``write(2)`` from its own buffer (as fast as a plain file write); any other source
+    is ``copy_``-ed into the mapped file (no extra copy for broadcasts or strides). A
+    file made without data is sparse and reads as zeros.
 
 Opening files
-    ``from_filename`` costs one ``lstat`` beyond ``torch.from_file``. The ``lstat``
-    refuses a missing path (``FileNotFoundError``), a symbolic link or anything but a
-    regular file (``ValueError``), and a file whose size is not exactly what ``dtype``
-    and ``shape`` need (``ValueError`` naming the file and both sizes): torch would
-    otherwise extend a short file with zeros or read part of a long one.
+    ``from_filename`` costs one ``lstat`` beyond ``torch.from_file``. It refuses a
+    missing path (``FileNotFoundError``), a symbolic link or anything but a regular
+    file, and a file whose size is not exactly what ``dtype`` and ``shape`` need
+    (``ValueError`` naming the file and both sizes): torch itself would extend a short
+    file with zeros, or read part of a long one.
 
 Read-only files
-    A file that this process may not write is mapped copy-on-write (``MAP_PRIVATE``):
-    the tensor is writable, but its writes stay in this process and never reach the
-    file. Mapping a read-only file shared would turn the first write into a crash
-    (``SIGSEGV``); copy-on-write cannot crash and matches the reference implementation.
-    ``mode="r"`` asks for copy-on-write explicitly, and ``mode="r+"`` demands a shared
-    mapping and raises ``PermissionError`` naming the file when it cannot be written.
+    A file this process may not write is mapped copy-on-write (``MAP_PRIVATE``): the
+    tensor is writable, but writes stay in this process and never reach the file. A
+    shared mapping of a read-only file would turn the first write into a ``SIGSEGV``;
+    copy-on-write cannot crash and matches the reference implementation. ``mode="r"``
+    asks for copy-on-write; ``mode="r+"`` demands a shared mapping and raises
+    ``PermissionError`` naming the file when it cannot be written.
 
 Nested tensors
     A 2-D integer tensor given as a shape (one row of sizes per component) makes a
-    nested tensor (``torch.strided`` layout) over one buffer holding every component
-    back to back, C-contiguous. The nested view is made with
-    ``torch._nested_view_from_buffer``, the only way torch offers to build a nested
-    tensor over existing memory without a copy.
+    nested tensor (``torch.strided`` layout) over one buffer holding the components
+    back to back, C-contiguous, through ``torch._nested_view_from_buffer``: the only
+    way torch offers to build a nested tensor over existing memory without a copy.
 
 Which operations keep the class
-    ``__torch_function__`` runs every operation on plain tensors. The result of a
-    view operation (indexing, ``view``, ``reshape``, ``permute``, ``unbind``,
-    ``split`` ...) that shares the storage becomes a ``MemoryMappedTensor`` that still
-    knows its file; everything else (``+``, ``clone``, reductions, an index tensor
-    that gathers) is a plain ``torch.Tensor``, and in-place operations return the
-    tensor itself. The dispatch costs one set lookup for non-view operations.
+    ``__torch_function__`` runs every operation on plain tensors. A view operation
+    (indexing, ``view``, ``reshape``, ``permute``, ``unbind``, ``split`` ...) whose
+    result shares the storage returns a ``MemoryMappedTensor`` that still knows its
+    file; anything else (``+``, ``clone``, reductions, indexing with a tensor) returns
+    a plain ``torch.Tensor``; in-place operations return the tensor itself. Non-view
+    operations pay one set lookup.
 
 Pickling
-    A tensor with a file pickles as its file name, dtype, shape, storage offset and
-    strides, and re-maps the file on unpickling: no data is copied, and writes on either
-    side are seen by the other. A tensor without a file pickles its storage: through a
-    ``torch.multiprocessing`` queue that sends the shared-memory descriptor (no copy);
-    through plain ``pickle`` it copies the bytes, and the copy is moved to new shared
-    memory when unpickled.
+    With a file: file name, dtype, shape, storage offset and strides; unpickling maps
+    the file again (no copy). Without a file: the storage, which ``torch.multiprocessing``
+    sends as a shared-memory descriptor (no copy); plain ``pickle`` copies the bytes.
 
 Private helpers for the tensordict layer
-    ``_open_file(filename, dtype, shape, mode=None) -> MemoryMappedTensor``
-        ``from_filename`` without argument normalisation: ``filename`` an absolute
-        ``str``, ``dtype`` a ``torch.dtype``, ``shape`` a ``torch.Size`` or a 2-D int64
-        tensor. Same checks (one ``lstat``), for loading many entries.
-    ``_storage_filename(storage) -> str | None``
-        The absolute path of the file a storage maps, ``None`` for memory (and for
-        copy-on-write mappings, which torch does not record).
-    ``_nbytes(shape, dtype) -> int``
-        The number of bytes a tensor of ``shape`` (a 2-D tensor: nested) and ``dtype``
-        needs.
+    ``_open_file(filename, dtype, shape, mode=None) -> MemoryMappedTensor``:
+    ``from_filename`` without argument normalisation (an absolute ``str``, a
+    ``torch.dtype``, a ``torch.Size`` or 2-D int64 tensor); same checks.
+    ``_storage_filename(storage) -> str | None``: the absolute path of the file a
+    storage maps; ``None`` for memory and for copy-on-write mappings.
+    ``_nbytes(shape, dtype) -> int``: the bytes a tensor of that shape (2-D tensor:
+    nested) and dtype needs, i.e. the size its file must have.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import secrets
@@ -106,6 +94,7 @@ _NO_DATA = frozenset(
     if hasattr(torch, name)
 )
 _DisableSubclass = torch._C.DisableTorchFunctionSubclass
+_GETITEM, _SETITEM = torch.Tensor.__getitem__, torch.Tensor.__setitem__
 
 
 def _view_functions() -> frozenset:
@@ -116,12 +105,9 @@ def _view_functions() -> frozenset:
         "expand_as as_strided unbind split split_with_sizes chunk tensor_split hsplit "
         "vsplit dsplit unfold diagonal movedim moveaxis detach contiguous conj"
     ).split()
-    funcs = set()
-    for name in names:
-        for owner in (torch.Tensor, torch):
-            func = getattr(owner, name, None)
-            if func is not None:
-                funcs.add(func)
+    funcs = {
+        getattr(owner, n) for n in names for owner in (torch.Tensor, torch) if hasattr(owner, n)
+    }
     for prop in ("T", "mT", "H", "mH", "real", "imag"):
         funcs.add(getattr(torch.Tensor, prop).__get__)
     funcs.update((torch.view_as_real, torch.view_as_complex, torch.real, torch.imag))
@@ -132,19 +118,12 @@ _VIEW_FUNCS = _view_functions()
 
 
 # ---------------------------------------------------------------------------- checks
-def _as_path(filename: Any, argname: str = "filename") -> str:
+def _as_path(filename: Any) -> str:
     """Returns ``filename`` as an absolute path string."""
-    try:
-        path = os.fspath(filename)
-    except TypeError as err:
-        msg = f"{argname} must be a str or os.PathLike, got {type(filename).__name__}"
-        raise TypeError(msg) from err
-    if not isinstance(path, str):
-        msg = f"{argname} must be a str path, got {path!r}"
+    path = os.fspath(filename) if isinstance(filename, (str, os.PathLike)) else None
+    if not isinstance(path, str) or not path:
+        msg = f"filename must be a non-empty str or os.PathLike of str, got {filename!r}"
         raise TypeError(msg)
-    if not path:
-        msg = f"{argname} must not be empty"
-        raise ValueError(msg)
     return os.path.abspath(path)
 
 
@@ -166,24 +145,21 @@ def _check_device(device: Any) -> None:
         raise RuntimeError(msg)
 
 
-def _parse_shape(shape: Any, argname: str = "shape") -> torch.Size | torch.Tensor:
+def _parse_shape(shape: Any) -> torch.Size | torch.Tensor:
     """Returns a ``torch.Size``, or for a nested shape a 2-D int64 CPU tensor of sizes."""
     if isinstance(shape, torch.Tensor):
         if shape.dtype.is_floating_point or shape.dtype.is_complex or shape.dtype == torch.bool:
-            msg = f"{argname} must hold integers, got a tensor of {shape.dtype}"
+            msg = f"shape must hold integers, got a tensor of {shape.dtype}"
             raise TypeError(msg)
+        if shape.ndim > 2 or (shape.ndim == 2 and shape.shape[0] == 0):
+            msg = f"a shape tensor must be 1-D, or 2-D with a row per component; got {tuple(shape.shape)}"
+            raise ValueError(msg)
         if shape.ndim == 2:
             sizes = shape.to(device="cpu", dtype=torch.int64, copy=True).contiguous()
-            if sizes.shape[0] == 0:
-                msg = f"{argname} of a nested tensor needs at least one row (component), got shape {tuple(sizes.shape)}"
-                raise ValueError(msg)
             if bool((sizes < 0).any()):
-                msg = f"{argname} must not hold negative sizes, got {sizes.tolist()}"
+                msg = f"shape must not hold negative sizes, got {sizes.tolist()}"
                 raise ValueError(msg)
             return sizes
-        if shape.ndim > 2:
-            msg = f"{argname} as a tensor must be 1-D (a shape) or 2-D (nested shapes), got {shape.ndim}-D"
-            raise ValueError(msg)
         shape = shape.reshape(-1).tolist()
     elif isinstance(shape, int) and not isinstance(shape, bool):
         shape = (shape,)
@@ -192,10 +168,10 @@ def _parse_shape(shape: Any, argname: str = "shape") -> torch.Size | torch.Tenso
             raise TypeError
         size = torch.Size(shape)
     except TypeError as err:
-        msg = f"{argname} must be a sequence of ints, a torch.Size or a tensor, got {shape!r}"
+        msg = f"shape must be a sequence of ints, a torch.Size or a tensor, got {shape!r}"
         raise TypeError(msg) from err
     if size and min(size) < 0:
-        msg = f"{argname} must not hold negative sizes, got {tuple(size)}"
+        msg = f"shape must not hold negative sizes, got {tuple(size)}"
         raise ValueError(msg)
     return size
 
@@ -208,19 +184,9 @@ def _numel(shape: torch.Size | torch.Tensor) -> int:
 
 
 def _nbytes(shape: ShapeLike, dtype: torch.dtype) -> int:
-    """Returns the bytes a tensor of ``shape`` and ``dtype`` needs.
-
-    Args:
-        shape (torch.Size, sequence of int, int or torch.Tensor): the shape, or a 2-D
-            tensor with the shape of each component of a nested tensor.
-        dtype (torch.dtype): the element type.
-
-    Returns:
-        The size in bytes, as the file of such a tensor must have.
+    """Returns the bytes a tensor of ``shape`` (a 2-D tensor: nested) and ``dtype`` needs.
 
     Examples:
-        >>> _nbytes((2, 3), torch.float32)
-        24
         >>> _nbytes(torch.tensor([[2, 3], [1, 3]]), torch.int16)
         18
     """
@@ -259,20 +225,15 @@ def _check_existing_file(filename: str, nbytes: int | None) -> os.stat_result:
         msg = f"refusing to map {filename!r}: it is {kind}"
         raise MemmapFormatError(msg)
     if nbytes is not None and st.st_size != nbytes:
-        msg = (
-            f"the memory-mapped file {filename!r} holds {st.st_size} bytes, but the dtype "
-            f"and shape need {nbytes} bytes"
-        )
+        msg = f"the file {filename!r} holds {st.st_size} bytes; the dtype and shape need {nbytes}"
         raise MemmapFormatError(msg)
     return st
 
 
 def _create_file(filename: str, existsok: bool) -> tuple[int, str | None]:
-    """Creates ``filename`` exclusively; returns its descriptor and a temporary name.
-
-    When the file exists and ``existsok`` is true, a temporary file is created beside
-    it instead; the caller renames it over ``filename`` once written.
-    """
+    """Creates ``filename`` exclusively and returns its descriptor and ``None``; with
+    ``existsok``, creates a temporary file beside an existing one and returns its name,
+    for the caller to rename over ``filename`` once written."""
     try:
         return os.open(filename, _CREATE_FLAGS, 0o666), None
     except FileNotFoundError as err:
@@ -292,6 +253,9 @@ def _create_file(filename: str, existsok: bool) -> tuple[int, str | None]:
         if not stat.S_ISREG(st.st_mode):
             msg = f"cannot replace {filename!r}: it is not a regular file"
             raise ValueError(msg) from err
+        if not os.access(filename, os.W_OK):
+            msg = f"cannot replace {filename!r}: it is read-only"
+            raise PermissionError(msg) from err
     folder, base = os.path.split(filename)
     tmp = os.path.join(folder, f".{base[:32]}.{secrets.token_hex(6)}.tmp")
     return os.open(tmp, _CREATE_FLAGS, 0o666), tmp
@@ -342,7 +306,8 @@ def _new_flat(
         if tmp is not None:
             os.replace(tmp, filename)
     except BaseException:
-        os.unlink(tmp if tmp is not None else filename)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp if tmp is not None else filename)
         raise
     return torch.from_file(filename, True, numel, dtype=dtype)
 
@@ -358,10 +323,7 @@ def _map_file(
             if os.access(filename, os.W_OK):
                 raise
             if mode == "r+":
-                msg = (
-                    f"cannot map {filename!r} for writing (mode='r+'): the file is read-only; "
-                    "use mode='r' or mode=None to map it copy-on-write"
-                )
+                msg = f"cannot map {filename!r} with mode='r+': it is read-only (use mode='r')"
                 raise PermissionError(msg) from err
     return torch.from_file(filename, False, numel, dtype=dtype), True
 
@@ -380,6 +342,8 @@ def _shape_of(flat: torch.Tensor, shape: torch.Size | torch.Tensor) -> torch.Ten
     """Gives the 1-D ``flat`` the parsed ``shape`` (a nested view for a 2-D tensor of shapes)."""
     if isinstance(shape, torch.Tensor):
         return _nested_view(flat, shape)
+    if len(shape) == 1:
+        return flat
     return flat.view(*shape) if shape else flat.view(shape)
 
 
@@ -395,27 +359,21 @@ def _wrap(cls: type, tensor: torch.Tensor, filename: str | None, cow: bool = Fal
 def _open_file(
     filename: str, dtype: torch.dtype, shape: torch.Size | torch.Tensor, mode: str | None = None
 ) -> MemoryMappedTensor:
-    """Maps an existing file; ``from_filename`` without argument normalisation.
-
-    Args:
-        filename (str): an absolute path.
-        dtype (torch.dtype): the element type.
-        shape (torch.Size or torch.Tensor): the shape, or a 2-D int64 tensor of
-            component shapes for a nested tensor.
-        mode (str, optional): ``None``, ``"r"`` or ``"r+"``, as in ``from_filename``.
-
-    Returns:
-        The MemoryMappedTensor.
-
-    Raises:
-        FileNotFoundError: if the file does not exist.
-        ValueError: if the path is a symbolic link or not a regular file, or if its
-            size is not what ``dtype`` and ``shape`` need.
+    """Maps an existing file: ``from_filename`` for an absolute ``str`` path, a
+    ``torch.dtype`` and a parsed shape (``torch.Size`` or 2-D int64 tensor), with the
+    same checks and errors.
     """
-    nested = isinstance(shape, torch.Tensor)
-    numel = int(shape.prod(-1).sum()) if nested else math.prod(shape)
-    _check_existing_file(filename, numel * dtype.itemsize)
-    flat, cow = _map_file(filename, numel, dtype, mode)
+    # Called once per entry when a folder is loaded, hence inlined: one lstat, one map.
+    nested = type(shape) is not torch.Size
+    nbytes = (_numel(shape) if nested else math.prod(shape)) * dtype.itemsize
+    try:
+        st = os.lstat(filename)
+        valid = stat.S_ISREG(st.st_mode) and st.st_size == nbytes
+    except OSError:
+        valid = False
+    if not valid:
+        _check_existing_file(filename, nbytes)  # raises the precise error
+    flat, cow = _map_file(filename, nbytes // dtype.itemsize, dtype, mode)
     if nested:
         flat = _nested_view(flat, shape)
     elif len(shape) != 1:
@@ -461,9 +419,8 @@ def _rebuild_from_storage(
 ) -> MemoryMappedTensor:
     """Unpickles a tensor without a file from a byte tensor over its whole storage.
 
-    The storage travels inside a plain tensor because torch reduces tensors through
-    shared memory in ``torch.multiprocessing`` and by value in ``pickle``, while a bare
-    ``UntypedStorage`` does not survive plain ``pickle`` in torch 2.13.
+    A plain tensor carries the storage: torch sends it as shared memory through
+    ``torch.multiprocessing``, while a bare ``UntypedStorage`` fails plain ``pickle``.
     """
     storage = data.untyped_storage()
     if not storage.is_shared():
@@ -479,22 +436,18 @@ def _view_of(out: Any, src: MemoryMappedTensor, storage_id: int) -> Any:
     """Returns ``out`` as a MemoryMappedTensor when it views the storage of ``src``."""
     if type(out) is not torch.Tensor or out.untyped_storage()._cdata != storage_id:
         return out
-    view = out.as_subclass(type(src))
-    view._filename = src._filename
-    if src._cow:
-        view._cow = True
-    return view
+    return _wrap(type(src), out, src._filename, src._cow)
 
 
-def _size_args(name: str, size: tuple, shape: Any) -> torch.Size | torch.Tensor:
+def _size_args(size: tuple, shape: Any) -> torch.Size | torch.Tensor:
     """Parses the ``(*size)`` / ``(shape)`` / ``shape=`` call forms of the factories."""
     if shape is not None:
         if size:
-            msg = f"{name}() got sizes {size!r} and shape={shape!r}; pass only one"
+            msg = f"got sizes {size!r} and shape={shape!r}; pass only one"
             raise TypeError(msg)
         return _parse_shape(shape)
     if not size:
-        msg = f"{name}() needs a shape: sizes (2, 3), one sequence ((2, 3)) or shape=(2, 3)"
+        msg = "a shape is needed: sizes (2, 3), one sequence ((2, 3)) or shape=(2, 3)"
         raise TypeError(msg)
     if len(size) == 1 and not isinstance(size[0], int):
         return _parse_shape(size[0])
@@ -503,22 +456,14 @@ def _size_args(name: str, size: tuple, shape: Any) -> torch.Size | torch.Tensor:
 
 # ---------------------------------------------------------------------------- the class
 class MemoryMappedTensor(torch.Tensor):
-    """A tensor whose data lives in a file or in shared memory.
-
-    Build one with the class methods (:meth:`from_tensor`, :meth:`from_filename`,
-    :meth:`from_storage`, :meth:`empty`, :meth:`zeros`, :meth:`ones`, :meth:`full` and
-    the ``*_like`` forms). Views keep the class and the file; operations that make new
-    data return plain tensors. Pickling sends the file name or the shared-memory
-    handle, never the data.
+    """A tensor whose data lives in a file or in shared memory (see the module docs).
 
     Examples:
         >>> import torch
         >>> from tensordict.memmap.tensor import MemoryMappedTensor
         >>> x = MemoryMappedTensor.from_tensor(torch.arange(6).reshape(2, 3))
-        >>> x[1]
-        MemoryMappedTensor([3, 4, 5])
-        >>> type(x + 1).__name__
-        'Tensor'
+        >>> x[1], type(x + 1).__name__
+        (MemoryMappedTensor([3, 4, 5]), 'Tensor')
     """
 
     _filename: str | None = None
@@ -535,6 +480,15 @@ class MemoryMappedTensor(torch.Tensor):
                     return type(out)(_view_of(o, src, storage_id) for o in out)
                 return _view_of(out, src, storage_id)
         return out
+
+    def __getitem__(self, index: Any) -> Any:
+        # The hot path of replay buffers: a direct override skips the generic dispatch.
+        with _DisableSubclass():
+            return _view_of(_GETITEM(self, index), self, self.untyped_storage()._cdata)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        with _DisableSubclass():
+            _SETITEM(self, index, value)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -577,9 +531,8 @@ class MemoryMappedTensor(torch.Tensor):
                 ``None``: anonymous shared memory.
             existsok (bool, optional): replace an existing file at ``filename``.
                 Defaults to ``False``.
-            copy_existing (bool, optional): allow copying a MemoryMappedTensor that has
-                a file to another file. Defaults to ``False``, which refuses, so that
-                data is not duplicated on disk by mistake.
+            copy_existing (bool, optional): allow copying a MemoryMappedTensor with a
+                file to another file. Defaults to ``False`` (no duplicates by mistake).
             copy_data (bool, optional): if ``False``, only the shape and dtype are
                 taken and the result reads as zeros. Defaults to ``True``.
             shape (torch.Size, sequence of int or torch.Tensor, optional): the shape of
@@ -620,7 +573,6 @@ class MemoryMappedTensor(torch.Tensor):
             if input.layout is torch.jagged:
                 msg = "nested tensors of the torch.jagged layout cannot be memory-mapped; convert to torch.strided"
                 raise NotImplementedError(msg)
-            nested = input.is_nested
             if input.layout is not torch.strided:
                 msg = f"from_tensor() cannot map a tensor of layout {input.layout}; convert it with .to_dense()"
                 raise ValueError(msg)
@@ -629,28 +581,19 @@ class MemoryMappedTensor(torch.Tensor):
             own = input._filename
             own = None if own is None else os.path.normpath(own)
             if own is not None and path is not None and own != path and not copy_existing:
-                msg = (
-                    f"the tensor already has the file {own!r}; pass copy_existing=True to copy "
-                    f"it to {path!r}"
-                )
+                msg = f"the tensor has the file {own!r}; copy_existing=True copies it to {path!r}"
                 raise RuntimeError(msg)
             if shape is None and own == path and not input._cow:
                 return input
         target = _parse_shape(shape) if shape is not None else None
-        return cls._copy(input, target, nested, path, existsok, copy_data)
+        return cls._copy(input, target, path, existsok, copy_data)
 
     @classmethod
-    def _copy(
-        cls,
-        input: torch.Tensor,
-        target: torch.Size | torch.Tensor | None,
-        nested: bool,
-        path: str | None,
-        existsok: bool,
-        copy_data: bool,
-    ) -> MemoryMappedTensor:
-        """Writes ``input`` (broadcast to ``target``) to a new file or shared memory."""
+    def _copy(cls, input, target, path, existsok, copy_data) -> MemoryMappedTensor:
+        """Writes ``input`` (broadcast to the parsed shape ``target`` unless ``None``) to
+        the file ``path``, or to shared memory if it is ``None``."""
         with _DisableSubclass():
+            nested = input.is_nested
             dtype = _check_dtype(input.dtype)
             if nested:
                 parts = input.unbind()
@@ -724,9 +667,9 @@ class MemoryMappedTensor(torch.Tensor):
         Examples:
             >>> import torch
             >>> from tensordict.memmap.tensor import MemoryMappedTensor
-            >>> storage = torch.UntypedStorage(24)
-            >>> MemoryMappedTensor.from_storage(storage, dtype=torch.float32, shape=(2, 3)).shape
-            torch.Size([2, 3])
+            >>> x = MemoryMappedTensor.from_storage(torch.UntypedStorage(24), dtype=torch.float32)
+            >>> x.shape
+            torch.Size([6])
         """
         if handler is not None:
             msg = "from_storage() does not take a handler; pass the storage itself"
@@ -752,18 +695,14 @@ class MemoryMappedTensor(torch.Tensor):
                 raise RuntimeError(msg)
         if shape is None:
             if nbytes % dtype.itemsize:
-                msg = (
-                    f"a storage of {nbytes} bytes does not hold a whole number of {dtype} elements"
-                )
+                msg = f"a storage of {nbytes} bytes holds no whole number of {dtype} elements"
                 raise ValueError(msg)
             target = torch.Size([nbytes // dtype.itemsize])
         else:
             target = _parse_shape(shape)
             needed = _numel(target) * dtype.itemsize
             if needed != nbytes:
-                msg = (
-                    f"the storage holds {nbytes} bytes, but the dtype and shape need {needed} bytes"
-                )
+                msg = f"the storage holds {nbytes} bytes; the dtype and shape need {needed}"
                 raise ValueError(msg)
         with _DisableSubclass():
             flat = torch.empty(0, dtype=dtype).set_(storage)
@@ -800,9 +739,8 @@ class MemoryMappedTensor(torch.Tensor):
 
         Raises:
             FileNotFoundError: if the file does not exist.
-            ValueError: if the path is a symbolic link or not a regular file, if the
-                file's size does not match, or if ``mode`` is not ``None``, ``"r"`` or
-                ``"r+"``.
+            ValueError: if the path is a symbolic link or not a regular file, if its
+                size does not match, or if ``mode`` is not ``None``, ``"r"``, ``"r+"``.
             PermissionError: if ``mode="r+"`` and the file is read-only.
 
         Examples:
@@ -833,31 +771,20 @@ class MemoryMappedTensor(torch.Tensor):
     def from_handler(
         cls, handler: torch.UntypedStorage, dtype: torch.dtype, shape: ShapeLike, index: Any = None
     ) -> MemoryMappedTensor:
-        """Views a shared-memory storage; the same as :meth:`from_storage`.
+        """Views a shared-memory storage; ``from_storage(handler, dtype=, shape=, index=)``.
 
         Args:
-            handler (torch.UntypedStorage): the shared-memory storage, for instance
+            handler (torch.UntypedStorage): the storage, for instance
                 ``tensor.untyped_storage()`` of a tensor without a file.
             dtype (torch.dtype): the element type.
             shape (torch.Size, sequence of int or torch.Tensor): the shape.
             index (optional): an index applied to the result.
-
-        Returns:
-            The MemoryMappedTensor.
         """
         return cls.from_storage(handler, dtype=dtype, shape=shape, index=index)
 
     @classmethod
-    def _allocate(
-        cls,
-        shape: torch.Size | torch.Tensor,
-        dtype: torch.dtype | None,
-        device: Any,
-        filename: Any,
-        existsok: bool,
-        fill: Any = None,
-    ) -> MemoryMappedTensor:
-        """Creates a zero-filled tensor, then fills it with ``fill`` when given."""
+    def _allocate(cls, shape, dtype, device, filename, existsok, fill=None) -> MemoryMappedTensor:
+        """Creates a zero-filled tensor of a parsed shape, then fills it unless ``fill`` is None."""
         _check_device(device)
         dtype = _check_dtype(torch.get_default_dtype() if dtype is None else dtype)
         path = None if filename is None else _as_path(filename)
@@ -907,18 +834,10 @@ class MemoryMappedTensor(torch.Tensor):
             >>> MemoryMappedTensor.empty(2, 3, dtype=torch.int64).shape
             torch.Size([2, 3])
         """
-        return cls._allocate(_size_args("empty", size, shape), dtype, device, filename, existsok)
+        return cls._allocate(_size_args(size, shape), dtype, device, filename, existsok)
 
     @classmethod
-    def zeros(
-        cls,
-        *size: Any,
-        shape: ShapeLike | None = None,
-        dtype: torch.dtype | None = None,
-        device: Any = None,
-        filename: str | os.PathLike | None = None,
-        existsok: bool = False,
-    ) -> MemoryMappedTensor:
+    def zeros(cls, *size: Any, **kwargs: Any) -> MemoryMappedTensor:
         """Creates a tensor of zeros; arguments as in :meth:`empty`.
 
         Examples:
@@ -926,18 +845,10 @@ class MemoryMappedTensor(torch.Tensor):
             >>> MemoryMappedTensor.zeros((2,))
             MemoryMappedTensor([0., 0.])
         """
-        return cls._allocate(_size_args("zeros", size, shape), dtype, device, filename, existsok)
+        return cls.empty(*size, **kwargs)  # new files and shared memory read as zeros
 
     @classmethod
-    def ones(
-        cls,
-        *size: Any,
-        shape: ShapeLike | None = None,
-        dtype: torch.dtype | None = None,
-        device: Any = None,
-        filename: str | os.PathLike | None = None,
-        existsok: bool = False,
-    ) -> MemoryMappedTensor:
+    def ones(cls, *size: Any, **kwargs: Any) -> MemoryMappedTensor:
         """Creates a tensor of ones; arguments as in :meth:`empty`.
 
         Examples:
@@ -946,20 +857,10 @@ class MemoryMappedTensor(torch.Tensor):
             >>> MemoryMappedTensor.ones(2, dtype=torch.bool)
             MemoryMappedTensor([True, True])
         """
-        shape = _size_args("ones", size, shape)
-        return cls._allocate(shape, dtype, device, filename, existsok, fill=1)
+        return cls.full(*size, fill_value=1, **kwargs)
 
     @classmethod
-    def full(
-        cls,
-        *size: Any,
-        fill_value: Any = None,
-        shape: ShapeLike | None = None,
-        dtype: torch.dtype | None = None,
-        device: Any = None,
-        filename: str | os.PathLike | None = None,
-        existsok: bool = False,
-    ) -> MemoryMappedTensor:
+    def full(cls, *size: Any, fill_value: Any = None, **kwargs: Any) -> MemoryMappedTensor:
         """Creates a tensor with every element ``fill_value``.
 
         Called as ``full(2, 3, fill_value=7)``, ``full((2, 3), fill_value=7)`` or, like
@@ -977,13 +878,15 @@ class MemoryMappedTensor(torch.Tensor):
             >>> MemoryMappedTensor.full((3,), 2, dtype=torch.int64)
             MemoryMappedTensor([2, 2, 2])
         """
-        if fill_value is None and shape is None and len(size) == 2 and not isinstance(size[0], int):
+        if fill_value is None and len(size) == 2 and not isinstance(size[0], int):
             size, fill_value = size[:1], size[1]
         if fill_value is None:
             msg = "full() needs fill_value, as a keyword: full(2, 3, fill_value=1.0)"
             raise TypeError(msg)
-        shape = _size_args("full", size, shape)
-        return cls._allocate(shape, dtype, device, filename, existsok, fill=fill_value)
+        out = cls.empty(*size, **kwargs)
+        with _DisableSubclass():
+            out.fill_(fill_value)
+        return out
 
     @classmethod
     def _like(cls, input: torch.Tensor, filename: Any, fill: Any) -> MemoryMappedTensor:
@@ -1003,8 +906,7 @@ class MemoryMappedTensor(torch.Tensor):
         """Creates an uninitialised tensor (reads as zeros) with ``input``'s shape and dtype.
 
         Args:
-            input (torch.Tensor): the tensor whose shape and dtype to take (a nested
-                tensor gives a nested result).
+            input (torch.Tensor): its shape and dtype are taken; nested gives nested.
 
         Keyword Args:
             filename (str or os.PathLike, optional): a file to create; it must not
@@ -1053,7 +955,7 @@ class MemoryMappedTensor(torch.Tensor):
         """Creates a tensor of ``fill_value`` with ``input``'s shape and dtype.
 
         Args:
-            input (torch.Tensor): the tensor whose shape and dtype to take.
+            input (torch.Tensor): its shape and dtype are taken.
             fill_value (number or bool): the value of every element.
 
         Keyword Args:
@@ -1084,6 +986,4 @@ class MemoryMappedTensor(torch.Tensor):
 
     def __deepcopy__(self, memo: dict) -> MemoryMappedTensor:
         """Copies the data to new anonymous shared memory."""
-        with _DisableSubclass():
-            nested = self.is_nested
-        return type(self)._copy(self, None, nested, None, False, True)
+        return type(self)._copy(self, None, None, False, True)
