@@ -208,6 +208,12 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     def _propagate_lock(self, locked: bool) -> None:
         """Sets the lock flag of this level and of every sub-tensordict."""
 
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        from tensordict._ops.torch_function import dispatch
+
+        return dispatch(func, types, args, kwargs or {})
+
     # ------------------------------------------------------------------ shape basics
     @property
     def shape(self) -> torch.Size:

@@ -111,3 +111,25 @@ def test_our_folder_for_the_same_content_has_the_same_files_and_fields(
     ours = tmp_path / f"ours-{case}"
     td.memmap(ours)
     assert _tree(ours) == _tree(reference)
+
+
+def test_the_lazy_stacked_reference_folder_loads_with_its_members(fixture_copy):
+    """lazy_stacked loads as a LazyStackedTensorDict whose members match the manifest."""
+    from tensordict import LazyStackedTensorDict
+
+    case = MANIFEST["lazy_stacked"]
+    td = TensorDict.load_memmap(fixture_copy("lazy_stacked"))
+    assert isinstance(td, LazyStackedTensorDict)
+    assert list(td.batch_size) == case["batch_size"] and td.stack_dim == case["stack_dim"]
+    assert len(td.tensordicts) == len(case["members"])
+    for member, expected in zip(td.tensordicts, case["members"]):
+        assert list(member.batch_size) == expected["batch_size"]
+        _check_entries(member, expected["entries"])
+
+
+def test_our_lazy_stacked_folder_has_the_references_files_and_fields(fixture_copy, tmp_path):
+    """Writing the loaded lazy stack again gives the same member folders, bytes and meta.json."""
+    reference = fixture_copy("lazy_stacked")
+    ours = tmp_path / "ours-lazy"
+    TensorDict.load_memmap(reference).memmap(ours)
+    assert _tree(ours) == _tree(reference)

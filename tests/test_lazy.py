@@ -1,0 +1,241 @@
+"""LazyStackedTensorDict and lazy_stack: members kept, keys shared, reads stacked, writes split."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack
+
+pytestmark = pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+
+
+def episodes():
+    """Three members whose 'r' differ in length and where only the first has 'extra'."""
+    return [
+        TensorDict(
+            {"obs": torch.full((2,), float(i)), "r": torch.arange(n, dtype=torch.float32)}, []
+        )
+        for i, n in enumerate((3, 5, 4))
+    ]
+
+
+def same_shape(n: int = 3):
+    return [
+        TensorDict({"a": torch.full((4, 2), float(i)), "b": {"c": torch.full((4,), float(i))}}, [4])
+        for i in range(n)
+    ]
+
+
+def test_batch_size_inserts_the_stack_dimension():
+    """The batch size is the members' with the number of members at stack_dim."""
+    assert lazy_stack(same_shape(), 0).batch_size == torch.Size([3, 4])
+    assert lazy_stack(same_shape(), 1).batch_size == torch.Size([4, 3])
+    assert lazy_stack(same_shape(), -1).stack_dim == 1
+
+
+def test_keys_are_those_every_member_has():
+    """A key that only one member has is not a key of the stack."""
+    members = episodes()
+    members[0]["extra"] = torch.zeros(())
+    stack = lazy_stack(members)
+    assert sorted(stack.keys()) == ["obs", "r"]
+    assert "extra" not in stack.keys()
+
+
+def test_get_stacks_the_members_leaves():
+    """Reading a leaf of equal shapes stacks it along the stack dimension."""
+    stack = lazy_stack(same_shape(), 1)
+    assert stack["a"].shape == torch.Size([4, 3, 2])
+    assert torch.equal(stack["a"][:, 2], torch.full((4, 2), 2.0))
+    assert stack["b", "c"].shape == torch.Size([4, 3])
+
+
+def test_get_of_leaves_with_different_shapes_raises_naming_the_key():
+    """Different shapes cannot be stacked densely: RuntimeError naming the key and the shapes."""
+    with pytest.raises(RuntimeError, match="'r'.*shapes differ"):
+        lazy_stack(episodes())["r"]
+
+
+def test_get_as_nested_tensor_keeps_each_members_shape():
+    """as_nested_tensor=True returns a nested tensor of the members' leaves."""
+    nested = lazy_stack(episodes()).get("r", as_nested_tensor=True)
+    assert nested.is_nested
+    assert [t.shape[0] for t in nested.unbind()] == [3, 5, 4]
+
+
+def test_indexing_the_stack_dimension_returns_members():
+    """An int on the stack dimension returns that member itself; a slice a smaller stack."""
+    members = episodes()
+    stack = lazy_stack(members)
+    assert stack[1] is members[1]
+    part = stack[1:]
+    assert isinstance(part, LazyStackedTensorDict)
+    assert part.tensordicts == members[1:]
+    picked = stack[torch.tensor([2, 0])]
+    assert picked.tensordicts == [members[2], members[0]]
+
+
+def test_indexing_other_dimensions_indexes_each_member():
+    """An index on another batch dim is applied to every member."""
+    stack = lazy_stack(same_shape(), 0)
+    row = stack[:, 1]
+    assert row.batch_size == torch.Size([3])
+    assert torch.equal(row["a"][:, 0], torch.tensor([0.0, 1.0, 2.0]))
+    assert stack[2, 3]["b", "c"] == 2.0
+
+
+def test_set_splits_the_value_across_members():
+    """Setting a key gives each member its slice along the stack dimension."""
+    members = same_shape()
+    stack = lazy_stack(members, 1)
+    stack["z"] = torch.arange(12.0).reshape(4, 3)
+    for i, member in enumerate(members):
+        assert torch.equal(member["z"], torch.arange(12.0).reshape(4, 3)[:, i])
+
+
+def test_index_assignment_writes_into_the_members():
+    """Assigning to an index of the stack dimension writes into that member."""
+    members = same_shape()
+    stack = lazy_stack(members)
+    stack[1] = TensorDict({"a": torch.ones(4, 2) * 9, "b": {"c": torch.ones(4) * 9}}, [4])
+    assert (members[1]["a"] == 9).all()
+    assert (members[0]["a"] == 0).all()
+
+
+def test_apply_maps_every_member_and_stays_lazy():
+    """apply works member by member, so members of different shapes are fine."""
+    out = lazy_stack(episodes()).apply(lambda x: x * 2)
+    assert isinstance(out, LazyStackedTensorDict)
+    assert torch.equal(out.tensordicts[1]["r"], torch.arange(5.0) * 2)
+
+
+def test_contiguous_makes_a_dense_tensordict():
+    """contiguous() and to_tensordict() stack every shared entry into a TensorDict."""
+    dense = lazy_stack(same_shape()).contiguous()
+    assert type(dense) is TensorDict
+    assert dense["a"].shape == torch.Size([3, 4, 2])
+    assert type(lazy_stack(same_shape()).to_tensordict()) is TensorDict
+
+
+def test_unbind_on_the_stack_dimension_returns_the_members():
+    """unbind(stack_dim) gives the members back."""
+    members = same_shape()
+    assert list(lazy_stack(members, 0).unbind(0)) == members
+
+
+def test_torch_stack_with_a_lazy_member_is_lazy():
+    """torch.stack of lazy stacks keeps them lazy."""
+    out = torch.stack([lazy_stack(episodes()), lazy_stack(episodes())], 0)
+    assert isinstance(out, LazyStackedTensorDict)
+    assert out.batch_size == torch.Size([2, 3])
+
+
+def test_members_with_different_batch_sizes_are_refused():
+    """Members must share their batch size: RuntimeError naming both."""
+    with pytest.raises(RuntimeError, match=r"\[3\].*\[2\]"):
+        lazy_stack([TensorDict({}, [3]), TensorDict({}, [2])])
+
+
+def test_lock_locks_every_member():
+    """Locking the stack locks its members."""
+    members = same_shape()
+    stack = lazy_stack(members).lock_()
+    assert stack.is_locked and all(m.is_locked for m in members)
+    with pytest.raises(RuntimeError, match="locked"):
+        stack["new"] = torch.zeros(3, 4)
+
+
+# ---------------------------------------------------------------------------- memory mapping
+def test_memmap_writes_one_folder_per_member(tmp_path):
+    """The folder holds meta.json with the lazy fields and members 0/, 1/, 2/."""
+    lazy_stack(episodes()).memmap(tmp_path / "s")
+    meta = json.loads((tmp_path / "s" / "meta.json").read_text())
+    assert meta == {
+        "_type": "<class 'tensordict._lazy.LazyStackedTensorDict'>",
+        "_format_version": 1,
+        "_class": "tensordict:LazyStackedTensorDict",
+        "stack_dim": 0,
+        "stack_dim_name": None,
+    }
+    assert sorted(n for n in os.listdir(tmp_path / "s") if n != "meta.json" and "%" not in n) == [
+        "0",
+        "1",
+        "2",
+    ]
+
+
+def test_memmap_and_load_round_trip(tmp_path):
+    """load_memmap gives a lazy stack of memory-mapped members with the same content."""
+    lazy_stack(episodes()).memmap(tmp_path / "s")
+    loaded = TensorDict.load_memmap(tmp_path / "s")
+    assert isinstance(loaded, LazyStackedTensorDict)
+    assert loaded.is_memmap() and loaded.saved_path == str(tmp_path / "s")
+    assert [m["r"].shape[0] for m in loaded.tensordicts] == [3, 5, 4]
+    assert torch.equal(loaded.tensordicts[2]["obs"], torch.full((2,), 2.0))
+
+
+def test_a_smaller_stack_over_a_larger_one_leaves_no_stale_member(tmp_path):
+    """Writing 2 members where 4 were gives back 2 members, not 4."""
+    lazy_stack(same_shape(4)).memmap(tmp_path / "s")
+    lazy_stack(same_shape(2)).memmap(tmp_path / "s")
+    loaded = TensorDict.load_memmap(tmp_path / "s")
+    assert len(loaded.tensordicts) == 2
+    assert not (tmp_path / "s" / "3").exists()
+
+
+def test_a_member_folder_missing_is_an_error(tmp_path):
+    """A gap in the member numbering is refused, naming the missing member."""
+    lazy_stack(same_shape(3)).memmap(tmp_path / "s")
+    (tmp_path / "s" / "1").rename(tmp_path / "moved")
+    with pytest.raises(ValueError, match=r"members \[1\] are missing"):
+        TensorDict.load_memmap(tmp_path / "s")
+
+
+def test_an_extra_member_folder_beyond_a_gap_is_an_error(tmp_path):
+    """A stray member folder (5/ after 0/-2/) is refused rather than loaded."""
+    lazy_stack(same_shape(3)).memmap(tmp_path / "s")
+    (tmp_path / "s" / "0").rename(tmp_path / "s" / "5")
+    with pytest.raises(ValueError, match="missing"):
+        TensorDict.load_memmap(tmp_path / "s")
+
+
+def test_make_memmap_from_storage_gives_each_member_a_view_of_the_one_storage(tmp_path):
+    """A storage without a file: each member's entry is its slice of the storage, no copy."""
+    stack = lazy_stack(same_shape(3), 0).memmap()
+    storage = torch.UntypedStorage(3 * 4 * 4)
+    out = stack.make_memmap_from_storage("x", storage, (3, 4))
+    out.copy_(torch.arange(12.0).reshape(3, 4))
+    for i, member in enumerate(stack.tensordicts):
+        assert torch.equal(member["x"], torch.arange(12.0).reshape(3, 4)[i])
+        assert member["x"].untyped_storage().data_ptr() == storage.data_ptr()
+
+
+def test_make_memmap_from_storage_with_a_file_raises_on_a_lazy_stack(tmp_path):
+    """Each member keeps its own files, so a storage with a file is refused with RuntimeError."""
+    stack = lazy_stack(same_shape(3), 0).memmap(tmp_path / "s")
+    storage = torch.UntypedStorage.from_file(str(tmp_path / "x.memmap"), shared=True, nbytes=48)
+    with pytest.raises(RuntimeError, match="storage with a file"):
+        stack.make_memmap_from_storage("x", storage, (3, 4))
+    assert all("x" not in m.keys() for m in stack.tensordicts)
+
+
+def test_make_memmap_from_tensor_writes_each_members_slice_to_its_folder(tmp_path):
+    """Each member gets its slice in its own folder, and the folder loads with it."""
+    stack = lazy_stack(same_shape(3), 0).memmap(tmp_path / "s")
+    stack.make_memmap_from_tensor("y", torch.arange(12.0).reshape(3, 4))
+    loaded = TensorDict.load_memmap(tmp_path / "s")
+    assert torch.equal(loaded["y"], torch.arange(12.0).reshape(3, 4))
+
+
+def test_memmap_refresh_sees_members_added_to_the_folder(tmp_path):
+    """A reader's memmap_refresh_() picks up entries added to the members by a writer."""
+    writer = lazy_stack(same_shape(2), 0).memmap(tmp_path / "s")
+    reader = TensorDict.load_memmap(tmp_path / "s")
+    writer.make_memmap_from_tensor("y", torch.ones(2, 4))
+    assert "y" not in reader.keys()
+    assert reader.memmap_refresh_() is reader
+    assert torch.equal(reader["y"], torch.ones(2, 4))
