@@ -202,7 +202,7 @@ class LazyStackedTensorDict(TensorDictBase):
             return NonTensorData([v.data for v in values], self._batch_size)
         return LazyStackedTensorDict(*values, stack_dim=self._stack_dim)
 
-    def get(self, key, default=NO_DEFAULT, *, as_nested_tensor: bool = False):
+    def get(self, key, default=None, *, as_nested_tensor: bool = False):
         """Returns the entry at ``key`` with the members' values stacked.
 
         Keyword Args:
