@@ -443,8 +443,14 @@ def _load_td(folder: str, meta: dict, stat, options: _Options, into=None):
                     ):
                         data[key] = _open_file(path, dtype, shape)  # it raises the precise error
                         continue
-                    flat = from_file(path, True, numel, dtype=dtype)
-                    tensor = (flat.view(shape) if len(shape) != 1 else flat).as_subclass(mmt_cls)
+                    try:
+                        flat = from_file(path, True, numel, dtype=dtype)
+                    except RuntimeError:  # a read-only file: _open_file maps it copy-on-write
+                        data[key] = _open_file(path, dtype, shape)
+                        continue
+                    if len(shape) != 1:
+                        flat = flat.view(*shape) if shape else flat.view(shape)
+                    tensor = flat.as_subclass(mmt_cls)
                     tensor._filename = path
                     data[key] = tensor
                     continue

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import copy
 import itertools
+import multiprocessing
 import os
 import pickle
+import shutil
 import stat
+import tempfile
 
 import pytest
 import torch
@@ -330,6 +333,13 @@ def test_open_file_matches_from_filename(tmp_path):
     assert torch.equal(out, torch.arange(6).reshape(2, 3))
     with pytest.raises(ValueError, match="holds 48 bytes; the dtype and shape need 56"):
         _open_file(str(path), torch.int64, torch.Size([7]))
+    with pytest.raises(FileNotFoundError, match="none.memmap' does not exist"):
+        _open_file(str(tmp_path / "none.memmap"), torch.int64, torch.Size([6]))
+    (tmp_path / "link.memmap").symlink_to(path)
+    with pytest.raises(ValueError, match="link.memmap': it is a symbolic link"):
+        _open_file(str(tmp_path / "link.memmap"), torch.int64, torch.Size([6]))
+    nested = _open_file(str(path), torch.int64, torch.tensor([[2, 2], [1, 2]]))
+    assert nested.is_nested and torch.equal(nested[1], torch.tensor([[4, 5]]))
 
 
 # ---------------------------------------------------------------------------- nested
@@ -609,17 +619,45 @@ def test_read_only_file_is_mapped_copy_on_write(tmp_path, monkeypatch):
     assert _files(tmp_path) == ["x.memmap"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file")
-def test_read_only_file_on_disk_is_mapped_copy_on_write(tmp_path):
-    """A chmod 444 file maps copy-on-write; mode='r+' raises PermissionError naming it."""
-    path = tmp_path / "x.memmap"
-    MemoryMappedTensor.from_tensor(torch.arange(4), filename=path)
-    path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-    out = MemoryMappedTensor.from_filename(path, torch.int64, (4,))
-    out[0] = 7
-    assert path.read_bytes() == _raw(torch.arange(4))
-    with pytest.raises(PermissionError, match="x.memmap"):
-        MemoryMappedTensor.from_filename(path, torch.int64, (4,), mode="r+")
+def _read_only_checks(path: str, drop_root: bool, results) -> None:
+    """Runs in a forked child: maps the read-only file as a user that cannot write it."""
+    try:
+        if drop_root:
+            os.setgid(65534)
+            os.setuid(65534)  # root may write any file: check as an unprivileged user
+        out = MemoryMappedTensor.from_filename(path, torch.int64, (4,))
+        out[0] = 7
+        assert out.tolist() == [7, 1, 2, 3] and out._cow
+        try:
+            MemoryMappedTensor.from_filename(path, torch.int64, (4,), mode="r+")
+        except PermissionError as err:
+            assert "x.memmap" in str(err)
+        else:
+            raise AssertionError("mode='r+' on a read-only file did not raise")
+        results.put("ok")
+    except BaseException as err:  # report anything to the parent
+        results.put(repr(err))
+
+
+@pytest.mark.timeout(120)
+def test_read_only_file_on_disk_is_mapped_copy_on_write():
+    """A chmod 444 file maps copy-on-write for a user who cannot write it; mode='r+' raises naming it."""
+    folder = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    try:
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, "x.memmap")
+        MemoryMappedTensor.from_tensor(torch.arange(4), filename=path)
+        os.chmod(path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        ctx = multiprocessing.get_context("fork")
+        results = ctx.Queue()
+        child = ctx.Process(target=_read_only_checks, args=(path, os.geteuid() == 0, results))
+        child.start()
+        outcome = results.get(timeout=100)
+        child.join()
+        assert outcome == "ok"
+        assert open(path, "rb").read() == _raw(torch.arange(4))
+    finally:
+        shutil.rmtree(folder)
 
 
 # ---------------------------------------------------------------------------- bad inputs
