@@ -923,7 +923,6 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         checked: bool = False,
     ):
         out: dict = {}
-        is_tc = getattr(type(self), "_is_tensorclass", False)
         for key, value in list(self._items_level()):
             other_values = []
             for other in others:
@@ -977,7 +976,6 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
                 continue
             if res is not None:
                 out[key] = res
-        del is_tc
         if inplace:
             return self
         new_bs = self.batch_size if batch_size is None else batch_size
