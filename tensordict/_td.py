@@ -159,7 +159,15 @@ class TensorDict(TensorDictBase):
         **kwargs,
     ) -> None:
         if type(batch_size) is not _Size:
-            batch_size = _as_batch_size(batch_size)
+            if (
+                type(batch_size) is list
+                and len(batch_size) == 1
+                and type(batch_size[0]) is int
+                and batch_size[0] >= 0
+            ):
+                batch_size = _Size(batch_size)  # the common [n], without the general checks
+            else:
+                batch_size = _as_batch_size(batch_size)
         if device is not None:
             device = _as_device(device)
         self._batch_size = batch_size
@@ -434,19 +442,33 @@ class TensorDict(TensorDictBase):
         )
 
     def _index(self, index):
-        leaf_index, new_size = normalize_index(index, self._batch_size)
-        out = {}
-        first = None
-        for key, value in self._tensordict.items():
-            res = value[leaf_index]
-            if first is None and type(res) is not NonTensorData and isinstance(res, _Tensor):
-                first = (value, res)
-            out[key] = res
-        if new_size is None:
-            if first is not None:
-                new_size = batch_size_from_leaf(first[0], first[1], len(self._batch_size))
+        batch_size = self._batch_size
+        if (
+            type(index) is _Tensor
+            and index.ndim == 1
+            and batch_size
+            and not index.is_floating_point()
+        ):
+            # The replay-buffer hot path: one long (or bool) tensor of rows.
+            if index.dtype is torch.bool:
+                leaf_index, new_size = normalize_index(index, batch_size)
             else:
-                new_size = batch_size_from_dummy(self._batch_size, leaf_index)
+                leaf_index, new_size = index, torch.Size((index.shape[0],)) + batch_size[1:]
+        else:
+            leaf_index, new_size = normalize_index(index, batch_size)
+        if new_size is not None:
+            out = {key: value[leaf_index] for key, value in self._tensordict.items()}
+        else:
+            out = {}
+            first = None
+            for key, value in self._tensordict.items():
+                res = out[key] = value[leaf_index]
+                if first is None and isinstance(res, _Tensor):
+                    first = (value, res)
+            if first is not None:
+                new_size = batch_size_from_leaf(first[0], first[1], len(batch_size))
+            else:
+                new_size = batch_size_from_dummy(batch_size, leaf_index)
         names = None
         if self._names is not None:
             names = index_names(self._names, leaf_index, len(new_size))
@@ -455,6 +477,17 @@ class TensorDict(TensorDictBase):
     def _set_at(self, index, value) -> None:
         leaf_index, _ = normalize_index(index, self._batch_size)
         data = self._tensordict
+        if type(value) is TensorDict and value._tensordict.keys() == data.keys():
+            # The replay-buffer hot path: the same keys, written leaf by leaf.
+            for key, sub in value._tensordict.items():
+                current = data[key]
+                if type(sub) is _Tensor and isinstance(current, _Tensor):
+                    current[leaf_index] = sub
+                elif isinstance(current, NonTensorData):
+                    current[leaf_index] = sub
+                else:
+                    current[leaf_index] = sub.data if isinstance(sub, NonTensorData) else sub
+            return
         if _is_collection_value(value) or isinstance(value, Mapping):
             items = list(
                 _source_items(

@@ -484,7 +484,10 @@ class MemoryMappedTensor(torch.Tensor):
     def __getitem__(self, index: Any) -> Any:
         # The hot path of replay buffers: a direct override skips the generic dispatch.
         with _DisableSubclass():
-            return _view_of(_GETITEM(self, index), self, self.untyped_storage()._cdata)
+            out = _GETITEM(self, index)
+        if type(index) is torch.Tensor and index.ndim:
+            return out  # advanced indexing always copies: no view to wrap
+        return _view_of(out, self, self.untyped_storage()._cdata)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         with _DisableSubclass():

@@ -1,0 +1,570 @@
+"""Reads the tree of a memory-mapped folder straight from its files, and checks it.
+
+This is what ``tensordict info`` and ``tensordict verify`` show. It needs none of
+the tensordict classes (a tensorclass folder is described, never imported) and it
+never writes: ``meta.json`` files are read with :func:`format.read_meta`, the
+shape files of nested tensors are opened read-only, data files are only
+``lstat``-ed, and no symbolic link is followed.
+
+The result is a tree of plain dicts (JSON-ready), one *node* per level or entry:
+
+* every node: ``"key"`` (``None`` at the root), ``"path"`` (relative to the root,
+  ``"."`` for the root), ``"kind"``, ``"bytes"`` (on disk, the whole subtree,
+  ``meta.json`` files included), ``"missing"`` (listed in ``meta.json`` but its file
+  or folder is missing, so loading drops it) and ``"problems"`` (messages);
+* ``"tensor"`` and ``"nested"``: ``"file"``, ``"dtype"``, ``"shape"`` (the record's;
+  for a nested tensor the shape of its shape tensor), ``"expected_bytes"``; a
+  nested tensor also has ``"shape_file"``, ``"components"`` and
+  ``"component_shape"`` (one size per dimension, ``None`` where components differ);
+* ``"TensorDict"``: ``"batch_size"``, ``"device"``, ``"entries"`` (child nodes);
+* ``"LazyStackedTensorDict"``: ``"batch_size"``, ``"stack_dim"``, ``"entries"`` (the
+  members, keys ``"0"``, ``"1"``, ...);
+* ``"tensorclass"``: ``"type"`` (the class's import path), ``"batch_size"``,
+  ``"entries"`` (its ``_tensordict`` level);
+* ``"NonTensorData"``: ``"value"`` (the JSON value) or ``"pickled": true``;
+* ``"unknown"``: a folder whose ``meta.json`` names no known class.
+"""
+
+from __future__ import annotations
+
+import array
+import os
+import re
+import stat as _stat
+
+import torch
+
+from tensordict.memmap import format as fmt
+
+_TYPE_STR = re.compile(r"^<class '([\w.]+)'>$")
+_KINDS = ("TensorDict", "LazyStackedTensorDict", "tensorclass", "NonTensorData", "unknown")
+
+
+class FolderScan:
+    """The tree of one memory-mapped folder and the problems found in it.
+
+    Args:
+        path (str or os.PathLike): the folder, as the user wrote it (problems are
+            reported under this spelling).
+
+    Raises:
+        FileNotFoundError: if the folder or its ``meta.json`` is missing.
+        ValueError: if the root ``meta.json`` is not a readable JSON object (or is a
+            symbolic link).
+
+    Examples:
+        >>> scan = FolderScan("/tmp/buffer")
+        >>> scan.tree["kind"], scan.tree["batch_size"], scan.sound
+        ('TensorDict', [100000], True)
+    """
+
+    def __init__(self, path) -> None:
+        self.shown = os.fspath(path)
+        self.root = os.path.abspath(self.shown)
+        self.problems: list = []  # (path as shown, message)
+        self._flagged: set = set()
+        if os.path.lexists(self.root) and not os.path.isdir(self.root):
+            msg = f"{self.shown!r} is not a folder"
+            raise NotADirectoryError(msg)
+        meta, stat = fmt.read_meta(self.root)
+        self.tree = self._level(self.root, None, meta, stat)
+        if os.path.islink(self.root):
+            self._problem(
+                self.tree, self.root, "the folder is a symbolic link (load_memmap refuses it)"
+            )
+
+    # ------------------------------------------------------------------ results
+    @property
+    def sound(self) -> bool:
+        """True when no problem was found."""
+        return not self.problems
+
+    def summary(self) -> dict:
+        """Counts over the tree: tensors, levels, bytes, missing entries, problems."""
+        counts = {"tensors": 0, "non_tensors": 0, "levels": 0}
+        missing = []
+        for node in walk(self.tree):
+            if node["missing"]:
+                missing.append(node["path"])
+            elif node["kind"] in ("tensor", "nested"):
+                counts["tensors"] += 1
+            elif node["kind"] == "NonTensorData":
+                counts["non_tensors"] += 1
+            else:
+                counts["levels"] += 1
+        return {
+            **counts,
+            "bytes": self.tree["bytes"],
+            "missing": missing,
+            "problems": [{"path": p, "message": m} for p, m in self.problems],
+        }
+
+    def as_json(self) -> dict:
+        """The whole scan as one JSON-ready dict: path, tree and summary."""
+        return {"path": self.shown, "tree": self.tree, "summary": self.summary()}
+
+    # ------------------------------------------------------------------ helpers
+    def _rel(self, path: str) -> str:
+        return os.path.relpath(path, self.root)
+
+    def _problem(self, node: dict, path: str, message: str) -> None:
+        node["problems"].append(message)
+        self.problems.append((os.path.normpath(os.path.join(self.shown, self._rel(path))), message))
+
+    def _node(self, path: str, key, kind: str) -> dict:
+        return {
+            "key": key,
+            "path": self._rel(path),
+            "kind": kind,
+            "bytes": 0,
+            "missing": False,
+            "problems": [],
+        }
+
+    def _missing(self, node: dict, path: str, what: str) -> dict:
+        node["missing"] = True
+        self._problem(
+            node, path, f"{what} is listed in meta.json but missing: load_memmap drops it"
+        )
+        return node
+
+    def _safe_name(self, node: dict, folder: str, name: str) -> str | None:
+        """The path of ``name`` in ``folder``, or None (a problem) if it would leave it."""
+        if name in ("", ".", "..") or "/" in name or "\x00" in name:
+            self._problem(
+                node, folder, f"the name {name!r} of entry {node['key']!r} would leave the folder"
+            )
+            return None
+        return os.path.join(folder, name)
+
+    def _link(self, node: dict, path: str) -> bool:
+        """True (and a problem) when ``path`` is a symbolic link; links are never followed."""
+        if not os.path.islink(path):
+            return False
+        self._flagged.add(path)
+        self._problem(
+            node, path, "is a symbolic link (the format never creates one; load_memmap refuses it)"
+        )
+        return True
+
+    def _read_meta(self, node: dict, folder: str, required: bool = False):
+        """``(meta, stat)`` of a sub-folder, or None (missing, or a problem).
+
+        A missing entry folder is dropped on load; a missing ``required`` folder (a
+        lazy stack's member, a tensorclass's data) makes loading fail.
+        """
+        try:
+            return fmt.read_meta(folder)
+        except FileNotFoundError:
+            what = "the folder" if not os.path.isdir(folder) else "its meta.json"
+            if required:
+                self._problem(
+                    node, folder, f"{what} is missing, so it is not a valid TensorDict folder"
+                )
+            else:
+                self._missing(node, folder, f"entry {node['key']!r}: {what}")
+        except (ValueError, OSError) as err:
+            self._problem(node, fmt.meta_path(folder), f"unreadable meta.json: {_one_line(err)}")
+        return None
+
+    def _stray_links(self, node: dict, folder: str) -> None:
+        """Flags symbolic links in ``folder`` that no record pointed at."""
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return
+        for name in names:
+            path = os.path.join(folder, name)
+            if path not in self._flagged and os.path.islink(path):
+                self._link(node, path)
+
+    def _check_version(self, node: dict, folder: str, meta: dict) -> None:
+        version = meta.get("_format_version", fmt.FORMAT_VERSION)
+        if version != fmt.FORMAT_VERSION:
+            self._problem(
+                node,
+                fmt.meta_path(folder),
+                f"unsupported _format_version {version!r} (expected {fmt.FORMAT_VERSION})",
+            )
+
+    # ------------------------------------------------------------------ levels
+    def _level(self, folder: str, key, meta: dict, stat) -> dict:
+        """The node of a folder whose meta.json is parsed, dispatching on its class."""
+        kind = level_kind(meta)
+        node = self._node(folder, key, kind)
+        node["bytes"] = stat.st_size
+        if kind == "TensorDict":
+            self._tensordict(node, folder, meta)
+        elif kind == "LazyStackedTensorDict":
+            self._lazy(node, folder, meta)
+        elif kind == "tensorclass":
+            self._tensorclass(node, folder, meta)
+        elif kind == "NonTensorData":
+            self._nontensor(node, folder, meta)
+        else:
+            message = f"meta.json names no known class (_type={meta.get('_type')!r}, _class={meta.get('_class')!r})"
+            self._problem(node, fmt.meta_path(folder), message)
+        self._stray_links(node, folder)
+        return node
+
+    def _tensordict(self, node: dict, folder: str, meta: dict) -> None:
+        where = fmt.meta_path(folder)
+        self._check_version(node, folder, meta)
+        batch = meta.get("shape")
+        if not _valid_shape(batch):
+            self._problem(
+                node,
+                where,
+                f"batch size 'shape' is not valid: {batch!r} (expected a list of non-negative ints)",
+            )
+            batch = None
+        node["batch_size"] = batch
+        node["device"] = meta.get("device")
+        if not _valid_device(node["device"]):
+            self._problem(node, where, f"unknown device {node['device']!r}")
+        node["entries"] = []
+        taken: dict = {}
+        for entry_key, record in meta.items():
+            if entry_key in fmt.LEVEL_FIELDS:
+                continue
+            child = self._entry(folder, entry_key, record, batch)
+            self._check_names(node, folder, child, taken)
+            node["entries"].append(child)
+            node["bytes"] += child["bytes"]
+
+    def _check_names(self, node: dict, folder: str, child: dict, taken: dict) -> None:
+        """Flags two entries of one level stored under one name, or a reserved name."""
+        kind = {"tensor": "tensor", "nested": "nested"}.get(child["kind"], "folder")
+        key = child["key"]
+        for name in fmt.entry_names(key, kind, True):
+            if fmt.is_own_file(name):
+                self._problem(
+                    node,
+                    os.path.join(folder, name),
+                    f"entry {key!r} is stored under a name reserved by the format",
+                )
+            other = taken.setdefault(name, key)
+            if other != key:
+                self._problem(
+                    node,
+                    os.path.join(folder, name),
+                    f"entries {other!r} and {key!r} are both stored as {name!r}",
+                )
+
+    def _lazy(self, node: dict, folder: str, meta: dict) -> None:
+        self._check_version(node, folder, meta)
+        stack_dim = meta.get("stack_dim", 0)
+        node["stack_dim"] = stack_dim
+        node["entries"] = members = []
+        for number in self._member_numbers(node, folder):
+            path = os.path.join(folder, str(number))
+            member = self._node(path, str(number), "TensorDict")
+            if not self._link(member, path):
+                read = self._read_meta(member, path, required=True)
+                if read is not None:
+                    member = self._level(path, str(number), *read)
+                    if member["kind"] not in ("TensorDict", "LazyStackedTensorDict", "tensorclass"):
+                        self._problem(
+                            member,
+                            path,
+                            f"member {number} is a {member['kind']} folder, not a tensordict",
+                        )
+            members.append(member)
+            node["bytes"] += member["bytes"]
+        node["batch_size"] = self._stack_batch(node, folder, members, stack_dim)
+
+    def _stack_batch(self, node: dict, folder: str, members: list, stack_dim):
+        """The batch size of a lazy stack (None, and a problem, when it has none)."""
+        sizes = {tuple(m["batch_size"]) for m in members if m.get("batch_size") is not None}
+        if len(sizes) > 1:
+            self._problem(
+                node, folder, f"the members' batch sizes differ: {sorted(list(s) for s in sizes)}"
+            )
+            return None
+        size = list(next(iter(sizes))) if sizes else []
+        if type(stack_dim) is not int or not -len(size) - 1 <= stack_dim <= len(size):
+            self._problem(
+                node,
+                fmt.meta_path(folder),
+                f"stack_dim {stack_dim!r} is not valid for members of batch size {size}",
+            )
+            return None
+        if not sizes:
+            return None
+        stack_dim = stack_dim % (len(size) + 1)
+        return size[:stack_dim] + [len(members)] + size[stack_dim:]
+
+    def _member_numbers(self, node: dict, folder: str) -> list:
+        """The member numbers of a lazy stack folder; a gap or an odd name is a problem."""
+        try:
+            names = os.listdir(folder)
+        except OSError as err:
+            self._problem(node, folder, f"cannot list the folder: {_one_line(err)}")
+            return []
+        numbers = []
+        for name in names:
+            path = os.path.join(folder, name)
+            if not name.isdigit():
+                continue
+            if name != str(int(name)) or not (os.path.isdir(path) or os.path.islink(path)):
+                self._problem(
+                    node, path, f"{name!r} is not a member folder (members are folders 0/, 1/, ...)"
+                )
+                continue
+            numbers.append(int(name))
+        numbers.sort()
+        if not numbers:
+            self._problem(node, folder, "the lazy stack has no member folder (0/, 1/, ...)")
+        elif numbers != list(range(len(numbers))):
+            gaps = sorted(set(range(numbers[-1] + 1)) - set(numbers))
+            message = (
+                f"member folders {numbers} have gaps: {gaps} missing (members must be numbered "
+                "0 to N-1 without gaps; load_memmap refuses this stack)"
+            )
+            self._problem(node, folder, message)
+        return numbers
+
+    def _tensorclass(self, node: dict, folder: str, meta: dict) -> None:
+        node["type"] = _TYPE_STR.match(meta["_type"]).group(1)
+        node["batch_size"] = None
+        node["entries"] = []
+        path = os.path.join(folder, fmt.TENSORCLASS_DATA)
+        data = self._node(path, fmt.TENSORCLASS_DATA, "TensorDict")
+        if not self._link(data, path):
+            read = self._read_meta(data, path, required=True)
+            if read is not None:
+                data = self._level(path, fmt.TENSORCLASS_DATA, *read)
+                node["batch_size"] = data.get("batch_size")
+        node["entries"].append(data)
+        node["bytes"] += data["bytes"]
+
+    def _nontensor(self, node: dict, folder: str, meta: dict) -> None:
+        if "data" in meta:
+            node["value"] = meta["data"]
+            return
+        node["pickled"] = True
+        path = os.path.join(folder, fmt.PICKLE_FILE)
+        if self._link(node, path):
+            return
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            self._problem(
+                node, path, f"a non-tensor entry holds neither 'data' nor {fmt.PICKLE_FILE}"
+            )
+            return
+        node["bytes"] += info.st_size
+
+    # ------------------------------------------------------------------ entries
+    def _entry(self, folder: str, key: str, record, batch) -> dict:
+        if not isinstance(record, dict):
+            node = self._node(os.path.join(folder, fmt.file_name(key)), key, "unknown")
+            self._problem(
+                node,
+                fmt.meta_path(folder),
+                f"the record of {key!r} must be an object, got {record!r}",
+            )
+            return node
+        if "type" in record:
+            return self._sub_folder(folder, key, record, batch)
+        return self._tensor(folder, key, record, batch)
+
+    def _sub_folder(self, folder: str, key: str, record: dict, batch) -> dict:
+        declared = record["type"]
+        name = fmt.file_name(key)
+        node = self._node(os.path.join(folder, name), key, _declared_kind(declared))
+        if node["kind"] == "tensorclass":
+            node["type"] = declared
+        elif node["kind"] == "unknown":
+            self._problem(
+                node,
+                fmt.meta_path(folder),
+                f"the record of {key!r} has an invalid type {declared!r}",
+            )
+        path = self._safe_name(node, folder, name)
+        if path is None or self._link(node, path):
+            return node
+        read = self._read_meta(node, path)
+        if read is None:
+            return node
+        node = self._level(path, key, *read)
+        actual = node.get("type", node["kind"]).rsplit(".", 1)[-1]
+        if declared != actual:
+            self._problem(
+                node,
+                fmt.meta_path(folder),
+                f"the record of {key!r} says {declared!r} but its folder holds a {actual!r}",
+            )
+        sub_batch = node.get("batch_size")
+        if batch is not None and sub_batch is not None and sub_batch[: len(batch)] != batch:
+            self._problem(
+                node, path, f"batch size {sub_batch} does not start with the parent's {batch}"
+            )
+        return node
+
+    def _tensor(self, folder: str, key: str, record: dict, batch) -> dict:
+        nested = bool(record.get("is_nested"))
+        name = fmt.file_name(key, fmt.MEMMAP_SUFFIX)
+        node = self._node(os.path.join(folder, name), key, "nested" if nested else "tensor")
+        node.update(
+            file=name, dtype=record.get("dtype"), shape=record.get("shape"), expected_bytes=None
+        )
+        where = fmt.meta_path(folder)
+        dtype = fmt.DTYPES.get(node["dtype"]) if isinstance(node["dtype"], str) else None
+        if dtype is None:
+            self._problem(node, where, f"entry {key!r}: unknown dtype {node['dtype']!r}")
+        shape = node["shape"]
+        if not _valid_shape(shape):
+            self._problem(
+                node,
+                where,
+                f"entry {key!r}: shape is not valid: {shape!r} (expected a list of non-negative ints)",
+            )
+            shape = None
+        path = self._safe_name(node, folder, name)
+        if path is None:
+            return node
+        if nested:
+            self._nested(node, folder, path, dtype, shape, batch)
+            return node
+        if dtype is not None and shape is not None:
+            node["expected_bytes"] = fmt.nbytes(shape, dtype)
+            if batch is not None and shape[: len(batch)] != batch:
+                self._problem(
+                    node,
+                    where,
+                    f"entry {key!r}: shape {shape} does not start with the batch size {batch}",
+                )
+        if os.path.lexists(path):
+            self._file(node, path)
+        elif node["expected_bytes"] != 0:
+            self._missing(node, path, f"entry {key!r} ({_describe(node)})")
+        return node
+
+    def _file(self, node: dict, path: str) -> None:
+        """Counts an existing data file's bytes and checks it (a link, not a file, its size)."""
+        if self._link(node, path):
+            return
+        info = os.lstat(path)
+        if not _stat.S_ISREG(info.st_mode):
+            self._problem(node, path, "is not a regular file")
+            return
+        node["bytes"] += info.st_size
+        expected = node["expected_bytes"]
+        if expected is not None and info.st_size != expected:
+            message = f"has {info.st_size} bytes but its record needs {expected} (truncated or overwritten)"
+            self._problem(node, path, message)
+
+    def _nested(self, node: dict, folder: str, path: str, dtype, shape, batch) -> None:
+        key = node["key"]
+        name = fmt.file_name(key, fmt.SHAPE_SUFFIX)
+        node.update(shape_file=name, components=None, component_shape=None)
+        if not os.path.lexists(path):
+            self._missing(node, path, f"nested entry {key!r}")
+            return
+        shape_path = self._safe_name(node, folder, name)
+        if shape is not None and len(shape) != 2:
+            message = f"nested entry {key!r}: its shape {shape} must be [components, dims]"
+            self._problem(node, fmt.meta_path(folder), message)
+        elif shape is not None and shape_path is not None:
+            rows = self._shape_rows(node, shape_path, shape)
+            if rows is not None:
+                node["components"] = len(rows)
+                node["component_shape"] = [len(rows)] + _common_sizes(rows, shape[1])
+                if dtype is not None:
+                    node["expected_bytes"] = sum(fmt.nbytes(row, dtype) for row in rows)
+            if batch and shape[0] != batch[0]:
+                message = f"nested entry {key!r}: {shape[0]} components for the batch size {batch}"
+                self._problem(node, fmt.meta_path(folder), message)
+        self._file(node, path)
+
+    def _shape_rows(self, node: dict, shape_path: str, shape: list):
+        """The rows of a nested tensor's shape file (read-only), or None (a problem)."""
+        expected = fmt.nbytes(shape, torch.int64)
+        if self._link(node, shape_path):
+            return None
+        try:
+            fd = os.open(shape_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            self._problem(
+                node, shape_path, f"the shape file of nested entry {node['key']!r} is missing"
+            )
+            return None
+        try:
+            raw = os.read(fd, expected + 1)
+            node["bytes"] += os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if len(raw) != expected:
+            self._problem(
+                node,
+                shape_path,
+                f"has {len(raw)} bytes but its record needs {expected} (truncated or overwritten)",
+            )
+            return None
+        values = array.array("q")
+        values.frombytes(raw)
+        width = shape[1]
+        rows = [list(values[i * width : (i + 1) * width]) for i in range(shape[0])]
+        if any(size < 0 for row in rows for size in row):
+            self._problem(node, shape_path, "holds a negative size")
+            return None
+        return rows
+
+
+def level_kind(meta: dict) -> str:
+    """The kind of a level from its ``meta.json``: one of the class kinds or ``"unknown"``."""
+    cls, type_str = meta.get("_class"), meta.get("_type")
+    if meta.get("_is_non_tensor") or type_str == fmt.NONTENSOR_TYPE:
+        return "NonTensorData"
+    if cls == fmt.TD_CLASS or (cls is None and type_str == fmt.TD_TYPE):
+        return "TensorDict"
+    if cls == fmt.LAZY_CLASS or type_str == fmt.LAZY_TYPE:
+        return "LazyStackedTensorDict"
+    if isinstance(type_str, str) and _TYPE_STR.match(type_str) and type_str != fmt.TD_TYPE:
+        return "tensorclass"
+    return "unknown"
+
+
+def _declared_kind(declared) -> str:
+    """The kind a record's ``"type"`` announces (a tensorclass records its class name)."""
+    if declared in ("TensorDict", "LazyStackedTensorDict", "NonTensorData"):
+        return declared
+    return "tensorclass" if isinstance(declared, str) and declared.isidentifier() else "unknown"
+
+
+def walk(node: dict):
+    """Yields ``node`` and every node below it, depth first, in order."""
+    yield node
+    for child in node.get("entries", ()):
+        yield from walk(child)
+
+
+def _common_sizes(rows: list, width: int) -> list:
+    """Per dimension, the size all components share, or None where they differ."""
+    return [
+        rows[0][d] if rows and len({row[d] for row in rows}) == 1 else None for d in range(width)
+    ]
+
+
+def _valid_shape(value) -> bool:
+    return isinstance(value, list) and all(type(s) is int and s >= 0 for s in value)
+
+
+def _valid_device(value) -> bool:
+    if value is None or value == "None":
+        return True
+    try:
+        torch.device(value)
+    except (RuntimeError, TypeError):
+        return False
+    return True
+
+
+def _describe(node: dict) -> str:
+    dtype = str(node["dtype"]).removeprefix("torch.")
+    return f"{dtype} {node['shape']}, {node['expected_bytes']} bytes"
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())
