@@ -63,7 +63,10 @@ class FolderScan:
         self.root = os.path.abspath(self.shown)
         self.problems: list = []  # (path as shown, message)
         self._flagged: set = set()
-        if os.path.lexists(self.root) and not os.path.isdir(self.root):
+        if not os.path.lexists(self.root):
+            msg = f"no such folder: {self.shown!r}"
+            raise FileNotFoundError(msg)
+        if not os.path.isdir(self.root):
             msg = f"{self.shown!r} is not a folder"
             raise NotADirectoryError(msg)
         meta, stat = fmt.read_meta(self.root)
@@ -112,14 +115,11 @@ class FolderScan:
         self.problems.append((os.path.normpath(os.path.join(self.shown, self._rel(path))), message))
 
     def _node(self, path: str, key, kind: str) -> dict:
-        return {
-            "key": key,
-            "path": self._rel(path),
-            "kind": kind,
-            "bytes": 0,
-            "missing": False,
-            "problems": [],
-        }
+        node = {"key": key, "path": self._rel(path), "kind": kind, "bytes": 0, "missing": False}
+        node["problems"] = []
+        if kind in _KINDS and kind != "NonTensorData":
+            node["entries"] = []
+        return node
 
     def _missing(self, node: dict, path: str, what: str) -> dict:
         node["missing"] = True

@@ -39,7 +39,12 @@ def _fill(td, source: dict, batch_size: torch.Size, device) -> dict:
             td.set(key, value)
             continue
         if type(value) is _Tensor:
-            shape = value.shape
+            try:
+                shape = value.shape
+            except RuntimeError:  # a nested tensor has no dense shape
+                td._tensordict = data
+                data[key] = td._validate(key, value)
+                continue
             if n == 1:
                 if not shape or shape[0] != b0:
                     _check_batch(key, value, batch_size)

@@ -1125,7 +1125,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
                 dims = f"{extra} " if extra else ""
                 parts.append(f"{key}: {dims}{inner}")
             else:
-                feature = ",".join(str(s) for s in value.shape[self.batch_dims :])
+                feature = ",".join(str(s) for s in _shape_of(value)[self.batch_dims :])
                 parts.append(f"{key}: {_dtype_short(value.dtype)}[{feature}]")
         return "{" + ", ".join(parts) + "}"
 
@@ -1236,9 +1236,24 @@ def _as_value(key, value, device):
     return NonTensorData(value)
 
 
+def _shape_of(value) -> torch.Size:
+    """The shape of a tensor (a nested tensor's ragged dims read -1) or a collection's batch size."""
+    if not isinstance(value, torch.Tensor):
+        return value.batch_size
+    if value.is_nested:
+        sizes = value._nested_tensor_size()
+        inner = (
+            [int(col[0]) if bool((col == col[0]).all()) else -1 for col in sizes.unbind(1)]
+            if sizes.numel()
+            else []
+        )
+        return torch.Size([value.size(0), *inner])
+    return value.shape
+
+
 def _check_batch(key, value, batch_size: torch.Size) -> None:
     n = len(batch_size)
-    shape = value.batch_size if not isinstance(value, torch.Tensor) else value.shape
+    shape = _shape_of(value)
     if shape[:n] != batch_size:
         msg = (
             f"batch dimension mismatch for key {key!r}: the tensordict has batch_size="

@@ -37,7 +37,7 @@ def _mmt():
 class _Level:
     """Memory-mapping state of one tensordict level."""
 
-    __slots__ = ("path", "meta", "text", "stat", "robust_key", "taken")
+    __slots__ = ("path", "meta", "text", "stat", "robust_key", "taken", "inodes")
 
     def __init__(
         self, path: str | None, meta: dict | None = None, stat=None, robust_key=None
@@ -46,6 +46,7 @@ class _Level:
         self.meta = {} if meta is None else meta
         self.text: str | None = None
         self.taken: dict | None = None  # file name -> key, built on the first added entry
+        self.inodes: dict = {}  # key -> inode of the file mapped at load, to spot replaced files
         self.stat = stat
         self.robust_key = robust_key
 
@@ -57,6 +58,7 @@ class _Level:
         self.meta = state["meta"]
         self.text = None
         self.taken = None
+        self.inodes = {}
         self.stat = None
         self.robust_key = state["robust_key"]
 
@@ -408,6 +410,7 @@ def _load_td(folder: str, meta: dict, stat, options: _Options, into=None):
     prefix = folder + os.sep
     robust_key = options.robust_key
     lstat, from_file, S_ISREG, mmt_cls = os.lstat, torch.from_file, _stat.S_ISREG, _mmt()
+    inodes: dict = {}
     dtypes = fmt.DTYPES
     fields = fmt.LEVEL_FIELDS
     for key, record in meta.items():
@@ -422,7 +425,12 @@ def _load_td(folder: str, meta: dict, stat, options: _Options, into=None):
         ):
             dtype = dtypes.get(record.get("dtype"))
             shape = record.get("shape")
-            if dtype is not None and type(shape) is list and (not shape or min(shape) >= 0):
+            if (
+                dtype is not None
+                and type(shape) is list
+                and all(type(s) is int for s in shape)
+                and (not shape or min(shape) >= 0)
+            ):
                 try:
                     shape = torch.Size(shape)
                 except TypeError:
@@ -453,6 +461,7 @@ def _load_td(folder: str, meta: dict, stat, options: _Options, into=None):
                     tensor = flat.as_subclass(mmt_cls)
                     tensor._filename = path
                     data[key] = tensor
+                    inodes[key] = info.st_ino
                     continue
         previous = None if existing is None else existing.get(key)
         value = _load_entry(folder, key, record, options, previous)
@@ -466,7 +475,20 @@ def _load_td(folder: str, meta: dict, stat, options: _Options, into=None):
     else:
         td = TensorDict._new_unsafe(data, batch_size, device, None)
     td._mm = _Level(folder, meta, stat, options.robust_key)
+    td._mm.inodes = inodes
     return td
+
+
+def _entry_file_name(folder: str, key: str, suffix: str, robust_key) -> str:
+    """The file name of an entry read from meta.json; a name that would leave the folder is refused."""
+    try:
+        return fmt.file_name(key, suffix, robust_key)
+    except ValueError as err:
+        msg = (
+            f"{fmt.meta_path(folder)!r}: the entry {key!r} cannot be loaded with robust_key=False: "
+            "its name would leave the folder (or is not a file name)"
+        )
+        raise MemmapFormatError(msg) from err
 
 
 def _load_entry(folder: str, key: str, record, options: _Options, previous=None):
@@ -476,7 +498,7 @@ def _load_entry(folder: str, key: str, record, options: _Options, previous=None)
         raise MemmapFormatError(msg)
     kind = record.get("type")
     if kind is not None:
-        path = fmt.child_path(folder, fmt.file_name(key, "", options.robust_key))
+        path = fmt.child_path(folder, _entry_file_name(folder, key, "", options.robust_key))
         try:
             sub_meta, sub_stat = fmt.read_meta(path)
         except MemmapNotFoundError:
@@ -497,7 +519,7 @@ def _load_tensor(folder: str, key: str, record: dict, options: _Options):
     where = f"{fmt.meta_path(folder)!r}, entry {key!r}"
     dtype = fmt.parse_dtype(record.get("dtype"), where)
     shape = fmt.parse_shape(record.get("shape"), where)
-    name = fmt.file_name(key, fmt.MEMMAP_SUFFIX, options.robust_key)
+    name = _entry_file_name(folder, key, fmt.MEMMAP_SUFFIX, options.robust_key)
     path = fmt.child_path(folder, name) if options.robust_key is False else folder + os.sep + name
     from tensordict.memmap.tensor import _open_file
 
@@ -601,6 +623,7 @@ def _refresh_td(td, meta: dict, stat, options: _Options) -> None:
     old_meta = {} if level is None else level.meta
     data = td._tensordict
     fresh = {}
+    inodes: dict = {}
     for key, record in meta.items():
         if key in fmt.LEVEL_FIELDS:
             continue
@@ -609,9 +632,10 @@ def _refresh_td(td, meta: dict, stat, options: _Options) -> None:
             previous is not None
             and isinstance(previous, _Tensor)
             and old_meta.get(key) == record
-            and _still_same_file(previous)
+            and _still_same_file(previous, None if level is None else level.inodes.get(key))
         ):
             fresh[key] = previous
+            inodes[key] = level.inodes[key]
             continue
         value = _load_entry(level.path, key, record, options, previous)
         if value is not None:
@@ -620,10 +644,22 @@ def _refresh_td(td, meta: dict, stat, options: _Options) -> None:
     data.update(fresh)
     fix_batch_sizes(td)
     td._mm = _Level(level.path, meta, stat, level.robust_key)
+    td._mm.inodes = inodes
+    for key, value in fresh.items():
+        filename = getattr(value, "_filename", None)
+        if key not in inodes and filename is not None:
+            try:
+                inodes[key] = os.stat(filename).st_ino
+            except OSError:
+                pass
 
 
-def _still_same_file(tensor) -> bool:
+def _still_same_file(tensor, inode) -> bool:
+    """True when ``tensor`` maps the file that is at its path now (not a replaced one)."""
     filename = getattr(tensor, "_filename", None)
-    if filename is None:
+    if filename is None or inode is None:
         return False
-    return os.path.exists(filename)
+    try:
+        return os.stat(filename).st_ino == inode
+    except OSError:
+        return False

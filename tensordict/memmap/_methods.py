@@ -344,6 +344,7 @@ class MemmapMixin:
             sub = inner._get_str(part, None)
             if sub is None:
                 if folder is not None:
+                    self._check_new_folders(parts, inner, depth, folder, robust_key)
                     for rest in parts[depth:-1]:
                         folder = os.path.join(folder, fmt.file_name(rest, "", robust_key))
                 return parts, node, folder, depth
@@ -371,6 +372,20 @@ class MemmapMixin:
     def _tensordict_of(self):
         return self
 
+    def _check_new_folders(self, parts: tuple, inner, depth: int, folder: str, robust_key) -> None:
+        """Refuses sub-tensordicts of a tuple key whose names the format cannot store."""
+        taken = _taken_names(inner) if getattr(inner, "_mm", None) is not None else {}
+        for i, part in enumerate(parts[depth:-1]):
+            fmt.check_level_keys(folder, {part: "folder"}, robust_key)
+            name = fmt.file_name(part, "", robust_key)
+            if i == 0 and name in taken:
+                msg = (
+                    f"cannot create the sub-tensordict {parts[: depth + 1]!r} in {folder!r}: its folder "
+                    f"name {name!r} is already used by the entry {taken[name]!r}"
+                )
+                raise fmt.MemmapFormatError(msg)
+            folder = os.path.join(folder, name)
+
     def _attach(self, parts: tuple, node, depth: int, tensor, record, robust_key=None) -> None:
         """Creates the missing sub-tensordicts from ``depth`` on and stores ``tensor`` at ``parts``."""
         robust_key = self._mm.robust_key if robust_key is None else robust_key
@@ -386,6 +401,8 @@ class MemmapMixin:
             if sub_folder is not None:
                 sub._mm.update(fmt.level_meta(sub.batch_size, sub.device))
                 parent_level.update({part: {"type": "TensorDict"}})
+            if parent_level.taken is not None:
+                parent_level.taken[fmt.file_name(part, "", robust_key)] = part
             if inner.is_locked:
                 sub._lock_parents += 1
                 sub._propagate_lock(True)

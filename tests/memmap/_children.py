@@ -1,0 +1,93 @@
+"""Functions run in spawned child processes by the memmap tests (importable by the child)."""
+
+from __future__ import annotations
+
+import traceback
+
+
+def _report_errors(results, body) -> None:
+    """Runs ``body()``; an exception goes to ``results`` as ("error", traceback) instead of dying silently."""
+    try:
+        body()
+    except BaseException:
+        results.put(("error", traceback.format_exc()))
+        raise
+
+
+def add_entries(folder: str, prefix: str, count: int, barrier, results) -> None:
+    """Loads ``folder``, waits for the other writer, then adds ``count`` entries with make_memmap.
+
+    Entry ``f"{prefix}{i}"`` is filled with ``i`` so that the parent can check the data too.
+    """
+
+    def body() -> None:
+        from tensordict import TensorDict
+
+        td = TensorDict.load_memmap(folder)
+        barrier.wait(timeout=120)
+        for i in range(count):
+            td.make_memmap(f"{prefix}{i}", (3,)).fill_(i)
+        results.put(("done", prefix))
+
+    _report_errors(results, body)
+
+
+def watch_folder(folder: str, commands, results) -> None:
+    """Loads ``folder`` and answers the parent's commands about what it sees.
+
+    Commands (from ``commands``): ``("keys",)`` reports the sorted nested leaf keys;
+    ``("refresh",)`` calls memmap_refresh_() and reports the keys, whether the
+    tensordict kept its identity, and the sub-tensordict identity; ``("values", keys)``
+    reports each key's values as a list; ``("stop",)`` ends.
+    """
+
+    def body() -> None:
+        from tensordict import TensorDict
+
+        td = TensorDict.load_memmap(folder)
+        ident = id(td)
+        results.put(("loaded", sorted(map(str, td.keys(True, True)))))
+        while True:
+            command = commands.get()
+            if command[0] == "stop":
+                return
+            if command[0] == "keys":
+                results.put(("keys", sorted(map(str, td.keys(True, True)))))
+            elif command[0] == "refresh":
+                sub_before = td.get("sub", None)
+                out = td.memmap_refresh_()
+                same_sub = sub_before is None or td.get("sub") is sub_before
+                results.put(
+                    (
+                        "refreshed",
+                        sorted(map(str, td.keys(True, True))),
+                        out is td and id(td) == ident,
+                        same_sub,
+                        td.is_memmap(),
+                    )
+                )
+            elif command[0] == "values":
+                results.put(("values", {str(k): td.get(k).tolist() for k in command[1]}))
+
+    _report_errors(results, body)
+
+
+def write_received(queue, results) -> None:
+    """Receives memory-mapped tensordicts from ``queue`` and writes into each one.
+
+    For each received tensordict: reports whether it is memory-mapped and its
+    saved_path, writes 42 into ``a[0]`` and 7 into ``("sub", "b")[1]``, then reports
+    "written". Stops on ``None``.
+    """
+
+    def body() -> None:
+        while True:
+            td = queue.get()
+            if td is None:
+                return
+            state = (td.is_memmap(), td.saved_path)
+            td["a"][0] = 42
+            td["sub", "b"][1] = 7
+            results.put(("written", state))
+
+    _report_errors(results, body)

@@ -1,0 +1,120 @@
+"""Memory-mapped tensordicts across spawned processes: refresh sees a writer's entries, queues share data."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tensordict import TensorDict
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def children():
+    """The module of child functions (tests/memmap/_children.py), importable by spawned processes."""
+    sys.path.insert(0, str(HERE))
+    try:
+        import _children
+
+        yield _children
+    finally:
+        sys.path.remove(str(HERE))
+
+
+def _get(results, expected: str):
+    """The next report from a child; a child's traceback fails the test with its text."""
+    report = results.get(timeout=120)
+    assert report[0] != "error", report[1]
+    assert report[0] == expected, report
+    return report
+
+
+def _file_storage(path: Path, nbytes: int) -> torch.UntypedStorage:
+    return torch.UntypedStorage.from_file(str(path), shared=True, nbytes=nbytes)
+
+
+@pytest.mark.timeout(180)
+def test_a_child_sees_the_parents_new_entries_only_after_memmap_refresh(tmp_path, children):
+    """A spawned reader does not see entries added by the parent until memmap_refresh_(); then it sees them all and later writes."""
+    folder = tmp_path / "td"
+    writer = TensorDict({"a": torch.arange(3.0), "sub": {"b": torch.ones(3)}}, [3]).memmap(folder)
+    ctx = torch.multiprocessing.get_context("spawn")
+    commands, results = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=children.watch_folder, args=(str(folder), commands, results))
+    child.start()
+    try:
+        original = sorted(map(str, writer.keys(True, True)))
+        assert _get(results, "loaded")[1] == original
+
+        writer.make_memmap_from_storage("s", _file_storage(folder / "s.memmap", 12), (3,))
+        writer.make_memmap_from_storage(
+            ("sub", "t"), _file_storage(folder / "sub" / "t.memmap", 24), (3, 2), dtype=torch.int32
+        )
+        writer.make_memmap("m", (3, 2))
+        writer.make_memmap(("new", "n"), (3,), dtype=torch.int64)
+        added = ["s", ("sub", "t"), "m", ("new", "n")]
+
+        commands.put(("keys",))
+        assert _get(results, "keys")[1] == original
+
+        commands.put(("refresh",))
+        _, keys, same_td, same_sub, is_memmap = _get(results, "refreshed")
+        assert keys == sorted(map(str, writer.keys(True, True)))
+        assert set(map(str, added)) <= set(keys)
+        assert same_td and same_sub and is_memmap
+
+        writer["s"].copy_(torch.tensor([1.0, 2.0, 3.0]))
+        writer["sub", "t"].fill_(-4)
+        writer["m"][1] = 6.0
+        writer["new", "n"].copy_(torch.tensor([7, 8, 9]))
+        writer["a"][0] = 10.0
+        commands.put(("values", added + ["a"]))
+        _, values = _get(results, "values")
+        assert values == {
+            "s": [1.0, 2.0, 3.0],
+            str(("sub", "t")): [[-4, -4]] * 3,
+            "m": [[0.0, 0.0], [6.0, 6.0], [0.0, 0.0]],
+            str(("new", "n")): [7, 8, 9],
+            "a": [10.0, 1.0, 2.0],
+        }
+        commands.put(("stop",))
+        child.join(timeout=60)
+        assert child.exitcode == 0
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+
+@pytest.mark.timeout(180)
+def test_a_memory_mapped_tensordict_sent_through_a_queue_is_shared_not_copied(tmp_path, children):
+    """File-backed and shared-memory tensordicts sent to a spawned child: the child's writes are seen by the parent."""
+    source = TensorDict({"a": torch.zeros(4), "sub": {"b": torch.zeros(4, 2)}}, [4])
+    on_disk = source.memmap(tmp_path / "td")
+    in_memory = source.memmap()
+    ctx = torch.multiprocessing.get_context("spawn")
+    queue, results = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=children.write_received, args=(queue, results))
+    child.start()
+    try:
+        queue.put(on_disk)
+        assert _get(results, "written")[1] == (True, str(tmp_path / "td"))
+        assert on_disk["a"][0] == 42 and (on_disk["sub", "b"][1] == 7).all()
+        assert TensorDict.load_memmap(tmp_path / "td")["a"][0] == 42
+
+        queue.put(in_memory)
+        assert _get(results, "written")[1] == (True, None)
+        assert in_memory["a"][0] == 42 and (in_memory["sub", "b"][1] == 7).all()
+
+        assert (source["a"] == 0).all()  # the original, not memory-mapped, was never shared
+        queue.put(None)
+        child.join(timeout=60)
+        assert child.exitcode == 0
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
