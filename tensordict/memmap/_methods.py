@@ -465,33 +465,8 @@ class MemmapMixin:
             torch.Size([3, 4])
         """
         dtype = torch.get_default_dtype() if dtype is None else dtype
-        parts, node, folder, depth = self._plan_new_entry(key, "make_memmap()", robust_key)
         shape = shape if isinstance(shape, torch.Tensor) else torch.Size(shape)
-        self._check_feature_shape(parts, node, depth, shape)
-        MemoryMappedTensor = _mmt()
-        if folder is None:
-            tensor = (
-                MemoryMappedTensor.zeros(shape, dtype=dtype)
-                if not isinstance(shape, torch.Tensor)
-                else MemoryMappedTensor.from_storage(
-                    torch.UntypedStorage(_nested_nbytes(shape, dtype)), shape=shape, dtype=dtype
-                )
-            )
-            self._attach(parts, node, depth, tensor, None)
-            return tensor
-        return self._add_file_entry(
-            parts,
-            node,
-            depth,
-            folder,
-            lambda path, shape_path: (
-                MemoryMappedTensor.zeros(shape, dtype=dtype, filename=path)
-                if shape_path is None
-                else _nested_file(path, shape_path, shape, dtype, None)
-            ),
-            robust_key,
-            "nested" if isinstance(shape, torch.Tensor) else "tensor",
-        )
+        return self._make_entry(key, "make_memmap()", robust_key, shape, dtype, None)
 
     def make_memmap_from_tensor(
         self, key, tensor: torch.Tensor, *, copy_data: bool = True, robust_key: bool | None = None
@@ -523,31 +498,32 @@ class MemmapMixin:
         if not isinstance(tensor, torch.Tensor):
             msg = f"make_memmap_from_tensor() needs a tensor, got {type(tensor).__name__}"
             raise TypeError(msg)
-        parts, node, folder, depth = self._plan_new_entry(
-            key, "make_memmap_from_tensor()", robust_key
-        )
-        if not tensor.is_nested:
-            self._check_feature_shape(parts, node, depth, tensor.shape)
-        MemoryMappedTensor = _mmt()
         source = tensor.detach()
         if not copy_data:
             source = torch.zeros_like(source) if not source.is_nested else source.clone().zero_()
+        shape = source._nested_tensor_size() if source.is_nested else source.shape
+        return self._make_entry(
+            key, "make_memmap_from_tensor()", robust_key, shape, source.dtype, source
+        )
+
+    def _make_entry(self, key, what: str, robust_key, shape, dtype, source):
+        """Adds a new entry of ``shape`` and ``dtype``: zeros, or a copy of ``source``."""
+        parts, node, folder, depth = self._plan_new_entry(key, what, robust_key)
+        nested = isinstance(shape, torch.Tensor)
+        if not nested:
+            self._check_feature_shape(parts, node, depth, shape)
         if folder is None:
-            result = MemoryMappedTensor.from_tensor(source)
-            self._attach(parts, node, depth, result, None)
-            return result
+            tensor = _new_entry_tensor(None, None, shape, dtype, source)
+            self._attach(parts, node, depth, tensor, None)
+            return tensor
         return self._add_file_entry(
             parts,
             node,
             depth,
             folder,
-            lambda path, shape_path: (
-                MemoryMappedTensor.from_tensor(source, filename=path, copy_existing=True)
-                if shape_path is None
-                else _nested_file(path, shape_path, None, None, source)
-            ),
+            lambda path, shape_path: _new_entry_tensor(path, shape_path, shape, dtype, source),
             robust_key,
-            "nested" if source.is_nested else "tensor",
+            "nested" if nested else "tensor",
         )
 
     def _add_file_entry(self, parts, node, depth, folder, create, robust_key, kind: str):
@@ -773,15 +749,23 @@ def _nested_nbytes(shape: torch.Tensor, dtype: torch.dtype) -> int:
     return sum(fmt.nbytes(row, dtype) for row in shape.tolist())
 
 
-def _nested_file(path: str, shape_path: str, shape, dtype, source):
-    """Writes a nested tensor's data file and its ``.shape.memmap`` companion."""
+def _new_entry_tensor(path, shape_path, shape, dtype, source):
+    """A new entry: zeros of ``shape``/``dtype`` or a copy of ``source``; in ``path`` or shared memory.
+
+    A nested entry (``shape`` a 2-D tensor) also writes its ``.shape.memmap`` to ``shape_path``.
+    """
     MemoryMappedTensor = _mmt()
+    if isinstance(shape, torch.Tensor):
+        if source is None:
+            source = torch.nested.nested_tensor(
+                [torch.zeros(row, dtype=dtype) for row in shape.tolist()]
+            )
+        if path is None:
+            return MemoryMappedTensor.from_tensor(source)
+        MemoryMappedTensor.from_tensor(shape.to(torch.int64), filename=shape_path)
+        return MemoryMappedTensor.from_tensor(source, filename=path, copy_existing=True)
     if source is None:
-        buffer = torch.zeros(_nested_nbytes(shape, dtype) // dtype.itemsize, dtype=dtype)
-        source = torch.nested.nested_tensor(
-            [buffer[:0].new_zeros(row) for row in shape.tolist()], dtype=dtype
-        )
-    MemoryMappedTensor.from_tensor(
-        source._nested_tensor_size().to(torch.int64), filename=shape_path
-    )
+        return MemoryMappedTensor.zeros(shape, dtype=dtype, filename=path)
+    if path is None:
+        return MemoryMappedTensor.from_tensor(source)
     return MemoryMappedTensor.from_tensor(source, filename=path, copy_existing=True)
