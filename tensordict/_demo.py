@@ -120,15 +120,18 @@ def fill_worker(job: dict, progress, results) -> None:
 def _fill(job: dict, progress) -> dict:
     buffer = TensorDict.load_memmap(job["folder"])
     start, stop = job["start"], job["stop"]
-    began = time.time()
+    writing = 0.0  # seconds spent in index assignment, not in making up the data
     for first in range(start, stop, CHUNK):
         last = min(first + CHUNK, stop)
-        buffer[first:last] = make_rows(first, last, job["seed"])
+        rows = make_rows(first, last, job["seed"])
+        began = time.perf_counter()
+        buffer[first:last] = rows
+        writing += time.perf_counter() - began
         with progress.get_lock():
             progress.value += last - first
-    written = time.time()
+    began = time.perf_counter()
     _attach_stats(buffer, job)
-    return {"began": began, "written": written, "attached": time.time()}
+    return {"rows": stop - start, "writing": writing, "attaching": time.perf_counter() - began}
 
 
 def _attach_stats(buffer: TensorDict, job: dict) -> None:
@@ -192,18 +195,21 @@ def _run(path: str, rows: int, workers: int, seed: int, kept: bool) -> int:
         msg = f"the buffer folder is not sound: {scan.problems[0][0]}: {scan.problems[0][1]}"
         raise DemoError(msg)
     summary = scan.summary()
-    writing = max(o["written"] for o in outcomes) - min(o["began"] for o in outcomes)
-    row_bytes = sum(v.element_size() * v[0].numel() for v in again.values(True, True))
+    row_bytes = _row_bytes(template(1))
+    writing = max(o["writing"] for o in outcomes)  # the workers write side by side
+    attaching = max(o["attaching"] for o in outcomes)
     lines = [
         "",
         "tensordict demo: a memory-mapped replay buffer shared by worker processes",
         f"  folder        {path}{'' if kept else '  (temporary, removed on exit)'}",
-        f"  rows          {rows:,} ({human_bytes(row_bytes)} per row over {len(list(again.keys(True, True)))} entries)",
-        f"  entries       {counts(summary)}; {workers} added by the workers with make_memmap_from_storage",
+        f"  rows          {rows:,} transitions of {human_bytes(row_bytes)}",
+        f"  entries       {counts(summary)}; {workers} of them added by the workers",
         f"  on disk       {human_bytes(summary['bytes'])} ({summary['bytes']:,} bytes)",
         f"  create        {report['create'] * 1e3:.1f} ms (memmap_like of a template)",
-        f"  write         {_rate(rows, writing)} in {workers} processes by index assignment "
-        f"({report['fill_wall']:.1f} s with process start-up)",
+        f"  write         {_rate(rows, writing)}, {human_bytes(rows * row_bytes / max(writing, 1e-9))}/s, "
+        f"{workers} processes by index assignment ({report['fill_wall']:.1f} s with process start-up)",
+        f"  attach        {attaching * 1e3:.1f} ms per worker (make_memmap_from_storage, then "
+        "memmap_refresh_() in the parent)",
         f"  sample        {report['sample_rate']:,.0f} rows/s ({report['sampled']:,} rows in batches of {BATCH})",
         f"  reload        {report['reload'] * 1e3:.1f} ms (TensorDict.load_memmap, no copy)",
         "  checked       every row equals what the workers wrote; verify: sound",
@@ -212,6 +218,11 @@ def _run(path: str, rows: int, workers: int, seed: int, kept: bool) -> int:
     ]
     print("\n".join(lines))
     return 0
+
+
+def _row_bytes(td: TensorDict) -> int:
+    """The bytes of one row of ``td``."""
+    return sum(v[0].numel() * v.element_size() for v in td.values(True, True))
 
 
 def _rate(rows: int, seconds: float) -> str:

@@ -36,7 +36,7 @@ import torch
 
 from tensordict.memmap import format as fmt
 
-_TYPE_STR = re.compile(r"^<class '([\w.]+)'>$")
+_TYPE_STR = re.compile(r"^<class '([^']+)'>$")
 _KINDS = ("TensorDict", "LazyStackedTensorDict", "tensorclass", "NonTensorData", "unknown")
 
 
@@ -168,14 +168,17 @@ class FolderScan:
         return None
 
     def _stray_links(self, node: dict, folder: str) -> None:
-        """Flags symbolic links in ``folder`` that no record pointed at."""
+        """Flags the symbolic links in ``folder`` that no record pointed at.
+
+        A linked ``meta.json`` is left out: reading it already reported it.
+        """
         try:
             names = sorted(os.listdir(folder))
         except OSError:
             return
         for name in names:
             path = os.path.join(folder, name)
-            if path not in self._flagged and os.path.islink(path):
+            if name != fmt.META_FILE and path not in self._flagged and os.path.islink(path):
                 self._link(node, path)
 
     def _check_version(self, node: dict, folder: str, meta: dict) -> None:

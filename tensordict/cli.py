@@ -212,8 +212,8 @@ def run_demo(args: argparse.Namespace) -> int:
 
     try:
         return run(rows=args.rows, workers=args.workers, folder=args.dir, seed=args.seed)
-    except DemoError as err:
-        raise CliError(str(err)) from err
+    except (DemoError, OSError) as err:
+        raise CliError(" ".join(str(err).split())) from err
 
 
 # ---------------------------------------------------------------------- rendering
@@ -231,14 +231,16 @@ def counts(summary: dict) -> str:
     return ", ".join(parts)
 
 
-def human_bytes(n: int) -> str:
+def human_bytes(n: float) -> str:
     """A byte count for people: ``"48 B"``, ``"1.9 KiB"``, ``"7.8 MiB"``."""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+    if n < 1024:
+        return f"{int(n)} B"
+    size = n / 1024
+    for unit in ("KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.1f} {unit}"
         size /= 1024
-    return f"{n} B"  # not reached
+    return f"{size:.1f} TiB"
 
 
 def render_info(scan: FolderScan) -> str:
@@ -320,9 +322,9 @@ def _note(node: dict) -> str:
     if kind == "tensor" and node["bytes"] == 0 and node["expected_bytes"] == 0:
         return "(no file: no elements)"
     if kind == "nested":
-        return f"{node['file']} + {node['shape_file']}"
+        return f"{_shorten(node['file'])} + {_shorten(node['shape_file'])}"
     if kind == "tensor" and node["file"] != f"{node['key']}.memmap":
-        return f"-> {node['file']}"
+        return f"-> {_shorten(node['file'])}"
     return ""
 
 
@@ -331,7 +333,15 @@ def _shape(shape) -> str:
 
 
 def show_key(key: str) -> str:
-    """A key as printed in the tree: itself, or its repr if it is empty or unprintable."""
-    if key and key.isprintable() and key.strip() == key and "/" not in key:
-        return key
-    return repr(key)
+    """A key as printed in the tree: itself, or its repr when it could be misread.
+
+    The repr is used for the empty key, keys with unprintable characters, outer spaces
+    or a ``/``. A long key is shortened in the middle (``--json`` has it whole).
+    """
+    if not (key and key.isprintable() and key.strip() == key and "/" not in key):
+        key = repr(key)
+    return _shorten(key)
+
+
+def _shorten(text: str, width: int = 48) -> str:
+    return text if len(text) <= width else text[: width - 15] + "..." + text[-12:]
