@@ -8,6 +8,7 @@ from tensordict._ops.torch_function import cat, stack
 from tensordict._td import TensorDict
 from tensordict.base import NO_DEFAULT, TensorDictBase, is_tensor_collection
 from tensordict.memmap.tensor import MemoryMappedTensor
+from tensordict.tensorclass import is_tensorclass, tensorclass
 
 __all__ = [
     "NO_DEFAULT",
@@ -19,8 +20,10 @@ __all__ = [
     "TensorDictBase",
     "cat",
     "is_tensor_collection",
+    "is_tensorclass",
     "lazy_stack",
     "stack",
+    "tensorclass",
     "unravel_key",
     "unravel_key_list",
 ]

@@ -54,3 +54,16 @@ class MemmapNotFoundError(TensorDictError, FileNotFoundError):
 
 class NotMemmapError(TensorDictError, RuntimeError):
     """A memory-mapping method was called on a tensordict that is not memory-mapped."""
+
+
+class UnknownFieldError(TensorDictError, AttributeError, TypeError, ValueError):
+    """A name that is not a field of the tensorclass was given as one.
+
+    It subclasses ``TypeError`` (what a dataclass raises for an unexpected keyword
+    argument), ``AttributeError`` (what the well-known API raises when setting it)
+    and ``ValueError`` (what it raises from ``update``).
+    """
+
+
+class ReservedFieldError(TensorDictError, AttributeError):
+    """A field is named like a tensordict method or attribute, and ``shadow`` is off."""

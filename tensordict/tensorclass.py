@@ -1,0 +1,984 @@
+"""``@tensorclass``: dataclass-like classes whose instances carry a tensordict.
+
+A decorated class keeps its annotated fields in a :class:`TensorDict` (the
+instance's ``_tensordict``): tensors, sub-tensordicts and other tensorclass
+instances as they are, every other value (a string, a number with ``nocast``, a
+dict, any object) as a :class:`NonTensorData` entry that reads back as the
+Python value. A field set to ``None`` holds no entry. Every tensordict method
+works on an instance and returns an instance of the class where it would return
+a tensordict (indexing, ``torch.stack``, reshaping, ``to``, ``apply``,
+``clone``, comparisons, ``memmap``, ...).
+
+On disk a tensorclass is a folder holding ``meta.json`` with only ``"_type"``
+(``str(cls)``, e.g. ``"<class 'mymodule.Frame'>"``) and its tensordict in the
+sub-folder ``_tensordict/``. Decorating a class registers it under that string,
+so that loading finds it without importing anything; a folder naming a class
+that was never decorated in this process fails with an error naming the class.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import inspect
+import os
+from collections.abc import Mapping
+
+import torch
+
+from tensordict._keys import _key_parts
+from tensordict._nontensor import NonTensorData
+from tensordict._ops.torch_function import cat as _td_cat
+from tensordict._ops.torch_function import dispatch as _dispatch
+from tensordict._ops.torch_function import stack as _td_stack
+from tensordict._td import TensorDict
+from tensordict.base import TensorDictBase, _dtype_short, is_tensor_collection
+from tensordict.errors import MemmapFormatError, ReservedFieldError, UnknownFieldError
+from tensordict.memmap import _io
+from tensordict.memmap import format as fmt
+
+# str(cls) -> the decorated class, for every tensorclass decorated in this process.
+_REGISTRY: dict = {}
+
+
+def is_tensorclass(obj) -> bool:
+    """Returns True if ``obj`` (an instance or a class) is a ``@tensorclass``.
+
+    Examples:
+        >>> @tensorclass
+        ... class Point:
+        ...     xy: torch.Tensor
+        >>> is_tensorclass(Point), is_tensorclass(Point(xy=torch.zeros(2)))
+        (True, True)
+        >>> is_tensorclass(TensorDict())
+        False
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return getattr(cls, "_is_tensorclass", False) is True and hasattr(cls, "_tc_fields")
+
+
+def _is_tc(value) -> bool:
+    return hasattr(type(value), "_tc_fields")
+
+
+def _unwrap(value):
+    return value._tensordict if _is_tc(value) else value
+
+
+def _is_key(index) -> bool:
+    if type(index) is str:
+        return True
+    return type(index) is tuple and bool(index) and all(type(i) is str for i in index)
+
+
+# ====================================================================== fields
+class _Field:
+    """The descriptor of one field: reads and writes the instance's tensordict entry."""
+
+    __slots__ = ("name", "default")
+
+    def __init__(self, name: str, default) -> None:
+        self.name = name
+        self.default = default
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            # Like a dataclass: the class attribute is the default, when there is one.
+            if self.default is dataclasses.MISSING:
+                msg = f"type object {owner.__name__!r} has no attribute {self.name!r}"
+                raise AttributeError(msg)
+            return self.default
+        value = obj._tensordict._get_str(self.name, None)
+        if type(value) is NonTensorData:
+            return value.data
+        return value
+
+    def __set__(self, obj, value) -> None:
+        obj._set_field(self.name, value)
+
+
+def _field_value(cls, value):
+    """What a field stores for ``value`` (``None`` stores nothing)."""
+    if value is None or isinstance(value, (torch.Tensor, TensorDictBase, NonTensorData)):
+        return value
+    if _is_tc(value):
+        return value
+    if isinstance(value, Mapping):
+        return NonTensorData(value)  # a dict is a value of the field, not a sub-tensordict
+    if cls._tc_nocast and isinstance(value, (bool, int, float, complex, str)):
+        return NonTensorData(value)
+    return value  # the tensordict converts numbers and arrays to tensors, the rest to NonTensorData
+
+
+def _unknown_field(cls, name: str, what: str) -> UnknownFieldError:
+    msg = (
+        f"{what} {name!r}: {cls.__name__} has no such field; its fields are "
+        f"{list(cls._tc_fields)}. Declare it in the class body with an annotation "
+        f"(e.g. '{name}: torch.Tensor = None')"
+    )
+    return UnknownFieldError(msg)
+
+
+def _check_key(cls, key, what: str) -> None:
+    first = key if type(key) is str else _key_parts(key)[0]
+    if first not in cls._tc_field_set:
+        raise _unknown_field(cls, first, what)
+
+
+# ====================================================================== method forwarding
+# Methods whose result is an entry (maybe a sub-tensordict), never a new instance.
+_RAW_RESULT = frozenset({"pop", "setdefault", "get_non_tensor"})
+
+# Methods that add keys: key argument position (and keyword name), checked against the fields.
+_KEY_ADDERS = {
+    "setdefault": (0, "key"),
+    "make_memmap": (0, "key"),
+    "make_memmap_from_tensor": (0, "key"),
+    "make_memmap_from_storage": (0, "key"),
+    "rename_key_": (1, "new_key"),
+}
+
+_OPERATORS = (
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+    "__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__",
+    "__mul__", "__rmul__", "__imul__", "__truediv__", "__rtruediv__", "__itruediv__",
+    "__floordiv__", "__mod__", "__pow__", "__rpow__", "__ipow__", "__matmul__",
+    "__and__", "__or__", "__xor__", "__neg__", "__abs__", "__invert__",
+)  # fmt: skip
+
+
+def _forward(self, name: str, method):
+    cls = type(self)
+    adder = _KEY_ADDERS.get(name)
+
+    def call(*args, **kwargs):
+        if adder is not None:
+            pos, kw = adder
+            key = args[pos] if len(args) > pos else kwargs.get(kw)
+            if key is not None:
+                _check_key(cls, key, f"cannot add the key {key!r} with {name}():")
+        args = tuple(_unwrap(a) for a in args)
+        if kwargs:
+            kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
+        result = method(*args, **kwargs)
+        return result if name in _RAW_RESULT else self._wrap(result)
+
+    call.__name__ = name
+    call.__doc__ = method.__doc__
+    return call
+
+
+def _make_operator(name: str):
+    def op(self, *args):
+        result = getattr(self._tensordict, name)(*(_unwrap(a) for a in args))
+        if result is NotImplemented:
+            return NotImplemented
+        return self._wrap(result)
+
+    op.__name__ = name
+    op.__doc__ = f"``{name}`` of the tensordict, as an instance of the class."
+    return op
+
+
+# ====================================================================== the methods every tensorclass gets
+class _TensorClassMethods:
+    """Holds the methods copied onto each decorated class (a class the user defines wins)."""
+
+    _is_tensorclass = True
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def _from_tensordict(cls, td):
+        """Wraps ``td`` without copying or checking anything."""
+        obj = object.__new__(cls)
+        obj.__dict__["_tensordict"] = td
+        return obj
+
+    def _wrap(self, result):
+        """The result of a tensordict method, as this class where it is a tensordict."""
+        if result is self._tensordict:
+            return self
+        if isinstance(result, TensorDictBase):
+            return type(self)._from_tensordict(result)
+        if type(result) in (tuple, list) and result and isinstance(result[0], TensorDictBase):
+            return type(result)(self._wrap(r) for r in result)
+        return result
+
+    @classmethod
+    def from_tensordict(cls, tensordict, non_tensordict: dict | None = None, safe: bool = True):
+        """Returns an instance holding ``tensordict`` (shared, not copied).
+
+        Args:
+            tensordict (TensorDictBase): the entries; each top-level key must be a field.
+            non_tensordict (dict, optional): more field values, set after wrapping.
+            safe (bool, optional): accepted for compatibility.
+
+        Raises:
+            UnknownFieldError: if a key is not a field (a ``ValueError`` and ``TypeError``).
+
+        Examples:
+            >>> frame = Frame.from_tensordict(TensorDict(pixels=torch.zeros(2, 3), batch_size=[2]))
+            >>> frame.pixels.shape
+            torch.Size([2, 3])
+        """
+        if not isinstance(tensordict, TensorDictBase):
+            msg = f"{cls.__name__}.from_tensordict() needs a tensordict, got {type(tensordict).__name__}"
+            raise TypeError(msg)
+        for key in tensordict.keys():
+            if key not in cls._tc_field_set:
+                raise _unknown_field(cls, key, "cannot wrap the tensordict entry")
+        obj = cls._from_tensordict(tensordict)
+        for name, value in (non_tensordict or {}).items():
+            if name not in cls._tc_field_set:
+                raise _unknown_field(cls, name, "cannot set")
+            obj._set_field(name, value)
+        return obj
+
+    @classmethod
+    def from_dict(
+        cls,
+        input_dict,
+        *,
+        auto_batch_size: bool | None = None,
+        batch_size=None,
+        device=None,
+        batch_dims: int | None = None,
+        names=None,
+    ):
+        """Builds an instance from a (nested) dict of field values.
+
+        Fields missing from ``input_dict`` are ``None`` (their declared defaults are
+        not used, as in the well-known API). Nested dicts become sub-tensordicts.
+
+        Args:
+            input_dict (dict): field name to value.
+
+        Keyword Args:
+            auto_batch_size (bool, optional): infer the batch size from the leaves when
+                ``batch_size`` is not given. Defaults to ``None`` (no: ``[]``).
+            batch_size (sequence of int, optional): the batch size.
+            device (torch.device, optional): the device.
+            batch_dims (int, optional): with ``auto_batch_size``, keep at most this many dims.
+            names (list of str, optional): the batch dimension names.
+
+        Raises:
+            UnknownFieldError: if a key is not a field.
+
+        Examples:
+            >>> Frame.from_dict({"pixels": torch.zeros(3, 2), "label": torch.zeros(3)}, batch_size=[3]).batch_size
+            torch.Size([3])
+        """
+        if not isinstance(input_dict, Mapping):
+            msg = f"{cls.__name__}.from_dict() needs a dict, got {type(input_dict).__name__}"
+            raise TypeError(msg)
+        for key in input_dict:
+            if key not in cls._tc_field_set:
+                raise _unknown_field(cls, key, "cannot set")
+        source = {}
+        for key, value in input_dict.items():
+            value = value if isinstance(value, Mapping) else _field_value(cls, value)
+            if value is not None:
+                source[key] = value
+        td = TensorDict(source, batch_size=batch_size, device=device)
+        if batch_size is None and (auto_batch_size or batch_dims is not None):
+            td.auto_batch_size_(batch_dims)
+        if names is not None:
+            td.names = names
+        return cls._from_tensordict(td)
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """Returns a copy of the data as a plain tensordict (fields set to ``None`` are left out)."""
+        return self._tensordict.clone()
+
+    # ------------------------------------------------------------------ attributes
+    def _set_field(self, name: str, value) -> None:
+        value = _field_value(type(self), value)
+        td = self._tensordict
+        if value is None:
+            if td._get_str(name, None) is not None:
+                td._del_str(name)
+            return
+        td._set_str(name, value, inplace=False, validated=False)
+
+    def __setattr__(self, name: str, value) -> None:
+        cls = type(self)
+        if name in cls._tc_field_set:
+            if cls._tc_frozen:
+                msg = f"cannot assign to field {name!r}: {cls.__name__} is frozen"
+                raise dataclasses.FrozenInstanceError(msg)
+            self._set_field(name, value)
+        elif name.startswith("_") or hasattr(cls, name):
+            object.__setattr__(self, name, value)
+        else:
+            raise _unknown_field(cls, name, "cannot set the attribute")
+
+    def __getattr__(self, name: str):
+        # Only reached when normal lookup fails: forward public tensordict attributes.
+        if name.startswith("_"):
+            msg = f"{type(self).__name__!r} object has no attribute {name!r}"
+            raise AttributeError(msg)
+        td = self.__dict__.get("_tensordict")
+        try:
+            attr = getattr(td, name)
+        except AttributeError:
+            msg = (
+                f"{type(self).__name__!r} object has no attribute or field {name!r}; its fields are "
+                f"{list(type(self)._tc_fields)}"
+            )
+            raise AttributeError(msg) from None
+        if callable(attr):
+            return _forward(self, name, attr)
+        return attr
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | {n for n in dir(TensorDict) if n[0] != "_"})
+
+    @property
+    def batch_size(self) -> torch.Size:
+        """The batch size of the instance's tensordict (settable)."""
+        return self._tensordict.batch_size
+
+    @batch_size.setter
+    def batch_size(self, value) -> None:
+        self._tensordict.batch_size = value
+
+    @property
+    def shape(self) -> torch.Size:
+        """The batch size."""
+        return self._tensordict.batch_size
+
+    @property
+    def device(self):
+        """The device of the instance's tensordict, or ``None``."""
+        return self._tensordict.device
+
+    @property
+    def names(self):
+        """The names of the batch dimensions (settable)."""
+        return self._tensordict.names
+
+    @names.setter
+    def names(self, value) -> None:
+        self._tensordict.names = value
+
+    @property
+    def is_locked(self) -> bool:
+        """True when the instance's tensordict is locked."""
+        return self._tensordict.is_locked
+
+    @property
+    def batch_dims(self) -> int:
+        """The number of batch dimensions."""
+        return self._tensordict.batch_dims
+
+    ndim = batch_dims
+
+    def get(self, key, default=None):
+        """Returns the value at ``key`` (a field, or a nested key), ``default`` when missing.
+
+        A non-tensor field reads back as its Python value.
+        """
+        value = self._tensordict.get(key, default)
+        return value.data if type(value) is NonTensorData else value
+
+    def set(self, key, value, inplace: bool = False, **kwargs):
+        """Sets a field (or a nested key under a field) and returns the instance.
+
+        Raises:
+            UnknownFieldError: if ``key`` (its first part) is not a field.
+            RuntimeError: if a tensor's leading dims do not match the batch size.
+        """
+        cls = type(self)
+        _check_key(cls, key, "cannot set")
+        if type(key) is str and not inplace:
+            if cls._tc_frozen:
+                msg = f"cannot assign to field {key!r}: {cls.__name__} is frozen"
+                raise dataclasses.FrozenInstanceError(msg)
+            self._set_field(key, value)
+        else:
+            self._tensordict.set(key, _field_value(cls, _unwrap(value)), inplace=inplace, **kwargs)
+        return self
+
+    def update(self, input_dict_or_td, clone: bool = False, inplace: bool = False, **kwargs):
+        """Writes the entries of a dict, tensordict or instance into this one and returns it.
+
+        Raises:
+            UnknownFieldError: if a top-level key is not a field.
+        """
+        source = _unwrap(input_dict_or_td)
+        for key in source.keys():
+            _check_key(type(self), key, "cannot update")
+        self._tensordict.update(source, clone=clone, inplace=inplace, **kwargs)
+        return self
+
+    # ------------------------------------------------------------------ container protocol
+    def __getitem__(self, index):
+        if _is_key(index):
+            msg = (
+                f"{type(self).__name__} is indexed along its batch dimensions; read the field "
+                f"{index!r} as an attribute or with get({index!r})"
+            )
+            raise ValueError(msg)
+        return type(self)._from_tensordict(self._tensordict[index])
+
+    def __setitem__(self, index, value) -> None:
+        if _is_key(index):
+            msg = (
+                f"{type(self).__name__} is indexed along its batch dimensions; set the field "
+                f"{index!r} as an attribute or with set({index!r}, value)"
+            )
+            raise ValueError(msg)
+        self._tensordict[index] = _unwrap(value)
+
+    def __len__(self) -> int:
+        return len(self._tensordict)
+
+    def __iter__(self):
+        wrap = type(self)._from_tensordict
+        return map(wrap, iter(self._tensordict))
+
+    def __contains__(self, key) -> bool:
+        return key in self._tensordict
+
+    def __bool__(self) -> bool:
+        msg = (
+            f"the truth value of a {type(self).__name__} is ambiguous: use tc.all(), tc.any() or "
+            "tc.is_empty()"
+        )
+        raise RuntimeError(msg)
+
+    __hash__ = object.__hash__
+
+    def __copy__(self):
+        return type(self)._from_tensordict(copy.copy(self._tensordict))
+
+    def __deepcopy__(self, memo):
+        return type(self)._from_tensordict(self._tensordict.clone())
+
+    def __repr__(self) -> str:
+        td = self._tensordict
+        extra = ""
+        if td.device is not None:
+            extra += f", device={td.device}"
+        if td.names is not None and any(n is not None for n in td.names):
+            extra += f", names={td.names}"
+        size = ",".join(str(s) for s in td.batch_size)
+        return f"{type(self).__name__}(batch_size=[{size}]{extra}, fields={_fields_repr(self)})"
+
+    # ------------------------------------------------------------------ torch functions
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return _dispatch(func, types, args, kwargs or {})
+
+    @classmethod
+    def _members(cls, items, what: str) -> list:
+        items = list(items)
+        for i, item in enumerate(items):
+            if type(item) is not type(items[0]):
+                msg = (
+                    f"cannot {what} a {type(items[0]).__name__} with a {type(item).__name__} "
+                    f"(item {i}); every item must be an instance of the same class"
+                )
+                raise TypeError(msg)
+        return [item._tensordict for item in items]
+
+    @classmethod
+    def _stack_members(cls, items, dim: int = 0, *, out=None):
+        """``torch.stack`` of instances: their tensordicts stacked, as the class."""
+        tds = cls._members(items, "stack")
+        result = _td_stack(tds, dim, out=None if out is None else _unwrap(out))
+        return out if out is not None else type(items[0])._from_tensordict(result)
+
+    @classmethod
+    def _cat_members(cls, items, dim: int = 0, *, out=None):
+        """``torch.cat`` of instances: their tensordicts concatenated, as the class."""
+        tds = cls._members(items, "concatenate")
+        result = _td_cat(tds, dim, out=None if out is None else _unwrap(out))
+        return out if out is not None else type(items[0])._from_tensordict(result)
+
+    # ------------------------------------------------------------------ tensordict internals
+    def _fast_apply(self, fn, *others, **kwargs):
+        td = self._tensordict
+        result = td._fast_apply(fn, *(_unwrap(o) for o in others), **kwargs)
+        if result is None or result is td:
+            return self
+        return type(self)._from_tensordict(result)
+
+    def _propagate_lock(self, locked: bool) -> None:
+        self._tensordict._propagate_lock(locked)
+
+    # ------------------------------------------------------------------ memory mapping
+    @property
+    def _mm(self):
+        return getattr(self._tensordict, "_mm", None)
+
+    def _folder(self) -> str | None:
+        """The folder this instance was memory-mapped to or loaded from, or ``None``."""
+        level = self._mm
+        if level is None or level.path is None:
+            return None
+        head, tail = os.path.split(level.path)
+        return head if tail == fmt.TENSORCLASS_DATA else None
+
+    def memmap(
+        self,
+        prefix=None,
+        copy_existing: bool = False,
+        *,
+        num_threads: int = 0,
+        return_early: bool = False,
+        share_non_tensor: bool = False,
+        existsok: bool = True,
+        robust_key: bool | None = None,
+    ):
+        """Returns a memory-mapped, locked copy written to ``prefix`` (or shared memory).
+
+        The folder gets ``meta.json`` (``{"_type": str(cls)}``) and the data in
+        ``_tensordict/``. See :meth:`TensorDictBase.memmap` for the arguments.
+
+        Examples:
+            >>> frame.memmap("/tmp/frame").saved_path
+            '/tmp/frame/_tensordict'
+        """
+        out = _io.write_tree(
+            self,
+            prefix,
+            like=False,
+            inplace=False,
+            num_threads=num_threads,
+            existsok=existsok,
+            robust_key=robust_key,
+        )
+        return _done(out) if return_early else out
+
+    def memmap_(
+        self,
+        prefix=None,
+        copy_existing: bool = False,
+        *,
+        num_threads: int = 0,
+        return_early: bool = False,
+        share_non_tensor: bool = False,
+        existsok: bool = True,
+        robust_key: bool | None = None,
+    ):
+        """Memory-maps the instance in place (into its own folder when ``prefix`` is None) and locks it."""
+        if prefix is None:
+            prefix = self._folder()
+        out = _io.write_tree(
+            self,
+            prefix,
+            like=False,
+            inplace=True,
+            num_threads=num_threads,
+            existsok=existsok,
+            robust_key=robust_key,
+        )
+        return _done(out) if return_early else out
+
+    def memmap_like(
+        self,
+        prefix=None,
+        copy_existing: bool = False,
+        *,
+        existsok: bool = True,
+        num_threads: int = 0,
+        return_early: bool = False,
+        share_non_tensor: bool = False,
+        robust_key: bool | None = None,
+    ):
+        """Returns a memory-mapped instance of the same layout, filled with zeros (fresh files)."""
+        out = _io.write_tree(
+            self,
+            prefix,
+            like=True,
+            inplace=False,
+            num_threads=num_threads,
+            existsok=existsok,
+            robust_key=robust_key,
+        )
+        return _done(out) if return_early else out
+
+    def save(self, prefix=None, copy_existing: bool = False, *, num_threads: int = 0, **kwargs):
+        """Alias of :meth:`memmap`."""
+        return self.memmap(prefix, copy_existing, num_threads=num_threads, **kwargs)
+
+    dumps = save
+
+    @classmethod
+    def load_memmap(
+        cls,
+        prefix,
+        device=None,
+        non_blocking: bool = False,
+        *,
+        out=None,
+        robust_key: bool | None = None,
+        allow_pickle: bool = False,
+    ):
+        """Opens a memory-mapped folder as an instance of this class, without copying.
+
+        The folder may be a tensorclass folder (its data is in ``_tensordict/``),
+        whatever class its ``meta.json`` names (this class need not be the one
+        registered for it), or a plain tensordict folder whose keys are fields.
+        The result is unlocked and memory-mapped. See
+        :meth:`TensorDictBase.load_memmap` for the arguments.
+
+        Raises:
+            FileNotFoundError: if the folder or a ``meta.json`` is missing.
+            ValueError: if the folder breaks the format, or holds keys that are not fields.
+
+        Examples:
+            >>> Frame.load_memmap("/tmp/frame").pixels.shape
+            torch.Size([4, 2, 2])
+        """
+        folder = os.path.abspath(os.fspath(prefix))
+        if os.path.islink(folder):
+            msg = f"refusing to load {folder!r}: it is a symbolic link"
+            raise MemmapFormatError(msg)
+        meta, stat = fmt.read_meta(folder)
+        options = _io._Options(robust_key, allow_pickle, None)
+        if _is_tensorclass_meta(meta):
+            obj = _load_as(cls, folder, meta, stat, options)
+        else:
+            loaded = _io.load_folder(folder, meta, stat, options)
+            if _is_tc(loaded):
+                loaded = loaded._tensordict
+            if not isinstance(loaded, TensorDictBase):
+                msg = f"cannot load {folder!r} as {cls.__name__}: it holds a {type(loaded).__name__}, not a tensordict"
+                raise MemmapFormatError(msg)
+            _io.fix_batch_sizes(loaded)
+            obj = cls.from_tensordict(loaded)
+        if device is not None and torch.device(device).type != "cpu":
+            obj = obj.to(device, non_blocking=non_blocking)
+        if out is not None:
+            out.update_(obj._tensordict)
+            return out
+        return obj
+
+    @classmethod
+    def load(cls, prefix, device=None, non_blocking: bool = False, *, out=None, **kwargs):
+        """Alias of :meth:`load_memmap`."""
+        return cls.load_memmap(prefix, device, non_blocking, out=out, **kwargs)
+
+    def load_memmap_(self, prefix=None, **kwargs):
+        """Loads the folder ``prefix`` into this instance (or re-reads its own folder) and returns it."""
+        if prefix is None:
+            return self.memmap_refresh_()
+        self.__dict__["_tensordict"] = type(self).load_memmap(prefix, **kwargs)._tensordict
+        return self
+
+    def memmap_refresh_(self):
+        """Re-reads the instance's folder in place (see :meth:`TensorDictBase.memmap_refresh_`) and returns it."""
+        self._tensordict.memmap_refresh_()
+        return self
+
+    # Hooks of tensordict.memmap._io, called as type(obj)._memmap_*(obj, ...).
+    def _memmap_plan(self, folder, plan, robust_key, existsok: bool, like: bool) -> None:
+        inner = None if folder is None else os.path.join(folder, fmt.TENSORCLASS_DATA)
+        _io._plan_level(self._tensordict, inner, plan, robust_key, existsok, like)
+        plan.folders.append((folder, self))
+
+    def _memmap_names(self) -> set:
+        return {fmt.TENSORCLASS_DATA}
+
+    def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
+        inner = None if folder is None else os.path.join(folder, fmt.TENSORCLASS_DATA)
+        td = _io._rebuild(self._tensordict, inner, replacement, inplace, robust_key)
+        if inplace:
+            self.__dict__["_tensordict"] = td
+            return self
+        return type(self)._from_tensordict(td)
+
+    def _memmap_write_meta(self, folder: str, robust_key) -> None:
+        _io._write_levels(self._tensordict, os.path.join(folder, fmt.TENSORCLASS_DATA), robust_key)
+        fmt.write_meta_dict(folder, {"_type": str(type(self))})
+
+    def _memmap_refresh(self) -> None:
+        self._tensordict.memmap_refresh_()
+
+
+def _done(value):
+    from concurrent.futures import Future
+
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def _entry_repr(value, batch_dims: int) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, NonTensorData):
+        return type(value.data).__name__
+    if isinstance(value, torch.Tensor):
+        try:
+            feature = ",".join(str(s) for s in value.shape[batch_dims:])
+        except RuntimeError:  # a nested tensor without a dense shape
+            return f"{_dtype_short(value.dtype)}[nested]"
+        return f"{_dtype_short(value.dtype)}[{feature}]"
+    extra = list(value.batch_size[batch_dims:])
+    dims = f"{extra} " if extra else ""
+    if _is_tc(value):
+        return f"{dims}{type(value).__name__}{_fields_repr(value)}"
+    return f"{dims}{value._fields_repr()}"
+
+
+def _fields_repr(obj) -> str:
+    td = obj._tensordict
+    bd = td.batch_dims
+    fields = type(obj)._tc_fields
+    parts = [f"{name}: {_entry_repr(td._get_str(name, None), bd)}" for name in fields]
+    parts += [f"{k}: {_entry_repr(v, bd)}" for k, v in td._items_level() if k not in fields]
+    return "{" + ", ".join(parts) + "}"
+
+
+# ====================================================================== loading
+def _is_tensorclass_meta(meta: dict) -> bool:
+    return (
+        isinstance(meta.get("_type"), str)
+        and "_class" not in meta
+        and "shape" not in meta
+        and not meta.get("_is_non_tensor")
+    )
+
+
+def _load_as(cls, folder: str, meta: dict, stat, options):
+    """Loads the tensorclass folder ``folder`` as an instance of ``cls``."""
+    inner_folder = fmt.child_path(folder, fmt.TENSORCLASS_DATA)
+    try:
+        inner_meta, inner_stat = fmt.read_meta(inner_folder)
+    except FileNotFoundError as err:
+        msg = (
+            f"cannot load {folder!r} as {cls.__name__}: a tensorclass folder holds its data in "
+            f"{fmt.TENSORCLASS_DATA}/, which is missing or has no meta.json"
+        )
+        raise type(err)(msg) from err
+    inner = _io.load_folder(inner_folder, inner_meta, inner_stat, options)
+    if not isinstance(inner, TensorDictBase):
+        msg = f"{inner_folder!r} must hold a tensordict, got a {type(inner).__name__}"
+        raise MemmapFormatError(msg)
+    _io.fix_batch_sizes(inner)
+    return cls._from_tensordict(inner)
+
+
+# ====================================================================== the decorator
+def _reserved_names() -> frozenset:
+    public = {n for n in dir(TensorDict) if not n.startswith("_")}
+    public |= {n for n in vars(_TensorClassMethods) if not n.startswith("_")}
+    return frozenset(public)
+
+
+_RESERVED = _reserved_names()
+_MANDATORY = frozenset({"__init__", "__setattr__", "__getattr__", "_is_tensorclass"})
+_CLASS_METADATA = frozenset(
+    {"__dict__", "__weakref__", "__module__", "__qualname__", "__doc__", "__firstlineno__",
+     "__static_attributes__", "__annotations__"}
+)  # fmt: skip
+
+
+def _user_defined(cls, name: str) -> bool:
+    """True when a class of ``cls``'s MRO (not ``object``) defines ``name`` itself, not copied by us."""
+    ours = vars(_TensorClassMethods).get(name)
+    for klass in cls.__mro__[:-1]:
+        if name in vars(klass):
+            value = vars(klass)[name]
+            return value is not ours and getattr(value, "_tc_generated", False) is not True
+    return False
+
+
+def _make_init(cls, fields: list):
+    init_fields = [f for f in fields if f.init]
+    positional = [f.name for f in init_fields if not f.kw_only]
+    required = [f.name for f in init_fields if _is_required(f)]
+    field_set = frozenset(f.name for f in init_fields)
+    n_pos = len(positional)
+
+    def __init__(self, *args, batch_size=None, device=None, names=None, **kwargs):  # noqa: N807
+        if len(args) > n_pos:
+            msg = (
+                f"{cls.__name__}.__init__() takes {n_pos + 1} positional arguments but "
+                f"{len(args) + 1} were given (batch_size, device and names are keyword-only)"
+            )
+            raise TypeError(msg)
+        values = dict(zip(positional, args))
+        for key, value in kwargs.items():
+            if key not in field_set:
+                raise _unknown_field(
+                    cls, key, f"{cls.__name__}.__init__() got the keyword argument"
+                )
+            if key in values:
+                msg = f"{cls.__name__}.__init__() got multiple values for argument {key!r}"
+                raise TypeError(msg)
+            values[key] = value
+        missing = [name for name in required if name not in values]
+        if missing:
+            listed = ", ".join(repr(m) for m in missing)
+            msg = f"{cls.__name__}.__init__() missing {len(missing)} required argument(s): {listed}"
+            raise TypeError(msg)
+        source = {}
+        for field in fields:
+            if field.name in values:
+                value = values[field.name]
+            elif field.default_factory is not dataclasses.MISSING:
+                value = field.default_factory()
+            elif field.default is not dataclasses.MISSING:
+                value = field.default
+            else:
+                value = None
+            value = _field_value(cls, value)
+            if value is not None:
+                source[field.name] = value
+        td = TensorDict(source, batch_size=batch_size, device=device, names=names)
+        self.__dict__["_tensordict"] = td
+        post_init = getattr(self, "__post_init__", None)
+        if post_init is not None:
+            post_init()
+        if type(self)._tc_frozen:
+            td.lock_()
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for field in init_fields:
+        kind = (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD
+            if field.name in positional
+            else inspect.Parameter.KEYWORD_ONLY
+        )
+        default = inspect.Parameter.empty if _is_required(field) else _default_of(field)
+        params.append(inspect.Parameter(field.name, kind, default=default))
+    for extra in ("batch_size", "device", "names"):
+        params.append(inspect.Parameter(extra, inspect.Parameter.KEYWORD_ONLY, default=None))
+    params.sort(key=lambda p: p.kind)  # keyword-only after positional, order kept otherwise
+    __init__.__signature__ = inspect.Signature(params)
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__doc__ = f"Builds a {cls.__name__} from its fields; see the class docstring."
+    __init__._tc_generated = True
+    return __init__
+
+
+def _is_required(field) -> bool:
+    return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+
+
+def _default_of(field):
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    return field.default_factory
+
+
+def tensorclass(
+    cls=None,
+    /,
+    *,
+    frozen: bool = False,
+    nocast: bool = False,
+    shadow: bool = False,
+    kw_only: bool = False,
+):
+    """Turns an annotated class into a tensorclass: a dataclass whose data lives in a tensordict.
+
+    Each annotated attribute is a field (``ClassVar`` and non-annotated class
+    attributes stay plain class attributes). An instance is built with its fields
+    (positionally or by name) and the keyword-only ``batch_size``, ``device`` and
+    ``names``; a field without a default is required, one with a default (or a
+    ``default_factory``) may be left out, and a field set to ``None`` holds no
+    entry. Tensors must start with the batch size. Non-tensor values (strings,
+    dicts, any object) are stored as :class:`NonTensorData` and read back as the
+    value. Every :class:`TensorDict` method is available on an instance, and
+    returns an instance of the class where it would return a tensordict.
+
+    The class is registered under ``str(cls)`` so that ``TensorDict.load_memmap``
+    recognises its folders; ``Cls.load_memmap`` loads a folder as ``Cls`` directly.
+
+    Args:
+        cls (type): the class to decorate (omit it to pass options:
+            ``@tensorclass(frozen=True)``).
+
+    Keyword Args:
+        frozen (bool, optional): fields cannot be reassigned and the tensordict is
+            locked after ``__init__``. Defaults to False.
+        nocast (bool, optional): store Python numbers and strings as non-tensor
+            values instead of converting numbers to tensors. Defaults to False.
+        shadow (bool, optional): allow fields named like a tensordict method or
+            attribute (the field hides it). Defaults to False.
+        kw_only (bool, optional): every field is keyword-only. Defaults to False.
+
+    Returns:
+        The class itself, modified in place.
+
+    Raises:
+        ReservedFieldError: if a field is named like a tensordict attribute and
+            ``shadow`` is False (an ``AttributeError``).
+
+    Examples:
+        >>> @tensorclass
+        ... class Frame:
+        ...     pixels: torch.Tensor
+        ...     label: torch.Tensor
+        ...     source: str = "camera"
+        >>> frame = Frame(pixels=torch.zeros(4, 2, 2), label=torch.arange(4), batch_size=[4])
+        >>> frame[1:3].label
+        tensor([1, 2])
+        >>> torch.stack([frame, frame]).batch_size
+        torch.Size([2, 4])
+        >>> frame.source
+        'camera'
+    """
+    options = {"frozen": frozen, "nocast": nocast, "shadow": shadow, "kw_only": kw_only}
+    if cls is None:
+        return functools.partial(_decorate, **options)
+    return _decorate(cls, **options)
+
+
+def _decorate(cls, *, frozen: bool, nocast: bool, shadow: bool, kw_only: bool):
+    if not isinstance(cls, type):
+        msg = f"@tensorclass decorates a class, got {type(cls).__name__}"
+        raise TypeError(msg)
+    cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only)
+    fields = dataclasses.fields(cls)
+    for field in fields:
+        if field.name in _RESERVED and not shadow:
+            msg = (
+                f"the field {field.name!r} of {cls.__name__} is named like a tensordict "
+                "attribute; rename it, or pass shadow=True (@tensorclass(shadow=True)) to let "
+                "the field hide it"
+            )
+            raise ReservedFieldError(msg)
+        if field.name in ("_tensordict", "batch_size", "device", "names"):
+            msg = f"the field name {field.name!r} of {cls.__name__} is used by every tensorclass"
+            raise ReservedFieldError(msg)
+    for name, value in vars(_TensorClassMethods).items():
+        if name in _CLASS_METADATA:
+            continue
+        if name in _MANDATORY or not _user_defined(cls, name):
+            setattr(cls, name, value)
+    for name in _OPERATORS:
+        method = getattr(TensorDict, name, None)
+        if method is None or method is getattr(object, name, None):
+            continue
+        if not _user_defined(cls, name):
+            op = _make_operator(name)
+            op._tc_generated = True
+            setattr(cls, name, op)
+    for field in dataclasses.fields(cls):
+        setattr(cls, field.name, _Field(field.name, field.default))
+    cls.__init__ = _make_init(cls, fields)
+    cls._tc_fields = tuple(f.name for f in dataclasses.fields(cls))
+    cls._tc_field_set = frozenset(cls._tc_fields)
+    cls._tc_frozen = frozen
+    cls._tc_nocast = nocast
+    key = str(cls)
+    _REGISTRY[key] = cls
+    _io.LOADERS[key] = functools.partial(_load_as, cls)
+    return cls
+
+
+__all__ = [
+    "NonTensorData",
+    "ReservedFieldError",
+    "UnknownFieldError",
+    "is_tensor_collection",
+    "is_tensorclass",
+    "tensorclass",
+]
