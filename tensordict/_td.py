@@ -21,9 +21,10 @@ from tensordict.base import (
     _is_collection_value,
     _source_items,
 )
-from tensordict.errors import LockedError
+from tensordict.errors import BatchSizeError, LockedError
 
 _Tensor = torch.Tensor
+_no_subclass_dispatch = torch._C.DisableTorchFunctionSubclass
 _Size = torch.Size
 _EMPTY = torch.Size(())
 
@@ -336,9 +337,21 @@ class TensorDict(TensorDictBase):
         return value
 
     def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
+        data = self._tensordict
+        if inplace and isinstance(data.get(key), _Tensor) and not _is_collection_value(value):
+            # Writing into an existing tensor: numbers and broadcastable tensors are fine.
+            current = data[key]
+            if current is not value:
+                try:
+                    current.copy_(value if isinstance(value, _Tensor) else torch.as_tensor(value))
+                except RuntimeError as err:
+                    msg = (
+                        f"cannot write into the entry {key!r} of shape {list(current.shape)}: {err}"
+                    )
+                    raise BatchSizeError(msg) from err
+            return
         if not validated:
             value = self._validate(key, value)
-        data = self._tensordict
         if inplace:
             current = data.get(key)
             if current is not None:
@@ -477,14 +490,28 @@ class TensorDict(TensorDictBase):
         names = None
         if self._names is not None:
             names = index_names(self._names, leaf_index, len(new_size))
-        return TensorDict._new_unsafe(out, new_size, self._device, names)
+        result = TensorDict._new_unsafe(out, new_size, self._device, names)
+        if self._mm is not None and out and all(type(v) is _MMT for v in out.values()):
+            # Views of a memory-mapped tensordict are memory-mapped too, and keep its lock.
+            result._mm = _Level(None)
+            result._locked = self._locked
+        return result
 
     def _set_at(self, index, value) -> None:
         leaf_index, _ = normalize_index(index, self._batch_size)
         data = self._tensordict
         if type(value) is TensorDict and value._tensordict.keys() == data.keys():
-            # The replay-buffer hot path: the same keys, written leaf by leaf.
-            for key, sub in value._tensordict.items():
+            # The replay-buffer hot path: the same keys, written leaf by leaf, after every
+            # shape was checked so that a refused value writes nothing.
+            items = value._tensordict.items()
+            bd, vbd = len(self._batch_size), len(value._batch_size)
+            with _no_subclass_dispatch():  # shapes of memory-mapped leaves, read cheaply
+                for key, sub in items:
+                    current = data[key]
+                    if type(sub) is _Tensor and type(current) is not NonTensorData:
+                        if sub.shape[vbd:] != current.shape[bd:]:
+                            _check_feature_shape(key, sub.shape[vbd:], current.shape[bd:])
+            for key, sub in items:
                 current = data[key]
                 if type(sub) is _Tensor and isinstance(current, _Tensor):
                     current[leaf_index] = sub
@@ -503,10 +530,17 @@ class TensorDict(TensorDictBase):
             if missing and self._locked:
                 msg = f"cannot add the keys {missing} through index assignment: the tensordict is locked"
                 raise LockedError(msg)
+            indexed = len(batch_size_from_dummy(self._batch_size, leaf_index))
+            bd = len(self._batch_size)
+            for key, sub in items:
+                current = data.get(key)
+                if isinstance(current, _Tensor) and isinstance(sub, _Tensor):
+                    vbd = len(value.batch_size) if hasattr(value, "batch_size") else indexed
+                    if sub.shape[vbd:] != current.shape[bd:]:
+                        _check_feature_shape(key, sub.shape[vbd:], current.shape[bd:])
             for key, sub in items:
                 current = data.get(key)
                 if current is None:
-                    indexed = len(batch_size_from_dummy(self._batch_size, leaf_index))
                     current = _zeros_for(sub, self._batch_size, indexed)
                     data[key] = current
                 if isinstance(current, NonTensorData):
@@ -549,28 +583,42 @@ class TensorDict(TensorDictBase):
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_dict(
-        cls, input_dict, batch_size=None, device=None, batch_dims=None, names=None, **kwargs
+        cls,
+        input_dict,
+        batch_size=None,
+        device=None,
+        batch_dims=None,
+        names=None,
+        *,
+        auto_batch_size: bool | None = None,
+        **kwargs,
     ):
-        """Builds a tensordict from a (nested) dict; without ``batch_size`` it is inferred.
+        """Builds a tensordict from a (nested) dict.
 
         Args:
             input_dict (dict): the entries.
-            batch_size (sequence of int, optional): the batch size. Defaults to the
-                longest leading shape that every leaf shares (see :meth:`auto_batch_size_`).
+            batch_size (sequence of int, optional): the batch size. Defaults to ``[]``,
+                or to the inferred one with ``auto_batch_size`` or ``batch_dims``.
             device (torch.device, optional): the device.
-            batch_dims (int, optional): limit the inferred batch size to this many dims.
+            batch_dims (int, optional): infer the batch size, limited to this many dims.
+
+        Keyword Args:
+            auto_batch_size (bool, optional): infer the batch size: the longest leading
+                shape that every leaf shares (see :meth:`auto_batch_size_`).
 
         Examples:
-            >>> TensorDict.from_dict({"a": torch.zeros(3, 4), "b": torch.zeros(3)}).batch_size
-            torch.Size([3])
+            >>> d = {"a": torch.zeros(3, 4), "b": torch.zeros(3)}
+            >>> TensorDict.from_dict(d).batch_size, TensorDict.from_dict(d, auto_batch_size=True).batch_size
+            (torch.Size([]), torch.Size([3]))
         """
+        infer = batch_size is None and (auto_batch_size or batch_dims is not None)
         td = cls(
             input_dict,
             batch_size=batch_size,
             device=device,
-            names=names if batch_size is not None else None,
+            names=None if infer else names,
         )
-        if batch_size is None:
+        if infer:
             td.auto_batch_size_(batch_dims)
             if names is not None:
                 td.names = names
@@ -644,6 +692,20 @@ class TensorDict(TensorDictBase):
         self._mm = state["mm"]
 
 
+def _check_feature_shape(key, given: torch.Size, expected: torch.Size) -> None:
+    """Refuses a value whose feature dims cannot be written into an entry's feature dims."""
+    try:
+        ok = torch.broadcast_shapes(given, expected) == expected
+    except RuntimeError:
+        ok = False
+    if not ok:
+        msg = (
+            f"cannot assign to the entry {key!r}: the value's feature shape {list(given)} does not "
+            f"fit the entry's {list(expected)}; nothing was written"
+        )
+        raise BatchSizeError(msg)
+
+
 def _zeros_for(value, batch_size: torch.Size, indexed_dims: int):
     """A zero entry over the whole batch for a key first given for part of the batch."""
     if isinstance(value, _Tensor):
@@ -674,3 +736,5 @@ def _source_dict(source) -> dict:
 
 
 from tensordict._ops.torch_function import dispatch as _dispatch  # noqa: E402 - needs TensorDict
+from tensordict.memmap._io import _Level  # noqa: E402 - the memmap layer needs TensorDict first
+from tensordict.memmap.tensor import MemoryMappedTensor as _MMT  # noqa: E402

@@ -191,6 +191,8 @@ def _remove_stale(folder: str, keep: set, robust_key) -> None:
             names.add(fmt.file_name(key, fmt.SHAPE_SUFFIX, robust_key))
     if old.get("_class") == fmt.LAZY_CLASS or old.get("_type") == fmt.LAZY_TYPE:
         names.update(n for n in os.listdir(folder) if n.isdigit())
+    elif "_type" in old and "_class" not in old:
+        names.add(fmt.TENSORCLASS_DATA)  # an earlier tensorclass
     for name in names - keep:
         path = os.path.join(folder, name)
         if os.path.islink(path) or os.path.isfile(path):
@@ -440,8 +442,11 @@ def _load_td(folder: str, meta: dict, stat, options: _Options, into=None):
                     try:
                         info = lstat(path)
                     except FileNotFoundError:
-                        if fmt.nbytes(shape, dtype) == 0:
-                            data[key] = _mmt().empty(shape, dtype=dtype)
+                        value = _load_tensor(
+                            folder, key, record, options
+                        )  # legacy names, no elements
+                        if value is not None:
+                            data[key] = value
                         continue
                     numel = shape.numel()
                     if (
@@ -491,6 +496,22 @@ def _entry_file_name(folder: str, key: str, suffix: str, robust_key) -> str:
         raise MemmapFormatError(msg) from err
 
 
+def _existing_name(folder: str, key: str, suffix: str, robust_key) -> str:
+    """The entry's name; when the encoded name is absent, a legacy unencoded name that is on disk.
+
+    Older writers stored keys unencoded. A raw name is used only when it is a plain
+    file name (no ``/``, not ``.`` or ``..``), so it cannot leave the folder.
+    """
+    name = _entry_file_name(folder, key, suffix, robust_key)
+    if robust_key is False or os.path.lexists(os.path.join(folder, name)):
+        return name
+    try:
+        raw = fmt.file_name(key, suffix, False)
+    except ValueError:
+        return name
+    return raw if raw != name and os.path.lexists(os.path.join(folder, raw)) else name
+
+
 def _load_entry(folder: str, key: str, record, options: _Options, previous=None):
     """Loads one entry; None when its file is missing (the entry is dropped)."""
     if not isinstance(record, dict):
@@ -498,19 +519,20 @@ def _load_entry(folder: str, key: str, record, options: _Options, previous=None)
         raise MemmapFormatError(msg)
     kind = record.get("type")
     if kind is not None:
-        path = fmt.child_path(folder, _entry_file_name(folder, key, "", options.robust_key))
+        path = fmt.child_path(folder, _existing_name(folder, key, "", options.robust_key))
         try:
             sub_meta, sub_stat = fmt.read_meta(path)
         except MemmapNotFoundError:
             return None
-        if (
-            previous is not None
-            and hasattr(previous, "_mm")
-            and type(previous).__name__ == "TensorDict"
-            and sub_meta.get("_class") == fmt.TD_CLASS
-        ):
-            _refresh_td(previous, sub_meta, sub_stat, options)
-            return previous
+        if previous is not None and getattr(previous, "_mm", None) is not None:
+            if type(previous).__name__ == "TensorDict" and sub_meta.get("_class") == fmt.TD_CLASS:
+                _refresh_td(previous, sub_meta, sub_stat, options)
+                return previous
+            if hasattr(previous, "_memmap_refresh") and str(type(previous)) == sub_meta.get(
+                "_type"
+            ):
+                previous._memmap_refresh()  # lazy stacks and tensorclasses keep their identity
+                return previous
         return load_folder(path, sub_meta, sub_stat, options)
     return _load_tensor(folder, key, record, options)
 
@@ -519,12 +541,14 @@ def _load_tensor(folder: str, key: str, record: dict, options: _Options):
     where = f"{fmt.meta_path(folder)!r}, entry {key!r}"
     dtype = fmt.parse_dtype(record.get("dtype"), where)
     shape = fmt.parse_shape(record.get("shape"), where)
-    name = _entry_file_name(folder, key, fmt.MEMMAP_SUFFIX, options.robust_key)
+    name = _existing_name(folder, key, fmt.MEMMAP_SUFFIX, options.robust_key)
     path = fmt.child_path(folder, name) if options.robust_key is False else folder + os.sep + name
     from tensordict.memmap.tensor import _open_file
 
     if record.get("is_nested"):
-        shape_path = os.path.join(folder, fmt.file_name(key, fmt.SHAPE_SUFFIX, options.robust_key))
+        shape_path = os.path.join(
+            folder, _existing_name(folder, key, fmt.SHAPE_SUFFIX, options.robust_key)
+        )
         if not os.path.lexists(path):
             return None
         try:
@@ -621,6 +645,8 @@ def _refresh_td(td, meta: dict, stat, options: _Options) -> None:
         refresh(td, options)
         return
     old_meta = {} if level is None else level.meta
+    where = f"{fmt.meta_path(level.path)!r} field 'shape'"
+    td._batch_size = fmt.parse_shape(meta.get("shape", list(td.batch_size)), where)
     data = td._tensordict
     fresh = {}
     inodes: dict = {}
