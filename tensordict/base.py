@@ -853,7 +853,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             >>> (td.apply(lambda x: x * 3)["b", "c"] == 3).all()
             tensor(True)
         """
-        return self._fast_apply(
+        out = self._fast_apply(
             fn,
             *others,
             batch_size=None if batch_size is None else torch.Size(batch_size),
@@ -863,6 +863,14 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             default=default,
             call_on_nested=call_on_nested,
         )
+        if (
+            not inplace
+            and filter_empty is not False
+            and not out._keys_level()
+            and self._keys_level()
+        ):
+            return None  # fn returned None for every leaf
+        return out
 
     def apply_(self, fn: Callable, *others, **kwargs) -> TensorDictBase:
         """Applies ``fn`` to every leaf and stores the results in this tensordict (returns it)."""

@@ -80,6 +80,9 @@ def stack(tds, dim: int = 0, *, out=None):
     """
     tds = _collections(tds, "stack")
     first = tds[0]
+    if out is not None and type(out) is not TensorDict:
+        out.update_(stack(tds, dim))  # a lazy stack or tensorclass: write through its own path
+        return out
     if out is None and type(first) is TensorDict:
         done = _stack_fast(tds, dim)
         if done is not None:

@@ -410,7 +410,9 @@ class MemmapMixin:
             node = sub
         inner = node._tensordict_of()
         level = inner._mm
-        if record is not None and level.path is not None:
+        if level.path is not None and (record is not None or parts[-1] in level.meta):
+            # A new record, or (for an entry that is not recorded) the removal of a stale
+            # record left by an earlier entry of that key, so that it cannot come back.
             level.update({parts[-1]: record})
         if level.taken is not None:
             kind = "nested" if tensor.is_nested else "tensor"
@@ -697,7 +699,7 @@ class MemmapMixin:
             )
             raise RuntimeError(msg)
         tensor = MemoryMappedTensor.from_storage(
-            storage, shape=shape, dtype=dtype, filename=expected
+            storage, shape=shape, dtype=dtype, filename=filename
         )
         shape_path = None
         if nested:
