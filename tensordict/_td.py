@@ -491,7 +491,12 @@ class TensorDict(TensorDictBase):
         if self._names is not None:
             names = index_names(self._names, leaf_index, len(new_size))
         result = TensorDict._new_unsafe(out, new_size, self._device, names)
-        if self._mm is not None and out and all(type(v) is _MMT for v in out.values()):
+        if (
+            self._mm is not None
+            and out
+            and type(next(iter(out.values()))) is _MMT  # advanced indexing copies: exit early
+            and all(type(v) is _MMT for v in out.values())
+        ):
             # Views of a memory-mapped tensordict are memory-mapped too, and keep its lock.
             result._mm = _Level(None)
             result._locked = self._locked

@@ -592,6 +592,32 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
                 parts[-1], value, inplace=inplace and current is not None, validated=False
             )
 
+    def set_at_(self, key: NestedKey, value, index) -> TensorDictBase:
+        """Writes ``value`` into the rows ``index`` of the existing entry at ``key``; returns the tensordict.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3)}, [3]).set_at_("a", 1.0, 1)
+            >>> td["a"]
+            tensor([0., 1., 0.])
+        """
+        self.get(key, NO_DEFAULT)[index] = value
+        return self
+
+    def update_at_(self, input_dict_or_td, index, clone: bool = False) -> TensorDictBase:
+        """Writes each entry of ``input_dict_or_td`` into the rows ``index`` of the existing entries.
+
+        Raises:
+            KeyError: if an entry does not exist in this tensordict.
+        """
+        for key, value in _source_items(input_dict_or_td):
+            if isinstance(value, (Mapping, TensorDictBase)) and not isinstance(
+                value, NonTensorData
+            ):
+                self.get(key, NO_DEFAULT).update_at_(value, index, clone)
+            else:
+                self.set_at_(key, value.clone() if clone else value, index)
+        return self
+
     def update_(self, input_dict_or_td, clone: bool = False, *, keys_to_update=None, **kwargs):
         """Copies every entry of a dict or tensordict into the existing entries (in place).
 

@@ -590,3 +590,14 @@ def test_iter_without_batch_dims_raises():
     """Iterating over a tensordict without batch dims is a TypeError."""
     with pytest.raises(TypeError):
         iter(TensorDict({"a": torch.zeros(2)}, []))
+
+
+def test_set_at_and_update_at_write_rows_in_place():
+    """set_at_ and update_at_ write into the given rows of existing entries, nested ones included."""
+    td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.zeros(3, 2)}}, [3])
+    td.set_at_("a", 5.0, 1)
+    td.update_at_({"b": {"c": torch.ones(2)}}, 2)
+    assert td["a"].tolist() == [0.0, 5.0, 0.0]
+    assert td["b", "c"][2].tolist() == [1.0, 1.0] and (td["b", "c"][:2] == 0).all()
+    with pytest.raises(KeyError, match="missing"):
+        td.update_at_({"missing": torch.zeros(())}, 0)
