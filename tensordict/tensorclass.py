@@ -37,6 +37,7 @@ from tensordict.base import TensorDictBase, _dtype_short, is_tensor_collection
 from tensordict.errors import MemmapFormatError, ReservedFieldError, UnknownFieldError
 from tensordict.memmap import _io
 from tensordict.memmap import format as fmt
+from tensordict.memmap._methods import _write
 
 # str(cls) -> the decorated class, for every tensorclass decorated in this process.
 _REGISTRY: dict = {}
@@ -541,16 +542,7 @@ class _TensorClassMethods:
             >>> frame.memmap("/tmp/frame").saved_path
             '/tmp/frame/_tensordict'
         """
-        out = _io.write_tree(
-            self,
-            prefix,
-            like=False,
-            inplace=False,
-            num_threads=num_threads,
-            existsok=existsok,
-            robust_key=robust_key,
-        )
-        return _done(out) if return_early else out
+        return _write(self, prefix, False, False, num_threads, existsok, robust_key, return_early)
 
     def memmap_(
         self,
@@ -566,16 +558,7 @@ class _TensorClassMethods:
         """Memory-maps the instance in place (into its own folder when ``prefix`` is None) and locks it."""
         if prefix is None:
             prefix = self._folder()
-        out = _io.write_tree(
-            self,
-            prefix,
-            like=False,
-            inplace=True,
-            num_threads=num_threads,
-            existsok=existsok,
-            robust_key=robust_key,
-        )
-        return _done(out) if return_early else out
+        return _write(self, prefix, False, True, num_threads, existsok, robust_key, return_early)
 
     def memmap_like(
         self,
@@ -589,16 +572,7 @@ class _TensorClassMethods:
         robust_key: bool | None = None,
     ):
         """Returns a memory-mapped instance of the same layout, filled with zeros (fresh files)."""
-        out = _io.write_tree(
-            self,
-            prefix,
-            like=True,
-            inplace=False,
-            num_threads=num_threads,
-            existsok=existsok,
-            robust_key=robust_key,
-        )
-        return _done(out) if return_early else out
+        return _write(self, prefix, True, False, num_threads, existsok, robust_key, return_early)
 
     def save(self, prefix=None, copy_existing: bool = False, *, num_threads: int = 0, **kwargs):
         """Alias of :meth:`memmap`."""
@@ -697,14 +671,6 @@ class _TensorClassMethods:
 
     def _memmap_refresh(self) -> None:
         self._tensordict.memmap_refresh_()
-
-
-def _done(value):
-    from concurrent.futures import Future
-
-    future: Future = Future()
-    future.set_result(value)
-    return future
 
 
 def _entry_repr(value, batch_dims: int) -> str:

@@ -33,6 +33,20 @@ def _done(value) -> Future:
     return future
 
 
+def _write(obj, prefix, like: bool, inplace: bool, num_threads, existsok, robust_key, return_early):
+    """The shared body of memmap, memmap_ and memmap_like for every class."""
+    out = _io.write_tree(
+        obj,
+        prefix,
+        like=like,
+        inplace=inplace,
+        num_threads=num_threads,
+        existsok=existsok,
+        robust_key=robust_key,
+    )
+    return _done(out) if return_early else out
+
+
 def _mmt():
     from tensordict.memmap.tensor import MemoryMappedTensor
 
@@ -137,16 +151,7 @@ class MemmapMixin:
             >>> td.is_memmap(), td.is_locked
             (True, True)
         """
-        out = _io.write_tree(
-            self,
-            prefix,
-            like=False,
-            inplace=False,
-            num_threads=num_threads,
-            existsok=existsok,
-            robust_key=robust_key,
-        )
-        return _done(out) if return_early else out
+        return _write(self, prefix, False, False, num_threads, existsok, robust_key, return_early)
 
     def memmap_(
         self,
@@ -170,16 +175,7 @@ class MemmapMixin:
         level = getattr(self, "_mm", None)
         if prefix is None and level is not None and level.path is not None:
             prefix = level.path
-        out = _io.write_tree(
-            self,
-            prefix,
-            like=False,
-            inplace=True,
-            num_threads=num_threads,
-            existsok=existsok,
-            robust_key=robust_key,
-        )
-        return _done(out) if return_early else out
+        return _write(self, prefix, False, True, num_threads, existsok, robust_key, return_early)
 
     def memmap_like(
         self,
@@ -204,16 +200,7 @@ class MemmapMixin:
             >>> buffer.batch_size
             torch.Size([1000000])
         """
-        out = _io.write_tree(
-            self,
-            prefix,
-            like=True,
-            inplace=False,
-            num_threads=num_threads,
-            existsok=existsok,
-            robust_key=robust_key,
-        )
-        return _done(out) if return_early else out
+        return _write(self, prefix, True, False, num_threads, existsok, robust_key, return_early)
 
     @classmethod
     def load_memmap(
