@@ -613,3 +613,10 @@ def test_property_reshape_permute_match_leaves(case):
     assert permuted.batch_size == torch.Size([shape[p] for p in perm])
     assert torch.equal(permuted["a"], td["a"].permute(*perm, n))
     assert torch.equal(permuted["b", "c"], td["b", "c"].permute(*perm))
+
+
+def test_stack_and_cat_keep_dimension_names():
+    """torch.stack inserts an unnamed dim; torch.cat keeps the names."""
+    td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3], names=["x", "y"])
+    assert torch.stack([td, td], 1).names == ["x", None, "y"]
+    assert torch.cat([td, td], 0).names == ["x", "y"]

@@ -128,7 +128,13 @@ def _stack_fast(tds, dim: int):
     except (KeyError, RuntimeError):
         return None
     new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
-    return TensorDict._new_unsafe(result, new_size, first._device, None)
+    return TensorDict._new_unsafe(result, new_size, first._device, _stacked_names(first, d))
+
+
+def _stacked_names(first, dim: int):
+    """The dimension names after stacking at ``dim``: the members' names with an unnamed dim."""
+    names = getattr(first, "_names", None)
+    return None if names is None else [*names[:dim], None, *names[dim:]]
 
 
 def _lazy_or_dense(tds, dim, out):
@@ -173,7 +179,7 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
             result[key] = stack(values, d, out=target)
     if out is not None:
         return out
-    return TensorDict._new_unsafe(result, new_size, first.device, None)
+    return TensorDict._new_unsafe(result, new_size, first.device, _stacked_names(first, d))
 
 
 @implements(torch.cat, torch.concat, torch.concatenate)
@@ -224,7 +230,7 @@ def cat(tds, dim: int = 0, *, out=None):
             result[key] = cat(values, d, out=target)
     if out is not None:
         return out
-    return TensorDict._new_unsafe(result, new_size, first.device, None)
+    return TensorDict._new_unsafe(result, new_size, first.device, getattr(first, "_names", None))
 
 
 @implements(torch.unbind)
