@@ -55,13 +55,7 @@ def _fill(td, source: dict, batch_size: torch.Size, device) -> dict:
                 value = value.to(device)
             data[key] = value
         elif type(value) is dict:
-            sub = object.__new__(TensorDict)
-            sub._batch_size = batch_size
-            sub._device = device
-            sub._names = None
-            sub._locked = False
-            sub._lock_parents = 0
-            sub._mm = None
+            sub = TensorDict._new_unsafe(None, batch_size, device, None)
             sub._tensordict = _fill(sub, value, batch_size, device)
             data[key] = sub
         else:
