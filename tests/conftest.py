@@ -1,7 +1,8 @@
-"""Shared test helpers: where the reference fixtures live, and copies of them."""
+"""Shared test helpers: the reference fixtures kept in this repository, and copies of them."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import stat
 import sys
@@ -10,8 +11,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT.parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REFERENCE = FIXTURES / "reference-0.15.3"
+
+# The cases the reference wrote; a case missing on disk fails its tests, it never vanishes.
+CASES = (
+    "basic",
+    "empty",
+    "from_storage",
+    "lazy_stacked",
+    "nested_tensor",
+    "non_tensor",
+    "robust_keys",
+    "tensorclass",
+)
+MANIFEST = json.loads((REFERENCE / "MANIFEST.json").read_text())
+TD_CASES = tuple(name for name in CASES if MANIFEST[name]["class"] == "TensorDict")
 
 
 def _make_writable(folder: Path) -> None:
@@ -21,15 +36,17 @@ def _make_writable(folder: Path) -> None:
 
 @pytest.fixture
 def fixture_copy(tmp_path):
-    """Returns a function that copies one reference fixture case into tmp_path (shared/ is read-only)."""
-    if not REFERENCE.is_dir():
-        pytest.fail(
-            f"the reference fixtures are missing: {REFERENCE} (shared/ must sit beside the project)"
-        )
+    """Returns a function that copies one reference fixture case into tmp_path.
+
+    Loading may map files for writing, so tests never load the checked-in copy itself.
+    """
 
     def copy(case: str) -> Path:
+        source = REFERENCE / case
+        if not source.is_dir():
+            pytest.fail(f"the reference fixture {case!r} is missing: {source}")
         target = tmp_path / case
-        shutil.copytree(REFERENCE / case, target)
+        shutil.copytree(source, target)
         _make_writable(target)
         return target
 
@@ -38,7 +55,7 @@ def fixture_copy(tmp_path):
 
 @pytest.fixture
 def fixture_classes():
-    """Imports the fixtures' class module (fixture_classes.Frame) from shared/fixtures."""
+    """Imports the fixtures' class module (``fixture_classes.Frame``) from tests/fixtures."""
     sys.path.insert(0, str(FIXTURES))
     try:
         import fixture_classes

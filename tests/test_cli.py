@@ -14,9 +14,7 @@ import torch
 
 from tensordict import TensorDict, lazy_stack
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "reference-0.15.3"
-CASES = sorted(p.name for p in REFERENCE.iterdir() if p.is_dir()) if REFERENCE.is_dir() else []
-MANIFEST = json.loads((REFERENCE / "MANIFEST.json").read_text()) if REFERENCE.is_dir() else {}
+from conftest import CASES, MANIFEST
 
 
 def run_cli(*args, timeout: float = 120) -> subprocess.CompletedProcess:

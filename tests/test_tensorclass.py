@@ -10,7 +10,6 @@ import json
 import os
 import pickle
 import sys
-from pathlib import Path
 from typing import Any, ClassVar, Optional
 
 import pytest
@@ -26,7 +25,7 @@ from tensordict.tensorclass import (
     tensorclass,
 )
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "reference-0.15.3"
+from conftest import MANIFEST
 
 
 @tensorclass
@@ -613,7 +612,7 @@ def test_memmap_like_gives_zeros_and_shared_memory_without_prefix(tmp_path):
 def test_reference_fixture_loads_as_fixture_classes_frame(fixture_copy, fixture_classes):
     """The reference's tensorclass folder loads as fixture_classes.Frame matching MANIFEST.json."""
     folder = fixture_copy("tensorclass")
-    manifest = json.loads((REFERENCE / "MANIFEST.json").read_text())["tensorclass"]
+    manifest = MANIFEST["tensorclass"]
     for loaded in (TensorDict.load_memmap(folder), fixture_classes.Frame.load_memmap(folder)):
         assert type(loaded) is fixture_classes.Frame
         assert list(loaded.batch_size) == manifest["batch_size"] and loaded.is_memmap()

@@ -5,17 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path
 
 import pytest
 import torch
 
 from tensordict import NonTensorData, TensorDict, TensorDictBase
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "reference-0.15.3"
-
-MANIFEST = json.loads((REFERENCE / "MANIFEST.json").read_text()) if REFERENCE.is_dir() else {}
-TD_CASES = sorted(name for name, case in MANIFEST.items() if case["class"] == "TensorDict")
+from conftest import MANIFEST, TD_CASES
 
 
 def _leaf_bytes(tensor: torch.Tensor) -> bytes:

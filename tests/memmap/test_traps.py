@@ -15,7 +15,6 @@ import tensordict
 from tensordict import TensorDict
 
 HERE = Path(__file__).resolve().parent
-REFERENCE = HERE.parents[2] / "shared" / "fixtures" / "reference-0.15.3"
 
 
 def _snapshot(folder: Path) -> dict:
