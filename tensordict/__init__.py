@@ -1,12 +1,13 @@
 """tensordict: a nested dict of tensors that shares batch dimensions and behaves like one tensor."""
 
 from tensordict import _pytree  # noqa: F401 - registers tensordicts with torch.utils._pytree
+from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
 from tensordict._lazy import LazyStackedTensorDict, lazy_stack
 from tensordict._nontensor import NonTensorData
-from tensordict._ops.torch_function import cat, stack
+from tensordict._stack import cat, stack
 from tensordict._td import TensorDict
-from tensordict.base import NO_DEFAULT, TensorDictBase, is_tensor_collection
+from tensordict.base import TensorDictBase
 from tensordict.memmap.tensor import MemoryMappedTensor
 from tensordict.tensorclass import is_tensorclass, tensorclass
 

@@ -13,19 +13,16 @@ import os
 
 import torch
 
+from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.indexing import normalize_index
+from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._td import TensorDict
-from tensordict.base import (
-    NO_DEFAULT,
-    TensorDictBase,
-    _as_value,
-    _check_batch,
-    _is_collection_value,
-)
+from tensordict.base import TensorDictBase, _as_value, _check_batch
 from tensordict.errors import LockedError
 from tensordict.memmap import _io
 from tensordict.memmap import format as fmt
+from tensordict.memmap.tensor import MemoryMappedTensor
 
 
 def _stack_leaves(key, values: list, dim: int, as_nested: bool):
@@ -86,7 +83,7 @@ class LazyStackedTensorDict(TensorDictBase):
             raise RuntimeError(msg)
         size = members[0].batch_size
         for i, member in enumerate(members):
-            if not _is_collection_value(member):
+            if not is_tensor_collection(member):
                 msg = (
                     f"member {i} of a lazy stack must be a tensordict, got {type(member).__name__}"
                 )
@@ -337,7 +334,10 @@ class LazyStackedTensorDict(TensorDictBase):
         if not chosen:
             return self.contiguous()[index]
         picked = [m[rest] if rest else m for m in chosen]
-        return LazyStackedTensorDict(*picked, stack_dim=new_dim)
+        out = LazyStackedTensorDict(*picked, stack_dim=new_dim)
+        if self._mm is not None and all(m._mm is not None for m in picked):
+            out._mm = _io.Level(None)  # a view of memory-mapped members is memory-mapped
+        return out
 
     def _set_at(self, index, value) -> None:
         split = self._split_index(index)
@@ -368,7 +368,7 @@ class LazyStackedTensorDict(TensorDictBase):
         for member, part in zip(targets, values):
             if rest:
                 member[rest] = part
-            elif _is_collection_value(part) or isinstance(part, dict):
+            elif is_tensor_collection(part) or isinstance(part, dict):
                 member.update_(part)
             else:
                 member.apply_(lambda x, p=part: x.fill_(p))
@@ -425,83 +425,100 @@ class LazyStackedTensorDict(TensorDictBase):
             return "{" + ", ".join(self._keys_level()) + "}"
 
     # ------------------------------------------------------------------ memory mapping
+    def _store_entry(self, key: str, value) -> None:
+        msg = f"cannot store {key!r} in a lazy stack as one entry: each member holds its own"
+        raise RuntimeError(msg)
+
+    def _member_folder(self, folder: str | None, i: int) -> str | None:
+        return None if folder is None else os.path.join(folder, str(i))
+
     def _memmap_plan(self, folder, plan, robust_key, existsok: bool, like: bool) -> None:
         for i, member in enumerate(self.tensordicts):
-            _io._plan_level(
-                member,
-                None if folder is None else os.path.join(folder, str(i)),
-                plan,
-                robust_key,
-                existsok,
-                like,
-            )
+            member._memmap_plan(self._member_folder(folder, i), plan, robust_key, existsok, like)
         plan.folders.append((folder, self))
 
-    def _memmap_names(self) -> set:
+    def _memmap_names(self, robust_key) -> set:
         return {str(i) for i in range(len(self.tensordicts))}
 
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
         members = [
-            _io._rebuild(
-                m,
-                None if folder is None else os.path.join(folder, str(i)),
-                replacement,
-                inplace,
-                robust_key,
-            )
+            m._memmap_rebuild(self._member_folder(folder, i), replacement, inplace, robust_key)
             for i, m in enumerate(self.tensordicts)
         ]
-        out = (
-            self
-            if inplace
-            else LazyStackedTensorDict(
-                *members, stack_dim=self._stack_dim, stack_dim_name=self._stack_dim_name
-            )
-        )
         if inplace:
             self.tensordicts = members
-        out._mm = _io._Level(folder, robust_key=robust_key)
+            out = self
+        else:
+            out = LazyStackedTensorDict(
+                *members, stack_dim=self._stack_dim, stack_dim_name=self._stack_dim_name
+            )
+        out._mm = _io.Level(folder, robust_key=robust_key)
         return out
 
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
         for i, member in enumerate(self.tensordicts):
-            _io._write_levels(member, os.path.join(folder, str(i)), robust_key)
-        meta = {
-            "_type": fmt.LAZY_TYPE,
-            "_format_version": fmt.FORMAT_VERSION,
-            "_class": fmt.LAZY_CLASS,
-            "stack_dim": self._stack_dim,
-            "stack_dim_name": self._stack_dim_name,
-        }
-        self._mm.meta = meta
-        self._mm.stat = fmt.write_meta_dict(folder, meta)
+            member._memmap_write_meta(os.path.join(folder, str(i)), robust_key)
+        self._mm.write(
+            {
+                "_type": fmt.LAZY_TYPE,
+                "_format_version": fmt.FORMAT_VERSION,
+                "_class": fmt.LAZY_CLASS,
+                "stack_dim": self._stack_dim,
+                "stack_dim_name": self._stack_dim_name,
+            }
+        )
 
-    def _memmap_refresh(self) -> None:
+    def _memmap_refresh(self, options) -> None:
         folder = self._mm.path
-        if folder is None:
-            return
-        meta, stat = fmt.read_meta(folder)
-        count = len(_member_folders(folder))
+        if folder is not None:
+            self._memmap_refresh_from(*fmt.read_meta(folder), options)
+
+    def _memmap_refresh_from(self, meta: dict, stat, options) -> bool:
+        folder = self._mm.path if self._mm is not None else None
+        if folder is None or fmt.level_kind(folder, meta) != fmt.KIND_LAZY:
+            return False
+        fmt.parse_lazy_level(folder, meta)
+        paths = fmt.lazy_members(folder)
         members = self.tensordicts
-        options = _io._Options(self._mm.robust_key, False, None)
-        for i in range(count):
-            path = os.path.join(folder, str(i))
-            if i < len(members) and getattr(members[i], "_mm", None) is not None:
-                members[i].memmap_refresh_()
+        for i, path in enumerate(paths):
+            if i < len(members) and members[i]._mm is not None:
+                members[i] = _io.load_child(path, options, members[i])
             else:
-                sub_meta, sub_stat = fmt.read_meta(path)
-                members.append(_io.load_folder(path, sub_meta, sub_stat, options))
-        del members[count:]
+                members.append(_io.load_child(path, options))
+        del members[len(paths) :]
         size = members[0].batch_size
-        self._batch_size = size[: self._stack_dim] + torch.Size((count,)) + size[self._stack_dim :]
+        d = self._stack_dim
+        self._batch_size = size[:d] + torch.Size((len(paths),)) + size[d:]
         self._mm.meta, self._mm.stat = meta, stat
+        return True
+
+    def _memmap_load_into(self, loaded) -> None:
+        self.tensordicts = loaded.tensordicts
+        self._stack_dim = loaded._stack_dim
+        self._stack_dim_name = loaded._stack_dim_name
+        self._batch_size = loaded._batch_size
+        self._mm = loaded._mm
 
     def is_memmap(self) -> bool:
-        """True when the stack was memory-mapped and every member is."""
+        """True when the stack was memory-mapped and every member is.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"a": torch.zeros(2)}, [2])] * 2)
+            >>> stack.is_memmap(), stack.memmap().is_memmap()
+            (False, True)
+        """
         return self._mm is not None and all(m.is_memmap() for m in self.tensordicts)
 
     def make_memmap(self, key, shape, *, dtype=None, robust_key=None):
-        """Adds a zero-filled memory-mapped entry: each member gets its slice, in its own file."""
+        """Adds a zero-filled memory-mapped entry: each member gets its slice, in its own file.
+
+        See :meth:`TensorDictBase.make_memmap` for the arguments and errors.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({}, [2]), TensorDict({}, [2])]).memmap("stack")
+            >>> stack.make_memmap("x", (2, 2, 3)).shape
+            torch.Size([2, 2, 3])
+        """
         shape = torch.Size(shape)
         self._require_memmap("make_memmap()")
         member_shape = shape[: self._stack_dim] + shape[self._stack_dim + 1 :]
@@ -512,7 +529,15 @@ class LazyStackedTensorDict(TensorDictBase):
         return torch.stack(parts, self._stack_dim)
 
     def make_memmap_from_tensor(self, key, tensor, *, copy_data: bool = True, robust_key=None):
-        """Adds a memory-mapped copy of ``tensor``: each member gets its slice, in its own file."""
+        """Adds a memory-mapped copy of ``tensor``: each member gets its slice, in its own file.
+
+        See :meth:`TensorDictBase.make_memmap_from_tensor` for the arguments and errors.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({}, []), TensorDict({}, [])]).memmap("stack")
+            >>> stack.make_memmap_from_tensor("x", torch.arange(2)).tolist()
+            [0, 1]
+        """
         self._require_memmap("make_memmap_from_tensor()")
         _check_batch(key, tensor, self._batch_size)
         slices = tensor.unbind(self._stack_dim)
@@ -531,52 +556,43 @@ class LazyStackedTensorDict(TensorDictBase):
 
         Returns:
             The new ``MemoryMappedTensor`` over the whole storage.
-        """
-        from tensordict.memmap._methods import _storage_file
-        from tensordict.memmap.tensor import MemoryMappedTensor
 
-        if isinstance(storage, torch.TypedStorage):
-            storage = storage._untyped_storage
-        if not isinstance(storage, torch.UntypedStorage):
-            msg = f"make_memmap_from_storage() needs a torch.UntypedStorage for {key!r}, got {type(storage).__name__}"
-            raise TypeError(msg)
-        self._require_memmap("make_memmap_from_storage()")
-        if _storage_file(storage) is not None:
+        Raises:
+            RuntimeError: if the stack is not memory-mapped, the key exists in a member,
+                or the storage has a file.
+            TypeError: if the storage is not a storage or ``dtype`` not a ``torch.dtype``.
+            ValueError: if the storage is not in physical memory or its size does not
+                match ``shape`` and ``dtype``.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({}, []), TensorDict({}, [])]).memmap()
+            >>> storage = torch.UntypedStorage(2 * 4)
+            >>> stack.make_memmap_from_storage("x", storage, (2,)).shape
+            torch.Size([2])
+        """
+        storage, shape, dtype, needed, nested, filename = check_storage(key, storage, shape, dtype)
+        level = self._require_memmap("make_memmap_from_storage()")
+        if filename is not None:
             msg = (
                 f"cannot add {key!r} to a lazy stack from a storage with a file: each member keeps its "
                 "own files, so no single file is the file of the new entry; use a storage without a "
                 "file, or make_memmap_from_tensor()"
             )
             raise RuntimeError(msg)
-        if storage.device.type != "cpu":
-            msg = f"the storage for {key!r} is on the {storage.device.type!r} device: it must be in physical memory"
-            raise ValueError(msg)
-        dtype = torch.get_default_dtype() if dtype is None else dtype
-        shape = torch.Size(shape)
+        if nested:
+            msg = f"cannot add the nested tensor {key!r} to a lazy stack from one storage"
+            raise TypeError(msg)
         _check_batch(key, _Shape(shape), self._batch_size)
-        needed = fmt.nbytes(shape, dtype)
-        if storage.nbytes() != needed:
-            msg = f"the storage for {key!r} has {storage.nbytes()} bytes but shape {list(shape)} and dtype {dtype} need {needed}"
-            raise ValueError(msg)
-        for member in self.tensordicts:
-            if member.get(key, None) is not None:
-                msg = f"cannot add {key!r}: the key already exists in a member of the lazy stack"
-                raise RuntimeError(msg)
+        robust_key = True if robust_key is None else robust_key
+        plans = [
+            m._plan_new_entry(key, "make_memmap_from_storage()", robust_key)
+            for m in self.tensordicts
+        ]  # every member checked before any is changed
         tensor = MemoryMappedTensor.from_storage(storage, shape=shape, dtype=dtype)
-        if self._mm.path is not None and needed > 0:
-            import warnings
-
-            from tensordict.memmap._methods import _STORAGE_WARNING
-
-            warnings.warn(
-                _STORAGE_WARNING.format(key=key, path=self._mm.path), FutureWarning, stacklevel=2
-            )
-        for i, member in enumerate(self.tensordicts):
-            view = tensor.select(self._stack_dim, i)
-            parts, node, _folder, depth = member._plan_new_entry(
-                key, "make_memmap_from_storage()", robust_key
-            )
-            member._attach(parts, node, depth, view, None, robust_key)
+        if level.path is not None and needed > 0:
+            warn_storage_without_file(key, level.path)
+        for i, (member, (parts, node, _folder, depth)) in enumerate(zip(self.tensordicts, plans)):
+            member._attach(parts, node, depth, tensor.select(self._stack_dim, i), None, robust_key)
         return tensor
 
 
@@ -587,41 +603,20 @@ class _Shape:
         self.batch_size = shape
 
 
-def _member_folders(folder: str) -> list:
-    """The member folders ``0/ .. N-1/`` of a lazy stack folder; a gap is an error."""
-    numbers = sorted(
-        int(n) for n in os.listdir(folder) if n.isdigit() and os.path.isdir(os.path.join(folder, n))
-    )
-    if numbers != list(range(len(numbers))):
-        missing = sorted(set(range(max(numbers) + 1)) - set(numbers)) if numbers else []
-        msg = (
-            f"the lazy stack in {folder!r} has member folders {numbers}: members {missing} are missing "
-            "(members must be numbered 0 to N-1 without gaps)"
-        )
-        raise fmt.MemmapFormatError(msg)
-    for n in numbers:
-        if os.path.islink(os.path.join(folder, str(n))):
-            msg = f"refusing to follow the symbolic link {os.path.join(folder, str(n))!r}"
-            raise fmt.MemmapFormatError(msg)
-    return [os.path.join(folder, str(n)) for n in numbers]
-
-
 def _load_lazy(folder: str, meta: dict, stat, options) -> LazyStackedTensorDict:
-    members = []
-    for path in _member_folders(folder):
-        sub_meta, sub_stat = fmt.read_meta(path)
-        members.append(_io.load_folder(path, sub_meta, sub_stat, options))
-    if not members:
-        msg = f"the lazy stack in {folder!r} has no member folder (0/, 1/, ...)"
+    """The loader of lazy stack folders, registered with the storage layer."""
+    stack_dim, stack_dim_name = fmt.parse_lazy_level(folder, meta)
+    members = [_io.load_child(path, options) for path in fmt.lazy_members(folder)]
+    sizes = {tuple(m.batch_size) for m in members}
+    if len(sizes) > 1:
+        msg = f"the lazy stack in {folder!r} has members of different batch sizes: {sorted(sizes)}"
         raise fmt.MemmapFormatError(msg)
-    stack_dim = meta.get("stack_dim", 0)
-    if type(stack_dim) is not int:
-        msg = f"{fmt.meta_path(folder)!r}: stack_dim must be an int, got {stack_dim!r}"
+    ndim = len(members[0].batch_size)
+    if not -ndim - 1 <= stack_dim <= ndim:
+        msg = f"{fmt.meta_path(folder)!r}: stack_dim {stack_dim} is out of range for members with {ndim} batch dimensions"
         raise fmt.MemmapFormatError(msg)
-    out = LazyStackedTensorDict(
-        *members, stack_dim=stack_dim, stack_dim_name=meta.get("stack_dim_name")
-    )
-    out._mm = _io._Level(folder, meta, stat, options.robust_key)
+    out = LazyStackedTensorDict(*members, stack_dim=stack_dim, stack_dim_name=stack_dim_name)
+    out._mm = _io.Level(folder, meta, stat, options.robust_key)
     return out
 
 

@@ -37,7 +37,10 @@ class NonTensorData:
     """
 
     __slots__ = ("data", "_batch_size", "_device", "_metadata")
+    _is_tensor_collection = True
     _is_non_tensor = True
+    _is_tensorclass = False
+    _is_lazy = False
 
     def __init__(self, data: Any, batch_size=None, device=None, *, metadata=None) -> None:
         if isinstance(data, NonTensorData):

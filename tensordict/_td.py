@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import torch
 
+from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.indexing import (
     batch_size_from_dummy,
@@ -13,15 +14,12 @@ from tensordict._ops.indexing import (
     index_names,
     normalize_index,
 )
-from tensordict.base import (
-    NO_DEFAULT,
-    TensorDictBase,
-    _as_value,
-    _check_batch,
-    _is_collection_value,
-    _source_items,
-)
+from tensordict._ops.torch_function import dispatch
+from tensordict.base import TensorDictBase, _as_value, _check_batch, _source_items
 from tensordict.errors import BatchSizeError, LockedError
+from tensordict.memmap import _io
+from tensordict.memmap import format as fmt
+from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
 
 _Tensor = torch.Tensor
 _no_subclass_dispatch = torch._C.DisableTorchFunctionSubclass
@@ -213,7 +211,7 @@ class TensorDict(TensorDictBase):
             if device is not None and value.device != device:
                 value = value.to(device)
             return value
-        if isinstance(value, Mapping) and not _is_collection_value(value):
+        if isinstance(value, Mapping) and not is_tensor_collection(value):
             return TensorDict(value, batch_size, device)
         value = _as_value(key, value, device)
         if isinstance(value, NonTensorData):
@@ -332,7 +330,7 @@ class TensorDict(TensorDictBase):
 
     def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
         data = self._tensordict
-        if inplace and isinstance(data.get(key), _Tensor) and not _is_collection_value(value):
+        if inplace and isinstance(data.get(key), _Tensor) and not is_tensor_collection(value):
             # Writing into an existing tensor: numbers and broadcastable tensors are fine.
             current = data[key]
             if current is not value:
@@ -366,6 +364,12 @@ class TensorDict(TensorDictBase):
         if self._locked:
             self._check_unlocked(key, "delete")
         del self._tensordict[key]
+
+    def _store_entry(self, key: str, value) -> None:
+        if self._locked and type(value) is TensorDict:
+            value._lock_parents += 1
+            value._propagate_lock(True)
+        self._tensordict[key] = value
 
     def _keys_level(self):
         return self._tensordict.keys()
@@ -485,15 +489,8 @@ class TensorDict(TensorDictBase):
         if self._names is not None:
             names = index_names(self._names, leaf_index, len(new_size))
         result = TensorDict._new_unsafe(out, new_size, self._device, names)
-        if (
-            self._mm is not None
-            and out
-            and type(next(iter(out.values()))) is _MMT  # advanced indexing copies: exit early
-            and all(type(v) is _MMT for v in out.values())
-        ):
-            # Views of a memory-mapped tensordict are memory-mapped too, and keep its lock.
-            result._mm = _Level(None)
-            result._locked = self._locked
+        if self._mm is not None:
+            _mark_view(result, self._locked)
         return result
 
     def _set_at(self, index, value) -> None:
@@ -519,7 +516,7 @@ class TensorDict(TensorDictBase):
                 else:
                     current[leaf_index] = sub.data if isinstance(sub, NonTensorData) else sub
             return
-        if _is_collection_value(value) or isinstance(value, Mapping):
+        if is_tensor_collection(value) or isinstance(value, Mapping):
             items = list(
                 _source_items(
                     value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
@@ -665,9 +662,69 @@ class TensorDict(TensorDictBase):
         self._names = None
         return self
 
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """Returns a copy as a plain TensorDict: in memory, unlocked, not memory-mapped.
+
+        Keyword Args:
+            retain_none (bool, optional): accepted for compatibility (a TensorDict
+                holds no ``None`` entry).
+
+        Returns:
+            A new :class:`TensorDict` with copies of every tensor.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2]).memmap()
+            >>> copy = td.to_tensordict()
+            >>> copy.is_memmap(), copy.is_locked
+            (False, False)
+        """
+        return self.clone()
+
+    # ------------------------------------------------------------------ memmap hooks
+    def _memmap_plan(self, folder, plan, robust_key, existsok: bool, like: bool) -> None:
+        _io.plan_entries(self, self._tensordict.items(), folder, plan, robust_key, existsok, like)
+
+    def _memmap_names(self, robust_key) -> set:
+        return _io.names_of(self._tensordict.items(), robust_key)
+
+    def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
+        data = _io.rebuild_entries(
+            self._tensordict.items(), folder, replacement, inplace, robust_key
+        )
+        if inplace:
+            self._tensordict.update(data)
+            out = self
+        else:
+            out = TensorDict._new_unsafe(data, self._batch_size, self._device, self._names)
+        out._mm = _io.Level(folder, robust_key=robust_key)
+        return out
+
+    def _memmap_write_meta(self, folder: str, robust_key) -> None:
+        meta = _io.records_of(self._tensordict.items(), folder, robust_key)
+        meta.update(fmt.level_meta(self._batch_size, self._device))
+        self._mm.write(meta)
+
+    def _memmap_refresh(self, options) -> None:
+        changed = _io.refresh_entries(self._mm, self._tensordict, options)
+        if changed is not None:
+            self._batch_size, self._mm = changed
+
+    def _memmap_refresh_from(self, meta: dict, stat, options) -> bool:
+        if self._mm is None or fmt.level_kind(self._mm.path, meta) != fmt.KIND_TD:
+            return False
+        changed = _io.refresh_entries(self._mm, self._tensordict, options, (meta, stat))
+        if changed is not None:
+            self._batch_size, self._mm = changed
+        return True
+
+    def _memmap_load_into(self, loaded) -> None:
+        self._tensordict = loaded._tensordict
+        self._batch_size = loaded._batch_size
+        self._mm = loaded._mm
+
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        return _dispatch(func, types, args, kwargs or {})
+        return dispatch(func, types, args, kwargs or {})
 
     # pickling: an in-memory tensordict pickles its entries; memory-mapped ones are
     # handled by MemoryMappedTensor's own reducer (file names, never the data).
@@ -689,6 +746,32 @@ class TensorDict(TensorDictBase):
         self._locked = state["locked"]
         self._lock_parents = 0
         self._mm = state["mm"]
+
+
+def _mark_view(view: TensorDict, locked: bool) -> None:
+    """Flags a view of a memory-mapped tensordict: memory-mapped, with its source's lock.
+
+    A view is memory-mapped when every leaf still is (advanced indexing copies), and
+    then keeps the lock; sub-tensordicts, indexed first, agree with their parent.
+    """
+    subs = []
+    for value in view._tensordict.values():
+        kind = type(value)
+        if kind is _MMT or kind is NonTensorData:
+            continue
+        if kind is not TensorDict or value._mm is None:
+            break
+        subs.append(value)
+    else:
+        view._mm = _io.Level(None)
+        view._locked = locked
+        for sub in subs:
+            sub._lock_parents += locked
+        return
+    for value in view._tensordict.values():
+        if type(value) is TensorDict and value._locked:
+            value._propagate_lock(False)
+            value._mm = None
 
 
 def _check_feature_shape(key, given: torch.Size, expected: torch.Size) -> None:
@@ -734,6 +817,13 @@ def _source_dict(source) -> dict:
     return dict(_source_items(source))
 
 
-from tensordict._ops.torch_function import dispatch as _dispatch  # noqa: E402 - needs TensorDict
-from tensordict.memmap._io import _Level  # noqa: E402 - the memmap layer needs TensorDict first
-from tensordict.memmap.tensor import MemoryMappedTensor as _MMT  # noqa: E402
+def _load(folder: str, meta: dict, stat, options) -> TensorDict:
+    """The loader of TensorDict folders, registered with the storage layer."""
+    batch_size, device, data, inodes = _io.load_entries(folder, meta, options)
+    td = TensorDict._new_unsafe(data, batch_size, device, None)
+    td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes)
+    return td
+
+
+_io.LOADERS[fmt.TD_CLASS] = _load
+_io.LOADERS[fmt.TD_TYPE] = _load

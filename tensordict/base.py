@@ -2,9 +2,11 @@
 
 :class:`TensorDictBase` declares and documents the whole public API. Every
 concrete class implements a small set of primitives on one level of the tree
-(``_get_str``, ``_set_str``, ``_del_str``, ``_items_level``, ``_new_like``,
-``_index``, ``_set_at``, ``_batch_op``, ``_batch_op_multi``); every generic
-method here is written once on top of them.
+(``_get_str``, ``_set_str``, ``_del_str``, ``_keys_level``, ``_items_level``,
+``_new_like``, ``_store_entry``, ``_index``, ``_set_at``, ``_batch_op``,
+``_batch_op_multi``, ``_shallow_copy``, the lock) and the memmap hooks of
+:mod:`tensordict.memmap._io`; every abstract one is declared below, and every
+generic method here is written once on top of them.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from collections.abc import Callable, Iterator, Mapping
 import numpy as np
 import torch
 
+from tensordict._collection import NO_DEFAULT, is_leaf_class, is_tensor_collection
 from tensordict._keys import NestedKey, _key_parts, unravel_key
 from tensordict._nontensor import NonTensorData
+from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
+from tensordict._ops.torch_function import dispatch
 from tensordict.errors import (
     BatchSizeError,
     InvalidSourceError,
@@ -27,54 +32,10 @@ from tensordict.errors import (
     MissingKeyError,
     PathThroughLeafError,
 )
-from tensordict.memmap._methods import MemmapMixin
-
-
-class _NoDefault:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "NO_DEFAULT"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-NO_DEFAULT = _NoDefault()
-
-
-def is_tensor_collection(obj) -> bool:
-    """Returns True if ``obj`` (an instance or a class) is a tensordict, a tensorclass or a non-tensor entry.
-
-    Args:
-        obj: an object or a class.
-
-    Examples:
-        >>> is_tensor_collection(TensorDict({}, []))
-        True
-        >>> is_tensor_collection(torch.zeros(2))
-        False
-    """
-    cls = obj if isinstance(obj, type) else type(obj)
-    return issubclass(cls, (TensorDictBase, NonTensorData)) or getattr(
-        cls, "_is_tensorclass", False
-    )
-
-
-def _is_collection_value(value) -> bool:
-    return isinstance(value, (TensorDictBase, NonTensorData)) or getattr(
-        type(value), "_is_tensorclass", False
-    )
-
-
-def _default_is_leaf(cls: type) -> bool:
-    return not (
-        issubclass(cls, (TensorDictBase, NonTensorData)) or getattr(cls, "_is_tensorclass", False)
-    )
 
 
 def _is_leaf_nontensor(cls: type) -> bool:
-    return issubclass(cls, NonTensorData) or _default_is_leaf(cls)
+    return issubclass(cls, NonTensorData) or is_leaf_class(cls)
 
 
 class _KeysView:
@@ -99,7 +60,7 @@ class _KeysView:
         return iter(list(keys))
 
     def _walk(self, td, prefix: tuple) -> Iterator:
-        is_leaf = self._is_leaf or _default_is_leaf
+        is_leaf = self._is_leaf or is_leaf_class
         for key, value in td._items_level():
             full = prefix + (key,) if prefix else key
             leaf = is_leaf(type(value))
@@ -138,7 +99,7 @@ class _KeysView:
         if value is None:
             return False
         if self._leaves_only:
-            return (self._is_leaf or _default_is_leaf)(type(value))
+            return (self._is_leaf or is_leaf_class)(type(value))
         return True
 
     def __eq__(self, other) -> bool:
@@ -157,7 +118,9 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     """
 
     __slots__ = ()
+    _is_tensor_collection = True
     _is_tensorclass = False
+    _is_lazy = False
 
     # ------------------------------------------------------------------ primitives
     @property
@@ -208,10 +171,68 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     def _propagate_lock(self, locked: bool) -> None:
         """Sets the lock flag of this level and of every sub-tensordict."""
 
+    @abc.abstractmethod
+    def _store_entry(self, key: str, value) -> None:
+        """Stores ``value`` at one key of this level even when locked (for ``make_memmap*``).
+
+        A sub-tensordict stored in a locked tensordict is locked with it.
+        """
+
+    @abc.abstractmethod
+    def _index(self, index):
+        """The tensordict indexed on its batch dimensions by a normalisable ``index``."""
+
+    @abc.abstractmethod
+    def _set_at(self, index, value) -> None:
+        """Writes ``value`` (a tensordict, a mapping, a tensor or a number) into the rows ``index``."""
+
+    @abc.abstractmethod
+    def _batch_op(self, op, batch_size: torch.Size, names=None):
+        """A new tensordict of batch size ``batch_size`` whose entries are ``op(value, feature_shape)``."""
+
+    @abc.abstractmethod
+    def _batch_op_multi(self, op, batch_sizes: list) -> tuple:
+        """Like :meth:`_batch_op` for an ``op`` that returns one piece per batch size (split, unbind)."""
+
+    # ------------------------------------------------------------------ memmap hooks
+    # The storage layer works through these (see tensordict.memmap._io for the protocol).
+    _mm = None  # the tensordict's memmap state (a tensordict.memmap._io.Level), or None
+
+    @abc.abstractmethod
+    def _memmap_plan(self, folder, plan, robust_key, existsok: bool, like: bool) -> None:
+        """Adds what writing this tensordict into ``folder`` needs to ``plan``; checks keys first."""
+
+    @abc.abstractmethod
+    def _memmap_names(self, robust_key) -> set:
+        """The names this tensordict occupies in its folder."""
+
+    @abc.abstractmethod
+    def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
+        """This tensordict with every tensor replaced by ``replacement[id(tensor)]``, its state set."""
+
+    @abc.abstractmethod
+    def _memmap_write_meta(self, folder: str, robust_key) -> None:
+        """Writes the ``meta.json`` files of this tensordict's levels, children first."""
+
+    @abc.abstractmethod
+    def _memmap_refresh(self, options) -> None:
+        """Re-reads this tensordict's folder in place (never writes)."""
+
+    @abc.abstractmethod
+    def _memmap_refresh_from(self, meta: dict, stat, options) -> bool:
+        """Re-reads in place from a parsed ``meta.json``; False (nothing changed) if it holds another class."""
+
+    @abc.abstractmethod
+    def _memmap_load_into(self, loaded) -> None:
+        """Takes the entries and state of ``loaded`` (a tensordict of this class) in place."""
+
+    @classmethod
+    def _memmap_record_type(cls) -> str:
+        """The ``"type"`` of this class's record in its parent's ``meta.json``."""
+        return cls.__name__
+
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        from tensordict._ops.torch_function import dispatch
-
         return dispatch(func, types, args, kwargs or {})
 
     # ------------------------------------------------------------------ shape basics
@@ -440,7 +461,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
                     raise LockedError(msg)
                 nxt = level._new_like({}, level.batch_size)
                 level._set_str(part, nxt, inplace=False, validated=True)
-            elif not _is_collection_value(nxt) or isinstance(nxt, NonTensorData):
+            elif not is_tensor_collection(nxt) or isinstance(nxt, NonTensorData):
                 msg = (
                     f"cannot reach {parts!r}: the entry {parts[: depth + 1]!r} is a "
                     f"{type(nxt).__name__}, not a tensordict"
@@ -561,7 +582,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
 
         Examples:
             >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
-            >>> td.update({"a": {"c": torch.ones(2)}})["a"].sorted_keys()
+            >>> td.update({"a": {"c": torch.ones(2)}})["a"].sorted_keys
             ['b', 'c']
         """
         if input_dict_or_td is self:
@@ -754,7 +775,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2), "b": torch.zeros(2)}, [2])
-            >>> td.exclude("a").sorted_keys()
+            >>> td.exclude("a").sorted_keys
             ['b']
         """
         out = self if inplace else self._shallow_copy()
@@ -773,6 +794,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return out
 
     def _shallow_copy(self):
+        """A new tensordict sharing every entry of this one (classes override it to keep theirs)."""
         return self._new_like(dict(self._items_level()), self.batch_size)
 
     def _walk_to_parent_copying(self, parts: tuple):
@@ -792,7 +814,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
 
         Examples:
             >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
-            >>> td.flatten_keys().sorted_keys()
+            >>> td.flatten_keys().sorted_keys
             ['a.b']
         """
         source = {}
@@ -956,6 +978,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         call_on_nested: bool = False,
         checked: bool = False,
     ):
+        """The engine of :meth:`apply` and :meth:`named_apply`, one level at a time (classes specialise it)."""
         out: dict = {}
         for key, value in list(self._items_level()):
             other_values = []
@@ -968,7 +991,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
                     ov = default
                 other_values.append(ov)
             full = prefix + (key,)
-            if _is_collection_value(value) and not (
+            if is_tensor_collection(value) and not (
                 call_on_nested and not isinstance(value, NonTensorData)
             ):
                 if isinstance(value, NonTensorData):

@@ -1,14 +1,45 @@
-"""Exceptions raised by tensordict.
+"""Exceptions and warnings raised by tensordict.
 
-Each exception subclasses the builtin that the well-known TensorDict API raises
-for the same case, so that code catching the builtin keeps working.
+One class per recurring condition, the same in every class and function. Each
+subclasses the builtin that the well-known TensorDict API raises for the same
+case, so that code catching the builtin keeps working.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
+__all__ = [
+    "BatchSizeError",
+    "DimensionError",
+    "ExistingFileError",
+    "InvalidSourceError",
+    "KeyMismatchError",
+    "LockedError",
+    "MemmapFormatError",
+    "MemmapNotFoundError",
+    "MissingKeyError",
+    "NotMemmapError",
+    "PathThroughLeafError",
+    "ReservedFieldError",
+    "SymlinkError",
+    "TensorDictError",
+    "UnknownFieldError",
+    "warn",
+]
+
 
 class TensorDictError(Exception):
     """Base class of every exception defined by tensordict."""
+
+
+class _Sentence:
+    """``KeyError`` quotes its message; ours is a sentence, shown as it is."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class LockedError(TensorDictError, RuntimeError):
@@ -19,37 +50,40 @@ class BatchSizeError(TensorDictError, RuntimeError):
     """A value's leading dimensions do not match the batch size."""
 
 
-class KeyMismatchError(TensorDictError, KeyError):
-    """Two tensordicts that must have the same keys do not."""
-
-    def __str__(self) -> str:  # KeyError quotes its message; ours is a sentence.
-        return str(self.args[0]) if self.args else ""
+class KeyMismatchError(_Sentence, TensorDictError, KeyError, RuntimeError):
+    """Two tensordicts that must have the same keys do not (stacking, concatenating, arithmetic)."""
 
 
-class MissingKeyError(TensorDictError, KeyError):
+class MissingKeyError(_Sentence, TensorDictError, KeyError):
     """A key is not in the tensordict."""
 
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
+
+class DimensionError(TensorDictError, IndexError):
+    """A batch dimension (or an index) is out of range for the batch size."""
 
 
 class InvalidSourceError(TensorDictError, TypeError, ValueError):
     """A tensordict was built from something that is not a mapping."""
 
 
-class PathThroughLeafError(TensorDictError, KeyError, ValueError):
+class PathThroughLeafError(_Sentence, TensorDictError, KeyError, ValueError):
     """A nested key goes through an entry that is not a tensordict."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
 
 class MemmapFormatError(TensorDictError, ValueError):
-    """A memory-mapped folder does not follow the on-disk format."""
+    """A memory-mapped folder does not follow the on-disk format (a bad folder)."""
+
+
+class SymlinkError(MemmapFormatError):
+    """A memory-mapped folder holds a symbolic link where the format has a file or folder."""
 
 
 class MemmapNotFoundError(TensorDictError, FileNotFoundError):
     """A memory-mapped folder or one of its files is missing."""
+
+
+class ExistingFileError(TensorDictError, FileExistsError):
+    """A file that must be created already exists (``existsok=False``)."""
 
 
 class NotMemmapError(TensorDictError, RuntimeError):
@@ -67,3 +101,21 @@ class UnknownFieldError(TensorDictError, AttributeError, TypeError, ValueError):
 
 class ReservedFieldError(TensorDictError, AttributeError):
     """A field is named like a tensordict method or attribute, and ``shadow`` is off."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Emits a warning that points at the first caller outside this package.
+
+    However many tensordict frames lie between the user's call and this one (a
+    tensorclass forwarding to its tensordict, a lazy stack to its members), the
+    warning names the user's file and line.
+    """
+    frame = sys._getframe(1)
+    level = 2  # 1 would be this function, 2 its caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)

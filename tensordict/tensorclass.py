@@ -27,17 +27,23 @@ from collections.abc import Mapping
 
 import torch
 
+from tensordict._collection import is_tensor_collection
 from tensordict._keys import _key_parts
 from tensordict._nontensor import NonTensorData
-from tensordict._ops.torch_function import cat as _td_cat
+from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
 from tensordict._ops.torch_function import dispatch as _dispatch
-from tensordict._ops.torch_function import stack as _td_stack
+from tensordict._stack import cat as _td_cat
+from tensordict._stack import stack as _td_stack
 from tensordict._td import TensorDict
-from tensordict.base import TensorDictBase, _dtype_short, is_tensor_collection
-from tensordict.errors import MemmapFormatError, ReservedFieldError, UnknownFieldError
+from tensordict.base import TensorDictBase, _dtype_short
+from tensordict.errors import (
+    MemmapFormatError,
+    MemmapNotFoundError,
+    ReservedFieldError,
+    UnknownFieldError,
+)
 from tensordict.memmap import _io
 from tensordict.memmap import format as fmt
-from tensordict.memmap._methods import _write
 
 # str(cls) -> the decorated class, for every tensorclass decorated in this process.
 _REGISTRY: dict = {}
@@ -186,7 +192,9 @@ def _make_operator(name: str):
 class _TensorClassMethods:
     """Holds the methods copied onto each decorated class (a class the user defines wins)."""
 
+    _is_tensor_collection = True
     _is_tensorclass = True
+    _is_lazy = False
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -219,6 +227,9 @@ class _TensorClassMethods:
             UnknownFieldError: if a key is not a field (a ``ValueError`` and ``TypeError``).
 
         Examples:
+            >>> @tensorclass
+            ... class Frame:
+            ...     pixels: torch.Tensor
             >>> frame = Frame.from_tensordict(TensorDict(pixels=torch.zeros(2, 3), batch_size=[2]))
             >>> frame.pixels.shape
             torch.Size([2, 3])
@@ -267,6 +278,10 @@ class _TensorClassMethods:
             UnknownFieldError: if a key is not a field.
 
         Examples:
+            >>> @tensorclass
+            ... class Frame:
+            ...     pixels: torch.Tensor
+            ...     label: torch.Tensor
             >>> Frame.from_dict({"pixels": torch.zeros(3, 2), "label": torch.zeros(3)}, batch_size=[3]).batch_size
             torch.Size([3])
         """
@@ -510,11 +525,16 @@ class _TensorClassMethods:
         self._tensordict._propagate_lock(locked)
 
     # ------------------------------------------------------------------ memory mapping
+    # The public memmap methods are the base's (copied below the class); these are
+    # the hooks they and the storage layer call.
     @property
     def _mm(self):
-        return getattr(self._tensordict, "_mm", None)
+        return self._tensordict._mm
 
-    def _folder(self) -> str | None:
+    def _tensordict_of(self):
+        return self._tensordict
+
+    def _memmap_folder(self) -> str | None:
         """The folder this instance was memory-mapped to or loaded from, or ``None``."""
         level = self._mm
         if level is None or level.path is None:
@@ -522,155 +542,60 @@ class _TensorClassMethods:
         head, tail = os.path.split(level.path)
         return head if tail == fmt.TENSORCLASS_DATA else None
 
-    def memmap(
-        self,
-        prefix=None,
-        copy_existing: bool = False,
-        *,
-        num_threads: int = 0,
-        return_early: bool = False,
-        share_non_tensor: bool = False,
-        existsok: bool = True,
-        robust_key: bool | None = None,
-    ):
-        """Returns a memory-mapped, locked copy written to ``prefix`` (or shared memory).
-
-        The folder gets ``meta.json`` (``{"_type": str(cls)}``) and the data in
-        ``_tensordict/``. See :meth:`TensorDictBase.memmap` for the arguments.
-
-        Examples:
-            >>> frame.memmap("/tmp/frame").saved_path
-            '/tmp/frame/_tensordict'
-        """
-        return _write(self, prefix, False, False, num_threads, existsok, robust_key, return_early)
-
-    def memmap_(
-        self,
-        prefix=None,
-        copy_existing: bool = False,
-        *,
-        num_threads: int = 0,
-        return_early: bool = False,
-        share_non_tensor: bool = False,
-        existsok: bool = True,
-        robust_key: bool | None = None,
-    ):
-        """Memory-maps the instance in place (into its own folder when ``prefix`` is None) and locks it."""
-        if prefix is None:
-            prefix = self._folder()
-        return _write(self, prefix, False, True, num_threads, existsok, robust_key, return_early)
-
-    def memmap_like(
-        self,
-        prefix=None,
-        copy_existing: bool = False,
-        *,
-        existsok: bool = True,
-        num_threads: int = 0,
-        return_early: bool = False,
-        share_non_tensor: bool = False,
-        robust_key: bool | None = None,
-    ):
-        """Returns a memory-mapped instance of the same layout, filled with zeros (fresh files)."""
-        return _write(self, prefix, True, False, num_threads, existsok, robust_key, return_early)
-
-    def save(self, prefix=None, copy_existing: bool = False, *, num_threads: int = 0, **kwargs):
-        """Alias of :meth:`memmap`."""
-        return self.memmap(prefix, copy_existing, num_threads=num_threads, **kwargs)
-
-    dumps = save
+    @classmethod
+    def _memmap_record_type(cls) -> str:
+        return cls.__name__
 
     @classmethod
-    def load_memmap(
-        cls,
-        prefix,
-        device=None,
-        non_blocking: bool = False,
-        *,
-        out=None,
-        robust_key: bool | None = None,
-        allow_pickle: bool = False,
-    ):
-        """Opens a memory-mapped folder as an instance of this class, without copying.
-
-        The folder may be a tensorclass folder (its data is in ``_tensordict/``),
-        whatever class its ``meta.json`` names (this class need not be the one
-        registered for it), or a plain tensordict folder whose keys are fields.
-        The result is unlocked and memory-mapped. See
-        :meth:`TensorDictBase.load_memmap` for the arguments.
-
-        Raises:
-            FileNotFoundError: if the folder or a ``meta.json`` is missing.
-            ValueError: if the folder breaks the format, or holds keys that are not fields.
-
-        Examples:
-            >>> Frame.load_memmap("/tmp/frame").pixels.shape
-            torch.Size([4, 2, 2])
-        """
-        folder = os.path.abspath(os.fspath(prefix))
-        if os.path.islink(folder):
-            msg = f"refusing to load {folder!r}: it is a symbolic link"
+    def _memmap_load_as(cls, folder: str, meta: dict, stat, options):
+        """Loads a tensorclass folder (whatever class it names) or a TensorDict folder as ``cls``."""
+        if fmt.level_kind(folder, meta) == fmt.KIND_TENSORCLASS:
+            return _load_as(cls, folder, meta, stat, options)
+        loaded = _io.load_folder(folder, meta, stat, options)
+        if _is_tc(loaded):
+            loaded = loaded._tensordict
+        if not isinstance(loaded, TensorDictBase):
+            msg = f"cannot load {folder!r} as {cls.__name__}: it holds a {type(loaded).__name__}, not a tensordict"
             raise MemmapFormatError(msg)
-        meta, stat = fmt.read_meta(folder)
-        options = _io._Options(robust_key, allow_pickle, None)
-        if _is_tensorclass_meta(meta):
-            obj = _load_as(cls, folder, meta, stat, options)
-        else:
-            loaded = _io.load_folder(folder, meta, stat, options)
-            if _is_tc(loaded):
-                loaded = loaded._tensordict
-            if not isinstance(loaded, TensorDictBase):
-                msg = f"cannot load {folder!r} as {cls.__name__}: it holds a {type(loaded).__name__}, not a tensordict"
-                raise MemmapFormatError(msg)
-            _io.fix_batch_sizes(loaded)
-            obj = cls.from_tensordict(loaded)
-        if device is not None and torch.device(device).type != "cpu":
-            obj = obj.to(device, non_blocking=non_blocking)
-        if out is not None:
-            out.update_(obj._tensordict)
-            return out
-        return obj
+        return cls.from_tensordict(loaded)
 
-    @classmethod
-    def load(cls, prefix, device=None, non_blocking: bool = False, *, out=None, **kwargs):
-        """Alias of :meth:`load_memmap`."""
-        return cls.load_memmap(prefix, device, non_blocking, out=out, **kwargs)
+    def _memmap_load_into(self, loaded) -> None:
+        self.__dict__["_tensordict"] = loaded._tensordict
 
-    def load_memmap_(self, prefix=None, **kwargs):
-        """Loads the folder ``prefix`` into this instance (or re-reads its own folder) and returns it."""
-        if prefix is None:
-            return self.memmap_refresh_()
-        self.__dict__["_tensordict"] = type(self).load_memmap(prefix, **kwargs)._tensordict
-        return self
-
-    def memmap_refresh_(self):
-        """Re-reads the instance's folder in place (see :meth:`TensorDictBase.memmap_refresh_`) and returns it."""
-        self._tensordict.memmap_refresh_()
-        return self
-
-    # Hooks of tensordict.memmap._io, called as type(obj)._memmap_*(obj, ...).
     def _memmap_plan(self, folder, plan, robust_key, existsok: bool, like: bool) -> None:
         inner = None if folder is None else os.path.join(folder, fmt.TENSORCLASS_DATA)
-        _io._plan_level(self._tensordict, inner, plan, robust_key, existsok, like)
+        self._tensordict._memmap_plan(inner, plan, robust_key, existsok, like)
         plan.folders.append((folder, self))
 
-    def _memmap_names(self) -> set:
+    def _memmap_names(self, robust_key) -> set:
         return {fmt.TENSORCLASS_DATA}
 
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
         inner = None if folder is None else os.path.join(folder, fmt.TENSORCLASS_DATA)
-        td = _io._rebuild(self._tensordict, inner, replacement, inplace, robust_key)
+        td = self._tensordict._memmap_rebuild(inner, replacement, inplace, robust_key)
         if inplace:
             self.__dict__["_tensordict"] = td
             return self
         return type(self)._from_tensordict(td)
 
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
-        _io._write_levels(self._tensordict, os.path.join(folder, fmt.TENSORCLASS_DATA), robust_key)
+        inner = os.path.join(folder, fmt.TENSORCLASS_DATA)
+        self._tensordict._memmap_write_meta(inner, robust_key)
         fmt.write_meta_dict(folder, {"_type": str(type(self))})
 
-    def _memmap_refresh(self) -> None:
-        self._tensordict.memmap_refresh_()
+    def _memmap_refresh(self, options) -> None:
+        self._tensordict._memmap_refresh(options)
+
+    def _memmap_refresh_from(self, meta: dict, stat, options) -> bool:
+        if meta.get("_type") != str(type(self)) or self._memmap_folder() is None:
+            return False
+        self._tensordict._memmap_refresh(options)
+        return True
+
+
+for _name in SHARED_WITH_TENSORCLASS:
+    setattr(_TensorClassMethods, _name, vars(MemmapMixin)[_name])
+del _name
 
 
 def _entry_repr(value, batch_dims: int) -> str:
@@ -701,31 +626,20 @@ def _fields_repr(obj) -> str:
 
 
 # ====================================================================== loading
-def _is_tensorclass_meta(meta: dict) -> bool:
-    return (
-        isinstance(meta.get("_type"), str)
-        and "_class" not in meta
-        and "shape" not in meta
-        and not meta.get("_is_non_tensor")
-    )
-
-
 def _load_as(cls, folder: str, meta: dict, stat, options):
     """Loads the tensorclass folder ``folder`` as an instance of ``cls``."""
     inner_folder = fmt.child_path(folder, fmt.TENSORCLASS_DATA)
     try:
-        inner_meta, inner_stat = fmt.read_meta(inner_folder)
+        inner = _io.load_child(inner_folder, options)
     except FileNotFoundError as err:
         msg = (
             f"cannot load {folder!r} as {cls.__name__}: a tensorclass folder holds its data in "
             f"{fmt.TENSORCLASS_DATA}/, which is missing or has no meta.json"
         )
-        raise type(err)(msg) from err
-    inner = _io.load_folder(inner_folder, inner_meta, inner_stat, options)
+        raise MemmapNotFoundError(msg) from err
     if not isinstance(inner, TensorDictBase):
         msg = f"{inner_folder!r} must hold a tensordict, got a {type(inner).__name__}"
         raise MemmapFormatError(msg)
-    _io.fix_batch_sizes(inner)
     return cls._from_tensordict(inner)
 
 
@@ -737,7 +651,9 @@ def _reserved_names() -> frozenset:
 
 
 _RESERVED = _reserved_names()
-_MANDATORY = frozenset({"__init__", "__setattr__", "__getattr__", "_is_tensorclass"})
+_MANDATORY = frozenset(
+    {"__init__", "__setattr__", "__getattr__", "_is_tensorclass", "_is_tensor_collection"}
+)
 _CLASS_METADATA = frozenset(
     {"__dict__", "__weakref__", "__module__", "__qualname__", "__doc__", "__firstlineno__",
      "__static_attributes__", "__annotations__"}

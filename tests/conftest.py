@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import stat
 import sys
@@ -63,3 +64,135 @@ def fixture_classes():
         yield fixture_classes
     finally:
         sys.path.remove(str(FIXTURES))
+
+
+# ---------------------------------------------------------------------- damaged folders
+# Each damage spoils a copy of one reference case; the loader and ``tensordict verify``
+# must agree on every one (tests/memmap/test_reader.py), and verify names each problem.
+def _truncate(folder: Path) -> None:
+    os.truncate(folder / "float32.memmap", 10)
+
+
+def _remove(folder: Path) -> None:
+    (folder / "nested" / "x.memmap").unlink()
+
+
+def _bad_json(folder: Path) -> None:
+    (folder / "nested" / "deeper" / "meta.json").write_text("{not json")
+
+
+def _symlink_file(folder: Path) -> None:
+    target = folder.parent / "int8.outside"
+    (folder / "int8.memmap").rename(target)
+    (folder / "int8.memmap").symlink_to(target)
+
+
+def _symlink_folder(folder: Path) -> None:
+    target = folder.parent / "nested.outside"
+    (folder / "nested").rename(target)
+    (folder / "nested").symlink_to(target)
+
+
+def _bad_records(folder: Path) -> None:
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["int16"]["dtype"] = "torch.int17"
+    meta["int32"]["shape"] = [3, -4]
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def _extra_member(folder: Path) -> None:
+    (folder / "3").mkdir()
+
+
+def _member_gap(folder: Path) -> None:
+    shutil.rmtree(folder / "1")
+
+
+def _nested_shape_file(folder: Path) -> None:
+    os.truncate(folder / "nt.shape.memmap", 24)
+
+
+def _set_meta(folder: Path, change) -> None:
+    meta = json.loads((folder / "meta.json").read_text())
+    change(meta)
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def _bad_batch_size(folder: Path) -> None:
+    _set_meta(folder, lambda meta: meta.update(shape=[4]))
+
+
+def _bad_device(folder: Path) -> None:
+    _set_meta(folder, lambda meta: meta.update(device="nowhere:7"))
+
+
+def _bad_version(folder: Path) -> None:
+    _set_meta(folder, lambda meta: meta.update(_format_version=2))
+
+
+def _bad_class(folder: Path) -> None:
+    _set_meta(folder, lambda meta: meta.update(_class={}))
+
+
+def _unknown_class(folder: Path) -> None:
+    _set_meta(folder, lambda meta: meta.update(_class="tensordict:Nope", _type="Nope"))
+
+
+def _record_not_an_object(folder: Path) -> None:
+    _set_meta(folder, lambda meta: meta.update(int8="tensor"))
+
+
+def _huge_shape(folder: Path) -> None:
+    _set_meta(folder, lambda meta: meta["int8"].update(shape=[3, 2**63]))
+
+
+def _sub_batch_size(folder: Path) -> None:
+    meta_path = folder / "nested" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["shape"] = [2, 2]
+    meta["x"]["shape"] = [2, 2]
+    meta_path.write_text(json.dumps(meta))
+    os.truncate(folder / "nested" / "x.memmap", 16)
+
+
+def _symlink_meta(folder: Path) -> None:
+    target = folder.parent / "meta.outside"
+    (folder / "nested" / "meta.json").rename(target)
+    (folder / "nested" / "meta.json").symlink_to(target)
+
+
+def _bad_stack_dim(folder: Path) -> None:
+    _set_meta(folder, lambda meta: meta.update(stack_dim="0"))
+
+
+def _no_shape_file(folder: Path) -> None:
+    (folder / "nt.shape.memmap").unlink()
+
+
+def _missing_tensorclass_data(folder: Path) -> None:
+    shutil.rmtree(folder / "_tensordict")
+
+
+DAMAGES = {
+    "truncated": ("basic", _truncate),
+    "missing-file": ("basic", _remove),
+    "bad-json": ("basic", _bad_json),
+    "symlink-file": ("basic", _symlink_file),
+    "symlink-folder": ("basic", _symlink_folder),
+    "bad-records": ("basic", _bad_records),
+    "extra-member": ("lazy_stacked", _extra_member),
+    "member-gap": ("lazy_stacked", _member_gap),
+    "nested-shape-file": ("nested_tensor", _nested_shape_file),
+    "no-shape-file": ("nested_tensor", _no_shape_file),
+    "bad-batch-size": ("basic", _bad_batch_size),
+    "bad-device": ("basic", _bad_device),
+    "bad-version": ("basic", _bad_version),
+    "bad-class": ("basic", _bad_class),
+    "unknown-class": ("basic", _unknown_class),
+    "record-not-an-object": ("basic", _record_not_an_object),
+    "huge-shape": ("basic", _huge_shape),
+    "sub-batch-size": ("basic", _sub_batch_size),
+    "symlink-meta": ("basic", _symlink_meta),
+    "bad-stack-dim": ("lazy_stacked", _bad_stack_dim),
+    "missing-tensorclass-data": ("tensorclass", _missing_tensorclass_data),
+}

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +12,7 @@ import torch
 
 from tensordict import TensorDict, lazy_stack
 
-from conftest import CASES, MANIFEST
+from conftest import CASES, DAMAGES, MANIFEST
 
 
 def run_cli(*args, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -232,70 +230,25 @@ def test_our_folders(tmp_path):
 
 
 # ---------------------------------------------------------------------- damaged folders
-def _truncate(folder: Path) -> None:
-    os.truncate(folder / "float32.memmap", 10)
-
-
-def _remove(folder: Path) -> None:
-    (folder / "nested" / "x.memmap").unlink()
-
-
-def _bad_json(folder: Path) -> None:
-    (folder / "nested" / "deeper" / "meta.json").write_text("{not json")
-
-
-def _symlink_file(folder: Path) -> None:
-    target = folder.parent / "int8.outside"
-    (folder / "int8.memmap").rename(target)
-    (folder / "int8.memmap").symlink_to(target)
-
-
-def _symlink_folder(folder: Path) -> None:
-    target = folder.parent / "nested.outside"
-    (folder / "nested").rename(target)
-    (folder / "nested").symlink_to(target)
-
-
-def _bad_records(folder: Path) -> None:
-    meta = json.loads((folder / "meta.json").read_text())
-    meta["int16"]["dtype"] = "torch.int17"
-    meta["int32"]["shape"] = [3, -4]
-    (folder / "meta.json").write_text(json.dumps(meta))
-
-
-def _extra_member(folder: Path) -> None:
-    (folder / "3").mkdir()
-
-
-def _member_gap(folder: Path) -> None:
-    shutil.rmtree(folder / "1")
-
-
-def _nested_shape_file(folder: Path) -> None:
-    os.truncate(folder / "nt.shape.memmap", 24)
-
-
-DAMAGES = {
-    "truncated": ("basic", _truncate, ["float32.memmap", "10 bytes", "48"]),
-    "missing-file": ("basic", _remove, ["nested/x.memmap", "missing"]),
-    "bad-json": ("basic", _bad_json, ["nested/deeper/meta.json", "not valid JSON"]),
-    "symlink-file": ("basic", _symlink_file, ["int8.memmap", "symbolic link"]),
-    "symlink-folder": ("basic", _symlink_folder, ["nested", "symbolic link"]),
-    "bad-records": ("basic", _bad_records, ["'int16'", "torch.int17", "'int32'", "[3, -4]"]),
-    "extra-member": (
-        "lazy_stacked",
-        _extra_member,
-        ["lazy_stacked/3", "not a valid TensorDict folder"],
-    ),
-    "member-gap": ("lazy_stacked", _member_gap, ["gaps", "[1] missing"]),
-    "nested-shape-file": ("nested_tensor", _nested_shape_file, ["nt.shape.memmap", "24 bytes"]),
+# What verify must print for some of the damages of conftest.DAMAGES.
+EXPECTED = {
+    "truncated": ["float32.memmap", "10 bytes", "48"],
+    "missing-file": ["nested/x.memmap", "missing"],
+    "bad-json": ["nested/deeper/meta.json", "not valid JSON"],
+    "symlink-file": ["int8.memmap", "symbolic link"],
+    "symlink-folder": ["nested", "symbolic link"],
+    "bad-records": ["'int16'", "torch.int17", "'int32'", "[3, -4]"],
+    "extra-member": ["lazy_stacked/3", "not a valid TensorDict folder"],
+    "member-gap": ["gaps", "members [1] are missing"],
+    "nested-shape-file": ["nt.shape.memmap", "24 bytes"],
 }
 
 
-@pytest.mark.parametrize("damage", DAMAGES)
+@pytest.mark.parametrize("damage", EXPECTED)
 def test_verify_names_each_problem(fixture_copy, damage):
     """verify prints each problem with its path, then FAILED, and exits 1."""
-    case, spoil, expected = DAMAGES[damage]
+    case, spoil = DAMAGES[damage]
+    expected = EXPECTED[damage]
     folder = fixture_copy(case)
     spoil(folder)
     proc = run_cli("verify", folder)
@@ -310,8 +263,8 @@ def test_verify_names_each_problem(fixture_copy, damage):
 def test_info_prints_what_it_can_on_a_damaged_folder(fixture_copy):
     """info on a folder with many problems: exit 0, sound entries listed, problems marked."""
     folder = fixture_copy("basic")
-    for spoil in (_truncate, _remove, _bad_json, _symlink_file, _bad_records):
-        spoil(folder)
+    for damage in ("truncated", "missing-file", "bad-json", "symlink-file", "bad-records"):
+        DAMAGES[damage][1](folder)
     proc = run_cli("info", folder)
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()

@@ -1,179 +1,556 @@
-"""One contract, every tensordict class: the same assertions over each kind and an indexed view of it.
+"""One contract, every kind of tensordict: a base class of tests and one small subclass per kind.
 
-Each kind holds the same content (batch size [4]): ``obs`` [4, 3], ``reward`` [4, 1]
-and a nested ``("next", "obs")`` [4, 3]. Indexed views are made from a batch of 8
-with ``[2:6]``, so they must behave exactly like the originals.
+``ContractTests`` holds every test and uses only the public API that all kinds share
+(``get``, ``keys``, indexing, ``torch.stack``, ``apply``, ...): a tensorclass has no
+``td["key"]`` string indexing and no undeclared keys, so neither is used here. Each
+subclass says how to build its object and, through class attributes, where its kind
+legitimately differs (``locked``, ``memmapped``, ``new_key_error``, ...).
+
+Every object holds the same content, batch size [4]: ``obs`` float [4, 3], ``done``
+bool [4, 1], a nested ``("next", "obs")`` float [4, 3] and a non-tensor ``name``.
+The ``...Indexed`` kinds are ``x[1:3]`` of their kind (batch size [2]), and must behave
+like an object holding those rows.
 """
 
 from __future__ import annotations
 
-import itertools
+import pickle
 
 import pytest
 import torch
 
-from tensordict import TensorDict, lazy_stack
+from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack, tensorclass
 
-ROWS = 8
-OBS = torch.arange(ROWS * 3, dtype=torch.float32).reshape(ROWS, 3)
-REWARD = torch.arange(ROWS, dtype=torch.float32).reshape(ROWS, 1) * 10
+OBS = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+DONE = torch.tensor([[True], [False], [False], [True]])
 NEXT = OBS + 100
-LEAVES = {"obs", "reward", ("next", "obs")}
-_counter = itertools.count()
+NAME = "cart"
+LEAVES = {"obs", "done", ("next", "obs")}
 
 
-def _dense(rows: slice):
+@tensorclass
+class Step:
+    obs: torch.Tensor
+    done: torch.Tensor
+    next: TensorDict
+    name: str
+
+
+def _row(i: int) -> TensorDict:
     return TensorDict(
-        {
-            "obs": OBS[rows].clone(),
-            "reward": REWARD[rows].clone(),
-            "next": {"obs": NEXT[rows].clone()},
-        },
-        [rows.stop - rows.start],
+        {"obs": OBS[i].clone(), "done": DONE[i].clone(), "next": {"obs": NEXT[i].clone()}},
+        [],
+        name=NAME,
     )
 
 
-def _lazy(rows: slice):
-    return lazy_stack(
-        [
-            TensorDict(
-                {
-                    "obs": OBS[i].clone(),
-                    "reward": REWARD[i].clone(),
-                    "next": {"obs": NEXT[i].clone()},
-                },
-                [],
-            )
-            for i in range(rows.start, rows.stop)
-        ]
-    )
+def build_tensordict() -> TensorDict:
+    content = {"obs": OBS.clone(), "done": DONE.clone(), "next": {"obs": NEXT.clone()}}
+    return TensorDict(content, [4], name=NAME)
 
 
-def _memmapped(rows: slice, tmp_path):
-    folder = tmp_path / f"mm{next(_counter)}"
-    _dense(rows).memmap(folder)
-    return TensorDict.load_memmap(folder)
+def build_lazy_stack() -> LazyStackedTensorDict:
+    return lazy_stack([_row(i) for i in range(4)], 0)
 
 
-KINDS = {
-    "TensorDict": lambda tmp: _dense(slice(2, 6)),
-    "TensorDict[2:6]": lambda tmp: _dense(slice(0, ROWS))[2:6],
-    "lazy": lambda tmp: _lazy(slice(2, 6)),
-    "lazy[2:6]": lambda tmp: _lazy(slice(0, ROWS))[2:6],
-    "memmap": lambda tmp: _memmapped(slice(2, 6), tmp),
-    "memmap[2:6]": lambda tmp: _memmapped(slice(0, ROWS), tmp)[2:6],
-}
+def build_tensorclass() -> Step:
+    nxt = TensorDict({"obs": NEXT.clone()}, [4])
+    return Step(obs=OBS.clone(), done=DONE.clone(), next=nxt, name=NAME, batch_size=[4])
 
 
-@pytest.fixture(params=sorted(KINDS))
-def td(request, tmp_path):
-    return KINDS[request.param](tmp_path)
+def leaf_keys(obj) -> set:
+    return set(obj.keys(include_nested=True, leaves_only=True))
 
 
-def _keys(td) -> set:
-    return set(td.keys(include_nested=True, leaves_only=True))
+class ContractTests:
+    """The contract. Subclasses set ``build`` and the attributes below."""
+
+    @staticmethod
+    def build():
+        """A fresh object of the kind, batch size [4], holding the content above."""
+        raise NotImplementedError("each kind sets build")
+
+    form = "plain"  # "plain", "memmap" (x.memmap(dir): locked) or "loaded" (load_memmap(dir))
+    indexed = False  # True: the object is x[1:3] of the built one
+    memmapped = False  # what is_memmap() says
+    locked = False  # what is_locked says
+    new_key_error = None  # (exception, match) when set() of a new key is refused
+    has_folder = False  # load_memmap(its folder) sees what make_memmap* add to the object
+
+    # ------------------------------------------------------------------ fixtures
+    def make(self, tmp_path):
+        """A fresh object of the kind; keeps its un-indexed source and its folder."""
+        obj = type(self).build()
+        self.folder = None
+        if self.form != "plain":
+            self.folder = tmp_path / "m"
+            mapped = obj.memmap(self.folder)
+            obj = mapped if self.form == "memmap" else TensorDict.load_memmap(self.folder)
+        self.source = obj
+        return obj[1:3] if self.indexed else obj
+
+    @pytest.fixture
+    def x(self, tmp_path):
+        return self.make(tmp_path)
+
+    @property
+    def rows(self) -> slice:
+        return slice(1, 3) if self.indexed else slice(0, 4)
+
+    @property
+    def n(self) -> int:
+        return 2 if self.indexed else 4
+
+    def assert_content(self, obj, rows=None, *, name=True):
+        rows = self.rows if rows is None else rows
+        assert torch.equal(obj.get("obs"), OBS[rows])
+        assert torch.equal(obj.get("done"), DONE[rows])
+        assert torch.equal(obj.get(("next", "obs")), NEXT[rows])
+        if name:
+            assert obj.get_non_tensor("name") == NAME
+
+    def assert_written(self, key, rows, value):
+        """The write reached the source of an indexed view and the files on disk."""
+        if self.indexed:
+            assert torch.equal(self.source.get(key)[self.rows][rows], value)
+        if self.folder is not None:
+            assert torch.equal(TensorDict.load_memmap(self.folder).get(key)[self.rows][rows], value)
+
+    # ------------------------------------------------------------------ keys and values
+    def test_batch_size(self, x):
+        """batch_size, shape, batch_dims, len and numel describe the one batch dim."""
+        assert x.batch_size == torch.Size([self.n]) and x.shape == torch.Size([self.n])
+        assert x.batch_dims == 1 and len(x) == self.n and x.numel() == self.n
+        assert x.get("next").batch_size == torch.Size([self.n])
+
+    def test_keys(self, x):
+        """keys() lists the top level; nested leaves are the tensors, nested keys are tuples."""
+        assert set(x.keys()) == {"obs", "done", "next", "name"}
+        assert leaf_keys(x) == LEAVES
+        assert ("next", "obs") in x.keys(include_nested=True)
+        assert "obs" in x.keys() and "missing" not in x.keys()
+
+    def test_get_reads_the_content(self, x):
+        """get() returns each leaf, nested ones by tuple key, and None for a missing key."""
+        self.assert_content(x)
+        assert x.get("done").dtype == torch.bool
+        assert x.get("missing") is None
+        assert x.get(("next", "missing")) is None
+
+    def test_non_tensor_entry(self, x):
+        """The string entry reads back as the string, also through to_dict()."""
+        assert x.get_non_tensor("name") == NAME
+        assert x.to_dict()["name"] == NAME
+
+    def test_to_dict(self, x):
+        """to_dict() gives nested plain dicts of tensors."""
+        out = x.to_dict()
+        assert set(out) == {"obs", "done", "next", "name"} and set(out["next"]) == {"obs"}
+        assert torch.equal(out["obs"], OBS[self.rows])
+        assert torch.equal(out["next"]["obs"], NEXT[self.rows])
+
+    def test_to_tensordict(self, x):
+        """to_tensordict() is an unlocked, in-memory TensorDict copy with the same content."""
+        out = x.to_tensordict()
+        assert isinstance(out, TensorDict) and out.batch_size == x.batch_size
+        assert not out.is_locked and not out.is_memmap()
+        self.assert_content(out)
+        out.get("obs").zero_()
+        self.assert_content(x)
+
+    # ------------------------------------------------------------------ indexing
+    def test_int_index(self, x):
+        """An int drops the batch dim; a negative int counts from the end."""
+        row = x[0]
+        assert isinstance(row, Step) == isinstance(x, Step)
+        assert row.batch_size == torch.Size([])
+        assert torch.equal(row.get("obs"), OBS[self.rows][0])
+        assert torch.equal(x[-1].get(("next", "obs")), NEXT[self.rows][-1])
+        assert row.get_non_tensor("name") == NAME
+
+    def test_slice_index(self, x):
+        """A slice keeps the batch dim and selects those rows."""
+        part = x[1:]
+        assert part.batch_size == torch.Size([self.n - 1])
+        assert torch.equal(part.get(("next", "obs")), NEXT[self.rows][1:])
+        assert torch.equal(part.get("done"), DONE[self.rows][1:])
+
+    def test_mask_index(self, x):
+        """A bool mask over the batch dim selects the True rows."""
+        mask = torch.zeros(self.n, dtype=torch.bool)
+        mask[-1] = True
+        out = x[mask]
+        assert out.batch_size == torch.Size([1])
+        assert torch.equal(out.get("obs"), OBS[self.rows][-1:])
+
+    def test_tensor_index(self, x):
+        """A long tensor picks rows in its order, repeats allowed."""
+        idx = torch.tensor([self.n - 1, 0, 0])
+        out = x[idx]
+        assert out.batch_size == torch.Size([3])
+        assert torch.equal(out.get("obs"), OBS[self.rows][idx])
+        assert torch.equal(out.get(("next", "obs")), NEXT[self.rows][idx])
+
+    def test_unbind(self, x):
+        """unbind(0) gives one batch-less object per row."""
+        parts = x.unbind(0)
+        assert len(parts) == self.n
+        for i, part in enumerate(parts):
+            assert part.batch_size == torch.Size([])
+            assert torch.equal(part.get("obs"), OBS[self.rows][i])
+            assert torch.equal(part.get("done"), DONE[self.rows][i])
+
+    # ------------------------------------------------------------------ stack, cat, shape
+    def test_stack(self, x):
+        """torch.stack of two copies adds a leading dim and keeps the kind's class."""
+        out = torch.stack([x, x.clone()], 0)
+        assert out.batch_size == torch.Size([2, self.n])
+        assert torch.equal(out.get("obs")[1], OBS[self.rows])
+        assert torch.equal(out.get(("next", "obs"))[0], NEXT[self.rows])
+        if isinstance(x, Step):
+            assert isinstance(out, Step)
+
+    def test_cat(self, x):
+        """torch.cat of two copies doubles the batch dim."""
+        out = torch.cat([x, x.clone()], 0)
+        assert out.batch_size == torch.Size([2 * self.n])
+        assert torch.equal(out.get("obs"), torch.cat([OBS[self.rows]] * 2))
+        assert torch.equal(out.get("done"), torch.cat([DONE[self.rows]] * 2))
+
+    def test_unsqueeze_squeeze(self, x):
+        """unsqueeze adds a batch dim of size 1 to every leaf; squeeze removes it."""
+        out = x.unsqueeze(-1)
+        assert out.batch_size == torch.Size([self.n, 1])
+        assert out.get("obs").shape == torch.Size([self.n, 1, 3])
+        back = out.squeeze(-1)
+        assert back.batch_size == torch.Size([self.n])
+        self.assert_content(back, name=False)
+        assert x.unsqueeze(0).batch_size == torch.Size([1, self.n])
+
+    def test_reshape(self, x):
+        """reshape changes the batch dims only."""
+        out = x.reshape(1, self.n)
+        assert out.batch_size == torch.Size([1, self.n])
+        assert torch.equal(out.get(("next", "obs")), NEXT[self.rows].reshape(1, self.n, 3))
+        assert x.reshape(-1).batch_size == torch.Size([self.n])
+
+    # ------------------------------------------------------------------ values
+    def test_apply(self, x):
+        """apply maps every tensor leaf, nested ones included, into a new object."""
+        out = x.apply(lambda t: t * 2 if t.is_floating_point() else ~t)
+        assert type(out) is type(x)
+        assert leaf_keys(out) == LEAVES and out.batch_size == x.batch_size
+        assert torch.equal(out.get("obs"), OBS[self.rows] * 2)
+        assert torch.equal(out.get("done"), ~DONE[self.rows])
+        assert torch.equal(out.get(("next", "obs")), NEXT[self.rows] * 2)
+        self.assert_content(x)
+
+    def test_arithmetic(self, x):
+        """Operators work leaf-wise on the float leaves of a selection."""
+        floats = x.select("obs", ("next", "obs"))
+        out = floats * 2 + 1
+        assert torch.equal(out.get("obs"), OBS[self.rows] * 2 + 1)
+        assert torch.equal(out.get(("next", "obs")), NEXT[self.rows] * 2 + 1)
+        assert torch.equal((out - floats).get("obs"), OBS[self.rows] + 1)
+
+    def test_to_dtype(self, x):
+        """to(dtype) casts the float leaves and keeps the batch size."""
+        out = x.to(torch.float64)
+        assert out.get("obs").dtype == torch.float64
+        assert out.get(("next", "obs")).dtype == torch.float64
+        assert out.batch_size == x.batch_size
+
+    def test_clone(self, x):
+        """clone() is an unlocked, independent copy with the same content and class."""
+        out = x.clone()
+        assert type(out) is type(x) and not out.is_locked
+        self.assert_content(out)
+        out.get("obs").fill_(-1)
+        out.set("obs", torch.zeros(self.n, 3))
+        self.assert_content(x)
+
+    def test_equality(self, x):
+        """== compares leaf-wise and returns an object of booleans."""
+        same = x == x.clone()
+        assert same.batch_size == x.batch_size
+        assert same.get("obs").dtype == torch.bool and same.get("obs").all()
+        assert same.get(("next", "obs")).all()
+        other = x.clone()
+        other.set_("obs", OBS[self.rows] + torch.tensor([[1.0]] + [[0.0]] * (self.n - 1)))
+        diff = x == other
+        assert not diff.get("obs")[0].any() and diff.get("obs")[1:].all()
+        assert diff.get("done").all()
+
+    def test_select_and_exclude(self, x):
+        """select keeps only the given keys, exclude drops them; neither changes x."""
+        sel = x.select("obs", ("next", "obs"))
+        assert leaf_keys(sel) == {"obs", ("next", "obs")}
+        assert torch.equal(sel.get("obs"), OBS[self.rows])
+        out = x.exclude("done", "name")
+        assert set(out.keys()) == {"obs", "next"}
+        assert torch.equal(out.get(("next", "obs")), NEXT[self.rows])
+        assert set(x.keys()) == {"obs", "done", "next", "name"}
+        if isinstance(x, Step):
+            assert isinstance(sel, Step) and isinstance(out, Step)
+
+    # ------------------------------------------------------------------ writes
+    def test_set_in_place(self, x):
+        """set_() writes into the existing storage, also when locked, and reaches the source."""
+        value = torch.full((self.n, 3), -1.0)
+        was_locked = x.is_locked
+        x.set_("obs", value)
+        assert torch.equal(x.get("obs"), value)
+        x.set_(("next", "obs"), value - 1)
+        assert torch.equal(x.get(("next", "obs")), value - 1)
+        assert x.is_locked == was_locked
+        self.assert_written("obs", slice(None), value)
+        self.assert_written(("next", "obs"), slice(None), value - 1)
+
+    def test_row_assignment(self, x):
+        """x[0] = x[1] copies row 1 into row 0 and leaves the other rows alone."""
+        x[0] = x[1]
+        assert torch.equal(x.get("obs")[0], OBS[self.rows][1])
+        assert torch.equal(x.get("done")[0], DONE[self.rows][1])
+        assert torch.equal(x.get(("next", "obs"))[0], NEXT[self.rows][1])
+        assert torch.equal(x.get("obs")[1:], OBS[self.rows][1:])
+        self.assert_written("obs", 0, OBS[self.rows][1])
+
+    def test_update_in_place(self, x):
+        """update_() writes the given leaves in place, nested ones included."""
+        zeros, ones = torch.zeros(self.n, 3), torch.ones(self.n, 3)
+        x.update_({"obs": zeros, "next": {"obs": ones}})
+        assert torch.equal(x.get("obs"), zeros)
+        assert torch.equal(x.get(("next", "obs")), ones)
+        assert torch.equal(x.get("done"), DONE[self.rows])
+        self.assert_written(("next", "obs"), slice(None), ones)
+
+    def test_set_a_new_key(self, x):
+        """set() adds a key where the kind accepts one; else it refuses and changes nothing."""
+        value = torch.ones(self.n, 2)
+        if self.new_key_error is None:
+            x.set("extra", value)
+            assert torch.equal(x.get("extra"), value)
+            with pytest.raises(RuntimeError, match="extra2"):
+                x.set("extra2", torch.ones(self.n + 1, 2))
+        else:
+            error, match = self.new_key_error
+            with pytest.raises(error, match=match):
+                x.set("extra", value)
+        assert "extra2" not in x.keys()
+
+    def test_set_a_nested_new_key(self, x):
+        """A new key under an existing sub-tensordict follows the same rule as at the top."""
+        value = torch.ones(self.n, 2)
+        if self.locked:
+            with pytest.raises(RuntimeError, match="lock"):
+                x.set(("next", "extra"), value)
+            assert ("next", "extra") not in x.keys(include_nested=True)
+        else:
+            x.set(("next", "extra"), value)
+            assert torch.equal(x.get(("next", "extra")), value)
+
+    def test_lock_and_unlock(self, x):
+        """lock_() locks the object and its sub-tensordicts; locked, it refuses rebinding."""
+        was_locked = x.is_locked
+        assert x.lock_() is x
+        assert x.is_locked and x.get("next").is_locked
+        with pytest.raises(RuntimeError, match="lock"):
+            x.set("obs", torch.zeros(self.n, 3))
+        x.set_("obs", torch.zeros(self.n, 3))
+        assert x.unlock_() is x
+        assert not x.is_locked and not x.get("next").is_locked
+        x.set("obs", torch.ones(self.n, 3))
+        assert torch.equal(x.get("obs"), torch.ones(self.n, 3))
+        if was_locked:
+            x.lock_()
+
+    # ------------------------------------------------------------------ memory mapping
+    def test_is_memmap(self, x):
+        """is_memmap() says whether the kind is memory-mapped."""
+        assert x.is_memmap() == self.memmapped
+
+    def test_is_locked(self, x):
+        """is_locked says whether the kind is locked, and a sub-tensordict agrees with it."""
+        assert x.is_locked == self.locked
+        assert x.get("next").is_locked == self.locked
+
+    def test_views_that_keep_the_data_pointer(self, x):
+        """x[0] and x[:1] of a locked memory-mapped object are memory-mapped and locked too."""
+        for view in (x[0], x[:1]):
+            assert view.is_locked == self.locked
+            assert view.get("next").is_locked == self.locked
+            if self.locked:
+                assert view.is_memmap() == self.memmapped
+
+    def test_memmap_round_trip(self, x, tmp_path):
+        """memmap(dir) is locked and memory-mapped; load_memmap(dir) is unlocked, same class."""
+        folder = tmp_path / "out"
+        mapped = x.memmap(folder)
+        assert mapped.is_memmap() and mapped.is_locked
+        assert mapped.batch_size == x.batch_size
+        self.assert_content(mapped)
+        loaded = TensorDict.load_memmap(folder)
+        assert type(loaded) is type(mapped)
+        assert loaded.is_memmap() and not loaded.is_locked
+        assert loaded.batch_size == x.batch_size
+        self.assert_content(loaded)
+        self.assert_content(x)
+
+    def test_memmap_like(self, x, tmp_path):
+        """memmap_like keeps keys, shapes and dtypes, and reads zeros."""
+        like = x.memmap_like(tmp_path / "like")
+        assert leaf_keys(like) == LEAVES and like.is_memmap()
+        assert like.get("obs").shape == torch.Size([self.n, 3]) and (like.get("obs") == 0).all()
+        assert like.get("done").dtype == torch.bool and not like.get("done").any()
+        self.assert_content(x)
+
+    def test_make_memmap_from_storage(self, x):
+        """On a memory-mapped copy, the entry reads from the storage and is written though locked."""
+        mapped = x.memmap()
+        storage = torch.UntypedStorage(self.n * 2 * 4)
+        out = mapped.make_memmap_from_storage(("next", "extra"), storage, (self.n, 2))
+        out.fill_(3.0)
+        assert mapped.is_locked
+        assert torch.equal(mapped.get(("next", "extra")), torch.full((self.n, 2), 3.0))
+
+    def test_make_memmap_from_tensor_persists(self, x, tmp_path):
+        """make_memmap_from_tensor on a memmap(dir) copy writes a file that load_memmap reads."""
+        folder = tmp_path / "grow"
+        mapped = x.memmap(folder)
+        mapped.make_memmap_from_tensor(("next", "extra"), torch.arange(float(self.n)))
+        loaded = TensorDict.load_memmap(folder)
+        assert torch.equal(loaded.get(("next", "extra")), torch.arange(float(self.n)))
+
+    def test_make_memmap_on_the_object(self, x):
+        """make_memmap_from_tensor works on a memory-mapped object (and persists), else refuses."""
+        value = torch.arange(float(self.n))
+        if self.memmapped:
+            x.make_memmap_from_tensor(("next", "extra"), value)
+            assert torch.equal(x.get(("next", "extra")), value)
+            if self.has_folder:
+                loaded = TensorDict.load_memmap(self.folder)
+                assert torch.equal(loaded.get(("next", "extra")), value)
+        else:
+            with pytest.raises(RuntimeError, match="memory-mapped"):
+                x.make_memmap_from_tensor(("next", "extra"), value)
+            assert ("next", "extra") not in x.keys(include_nested=True)
+
+    def test_pickle_round_trip(self, x):
+        """pickle gives back the same class, batch size and content."""
+        out = pickle.loads(pickle.dumps(x))
+        assert type(out) is type(x) and out.batch_size == x.batch_size
+        self.assert_content(out)
 
 
-def test_keys(td):
-    """The nested leaf keys are the same for every kind."""
-    assert _keys(td) == LEAVES
-    assert "next" in td.keys() and ("next", "obs") in td.keys(include_nested=True)
+# ====================================================================== the kinds
+class _TD:
+    build = staticmethod(build_tensordict)
 
 
-def test_get_reads_the_content(td):
-    """get() and [] return the rows 2 to 5 of each leaf."""
-    assert td.batch_size == torch.Size([4])
-    assert torch.equal(td["obs"], OBS[2:6])
-    assert torch.equal(td.get(("next", "obs")), NEXT[2:6])
-    assert torch.equal(td["reward"], REWARD[2:6])
-    assert td.get("missing") is None
+class _Lazy:
+    build = staticmethod(build_lazy_stack)
 
 
-def test_indexing(td):
-    """An int drops the batch dim; a slice, a mask and an index tensor select rows."""
-    assert torch.equal(td[1]["obs"], OBS[3])
-    assert td[1:3].batch_size == torch.Size([2])
-    assert torch.equal(td[1:3]["next", "obs"], NEXT[3:5])
-    mask = torch.tensor([True, False, True, False])
-    assert torch.equal(td[mask]["reward"], REWARD[[2, 4]])
-    assert torch.equal(td[torch.tensor([3, 0])]["obs"], OBS[[5, 2]])
+class _TC:
+    build = staticmethod(build_tensorclass)
+    new_key_error = (AttributeError, "'extra'")
 
 
-def test_set_in_place_writes_the_storage(td):
-    """set_() and index assignment write into the existing tensors."""
-    td.set_("reward", torch.full((4, 1), -1.0))
-    assert (td["reward"] == -1).all()
-    td[0] = TensorDict(
-        {"obs": torch.zeros(3), "reward": torch.zeros(1), "next": {"obs": torch.zeros(3)}}, []
-    )
-    assert (td[0]["obs"] == 0).all() and torch.equal(td[1]["obs"], OBS[3])
+class _Memmap:
+    form = "memmap"
+    memmapped = locked = has_folder = True
 
 
-def test_set_a_new_key(td):
-    """set() adds a key; its leading dims must match the batch size."""
-    td.set("extra", torch.ones(4, 2))
-    assert torch.equal(td["extra"], torch.ones(4, 2))
-    with pytest.raises(RuntimeError, match="extra2"):
-        td.set("extra2", torch.ones(5, 2))
+class _Loaded:
+    form = "loaded"
+    memmapped = has_folder = True
 
 
-def test_stacking(td):
-    """torch.stack of two copies has batch size [2, 4] and the same values."""
-    out = torch.stack([td, td], 0)
-    assert out.batch_size == torch.Size([2, 4])
-    assert torch.equal(out["obs"][1], OBS[2:6])
+class _MappedView:
+    """x[1:3] of a memory-mapped object: every leaf is still mapped, so it is memory-mapped.
+
+    It keeps its source's lock. (The reference flags only views by an int or a slice
+    from 0; SPEC: is_memmap() is True exactly while every leaf is a MemoryMappedTensor.)
+    """
+
+    indexed = memmapped = True
 
 
-def test_reshaping(td):
-    """unsqueeze and reshape change the batch dims only."""
-    assert td.unsqueeze(0).batch_size == torch.Size([1, 4])
-    assert torch.equal(td.reshape(2, 2)["obs"], OBS[2:6].reshape(2, 2, 3))
+class _LazyView:
+    """A lazy stack of some members of a memory-mapped lazy stack: memory-mapped like them."""
+
+    indexed = memmapped = True
 
 
-def test_apply(td):
-    """apply maps every leaf, nested ones included."""
-    out = td.apply(lambda x: x + 1)
-    assert torch.equal(out["next", "obs"], NEXT[2:6] + 1)
-    assert _keys(out) == LEAVES
+class TestTensorDict(_TD, ContractTests):
+    pass
 
 
-def test_to_dtype(td):
-    """to(dtype) casts every leaf."""
-    out = td.to(torch.float64)
-    assert out["obs"].dtype == torch.float64 and out["next", "obs"].dtype == torch.float64
+class TestTensorDictIndexed(_TD, ContractTests):
+    indexed = True
 
 
-def test_memmap_round_trip(td, tmp_path):
-    """memmap(prefix) then load_memmap gives the same content, memory-mapped."""
-    folder = tmp_path / "out"
-    mapped = td.memmap(folder)
-    assert mapped.is_memmap() and mapped.is_locked
-    loaded = TensorDict.load_memmap(folder)
-    assert loaded.is_memmap()
-    assert torch.equal(loaded["obs"], OBS[2:6])
-    assert torch.equal(loaded["next", "obs"], NEXT[2:6])
+class TestLazyStack(_Lazy, ContractTests):
+    pass
 
 
-def test_memmap_like_is_zeros_of_the_same_layout(td, tmp_path):
-    """memmap_like keeps keys, shapes and dtypes, and reads zeros."""
-    like = td.memmap_like(tmp_path / "like")
-    assert _keys(like) == LEAVES
-    assert like["obs"].shape == torch.Size([4, 3]) and (like["obs"] == 0).all()
+class TestLazyStackIndexed(_Lazy, ContractTests):
+    indexed = True
 
 
-def test_make_memmap_from_storage_on_the_memory_mapped_version(td, tmp_path):
-    """SEED.txt: the entry reads from the storage, is returned, and is written though the tensordict is locked."""
-    mapped = td.memmap()
-    storage = torch.UntypedStorage(4 * 2 * 4)
-    out = mapped.make_memmap_from_storage("x", storage, (4, 2))
-    out.fill_(3.0)
-    assert mapped.is_locked
-    assert torch.equal(mapped["x"], torch.full((4, 2), 3.0))
+class TestTensorClass(_TC, ContractTests):
+    pass
 
 
-def test_make_memmap_from_tensor_persists(td, tmp_path):
-    """make_memmap_from_tensor copies into the folder: load_memmap sees the entry."""
-    folder = tmp_path / "grow"
-    mapped = td.memmap(folder)
-    mapped.make_memmap_from_tensor("y", torch.arange(4.0))
-    assert torch.equal(TensorDict.load_memmap(folder)["y"], torch.arange(4.0))
+class TestTensorClassIndexed(_TC, ContractTests):
+    indexed = True
+
+
+class TestTensorDictMemmap(_Memmap, _TD, ContractTests):
+    new_key_error = (RuntimeError, "lock")
+
+
+class TestTensorDictMemmapIndexed(_MappedView, _TD, ContractTests):
+    form, locked = "memmap", True
+    new_key_error = (RuntimeError, "lock")
+
+
+class TestLazyStackMemmap(_Memmap, _Lazy, ContractTests):
+    new_key_error = (RuntimeError, "lock")
+
+
+class TestLazyStackMemmapIndexed(_LazyView, _Lazy, ContractTests):
+    form, locked = "memmap", True
+    new_key_error = (RuntimeError, "lock")
+
+
+class TestTensorClassMemmap(_Memmap, _TC, ContractTests):
+    pass
+
+
+class TestTensorClassMemmapIndexed(_MappedView, _TC, ContractTests):
+    form, locked = "memmap", True
+
+
+class TestTensorDictLoaded(_Loaded, _TD, ContractTests):
+    pass
+
+
+class TestTensorDictLoadedIndexed(_MappedView, _TD, ContractTests):
+    form = "loaded"
+
+
+class TestLazyStackLoaded(_Loaded, _Lazy, ContractTests):
+    pass
+
+
+class TestLazyStackLoadedIndexed(_LazyView, _Lazy, ContractTests):
+    form = "loaded"
+
+
+class TestTensorClassLoaded(_Loaded, _TC, ContractTests):
+    pass
+
+
+class TestTensorClassLoadedIndexed(_MappedView, _TC, ContractTests):
+    form = "loaded"

@@ -239,3 +239,11 @@ def test_memmap_refresh_sees_members_added_to_the_folder(tmp_path):
     assert "y" not in reader.keys()
     assert reader.memmap_refresh_() is reader
     assert torch.equal(reader["y"], torch.ones(2, 4))
+
+
+def test_torch_stack_into_a_lazy_stack_writes_its_members():
+    """torch.stack(..., out=lazy) writes into the lazy stack's members."""
+    a = TensorDict({"x": torch.ones(3)}, [3])
+    out = lazy_stack([a.clone() * 0, a.clone() * 0])
+    torch.stack([a, a], 0, out=out)
+    assert (out.tensordicts[1]["x"] == 1).all()

@@ -447,3 +447,11 @@ def test_str_matches_repr():
     """str() is the same compact form as repr()."""
     td = make_td()
     assert str(td) == repr(td)
+
+
+def test_from_dict_infers_the_batch_size_only_when_asked():
+    """from_dict gives [] by default, the inferred batch size with auto_batch_size or batch_dims."""
+    d = {"a": torch.zeros(3, 4)}
+    assert TensorDict.from_dict(d).batch_size == torch.Size([])
+    assert TensorDict.from_dict(d, auto_batch_size=True).batch_size == torch.Size([3, 4])
+    assert TensorDict.from_dict(d, batch_dims=1).batch_size == torch.Size([3])

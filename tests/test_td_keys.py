@@ -601,3 +601,10 @@ def test_set_at_and_update_at_write_rows_in_place():
     assert td["b", "c"][2].tolist() == [1.0, 1.0] and (td["b", "c"][:2] == 0).all()
     with pytest.raises(KeyError, match="missing"):
         td.update_at_({"missing": torch.zeros(())}, 0)
+
+
+def test_set_in_place_broadcasts_a_number():
+    """set_ with a number fills the existing tensor, like the reference's update_."""
+    td = TensorDict({"a": torch.ones(2, 3, 4)}, [2, 3])
+    td.update_({"a": 0})
+    assert (td["a"] == 0).all()

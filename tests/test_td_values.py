@@ -581,3 +581,8 @@ def test_pytree_inside_containers():
     """tree_map reaches tensordicts inside dicts and lists."""
     out = pytree.tree_map(lambda x: x + 1, {"k": [make_td()]})
     assert out["k"][0]["b", "c"].tolist() == [1, 2]
+
+
+def test_apply_returning_none_everywhere_returns_none():
+    """apply(fn) where fn returns None for every leaf returns None, as the reference."""
+    assert TensorDict({"a": torch.zeros(2)}, [2]).apply(lambda x: None) is None

@@ -10,6 +10,7 @@ import operator
 
 import torch
 
+from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict.errors import KeyMismatchError
 
 _UNARY = (
@@ -54,12 +55,6 @@ def _check_same_keys(td, other, what: str) -> None:
         raise KeyMismatchError(msg)
 
 
-def _is_collection(obj) -> bool:
-    from tensordict.base import is_tensor_collection
-
-    return is_tensor_collection(obj)
-
-
 def _unwrap(other):
     """A tensorclass operand acts through its tensordict."""
     return other._tensordict if getattr(type(other), "_is_tensorclass", False) else other
@@ -91,7 +86,7 @@ def _make_binary(name: str):
     def method(self, other, *args, **kwargs):
         fn = getattr(torch, name)
         other = _unwrap(other)
-        if _is_collection(other):
+        if is_tensor_collection(other):
             _check_same_keys(self, other, name)
             return self._fast_apply(lambda x, y: fn(x, y, *args, **kwargs), other)
         return self._fast_apply(lambda x: fn(x, other, *args, **kwargs))
@@ -99,7 +94,7 @@ def _make_binary(name: str):
     def method_(self, other, *args, **kwargs):
         fn = getattr(torch.Tensor, name + "_")
         other = _unwrap(other)
-        if _is_collection(other):
+        if is_tensor_collection(other):
             _check_same_keys(self, other, name)
             for key in self.keys(True, True):
                 leaf = self.get(key)
@@ -121,7 +116,7 @@ def _make_binary(name: str):
 def _operator(op, swap: bool = False, name: str = ""):
     def method(self, other):
         other = _unwrap(other)
-        if _is_collection(other):
+        if is_tensor_collection(other):
             if not hasattr(other, "_fast_apply"):
                 return NotImplemented
             _check_same_keys(self, other, name or op.__name__)
@@ -147,7 +142,7 @@ def _operator(op, swap: bool = False, name: str = ""):
 def _inplace_operator(op):
     def method(self, other):
         other = _unwrap(other)
-        if _is_collection(other):
+        if is_tensor_collection(other):
             _check_same_keys(self, other, op.__name__)
             for key in self.keys(True, True):
                 leaf = self.get(key)
@@ -404,7 +399,7 @@ class PointwiseMixin:
                 device = torch.device(arg)
             elif isinstance(arg, torch.Tensor):
                 device, dtype = arg.device, arg.dtype
-            elif _is_collection(arg):
+            elif is_tensor_collection(arg):
                 device = arg.device
             else:
                 msg = f"to() cannot interpret the argument {arg!r}"
@@ -497,10 +492,8 @@ class PointwiseMixin:
 
     def fill_(self, key, value):
         """Fills the entry at ``key`` (a tensor or every leaf of a sub-tensordict) with ``value``."""
-        from tensordict.base import NO_DEFAULT
-
         target = self.get(key, NO_DEFAULT)
-        if _is_collection(target):
+        if is_tensor_collection(target):
             for leaf in target.values(True, True):
                 if isinstance(leaf, torch.Tensor):
                     leaf.fill_(value)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
+from tensordict._collection import is_tensor_collection
 from tensordict._nontensor import _dummy
 
 
@@ -286,8 +287,6 @@ class ShapeMixin:
         def pick(x, *rest):
             y = rest[0] if rest else other
             return torch.where(_trailing(condition, x), x, y)
-
-        from tensordict.base import is_tensor_collection
 
         if is_tensor_collection(other):
             result = self._fast_apply(pick, other)

@@ -1,16 +1,15 @@
 """``torch.*`` functions called on tensordicts: one table, one dispatcher.
 
 ``torch.stack(tds)``, ``torch.cat(tds)``, ``torch.unbind(td)`` and friends reach
-``TensorDict.__torch_function__``, which looks the function up in ``_TABLE``.
+``__torch_function__`` of every tensordict class, which looks the function up in
+``_TABLE``. Functions that only forward to a method of the tensordict are
+registered here; ``stack`` and ``cat``, which build concrete classes, are
+registered by :mod:`tensordict._stack`, a layer above the classes.
 """
 
 from __future__ import annotations
 
 import torch
-
-from tensordict._nontensor import NonTensorData
-from tensordict._td import TensorDict
-from tensordict.errors import KeyMismatchError
 
 _TABLE: dict = {}
 
@@ -27,210 +26,11 @@ def implements(*funcs):
 
 
 def dispatch(func, types, args, kwargs):
+    """Calls the tensordict version of ``func``, or returns ``NotImplemented`` when there is none."""
     impl = _TABLE.get(func)
     if impl is None:
         return NotImplemented
     return impl(*args, **kwargs)
-
-
-def _norm_stack_dim(dim: int, ndim: int) -> int:
-    if not -ndim - 1 <= dim <= ndim:
-        msg = f"stack dimension {dim} is out of range for {ndim} batch dimensions"
-        raise IndexError(msg)
-    return dim + ndim + 1 if dim < 0 else dim
-
-
-def _check_keys(tds, what: str, error=RuntimeError) -> None:
-    keys = tds[0]._keys_level()
-    for i, td in enumerate(tds[1:], 1):
-        other = td._keys_level()
-        if other != keys:
-            only_first = sorted(set(keys) - set(other))
-            only_other = sorted(set(other) - set(keys))
-            msg = (
-                f"cannot {what} tensordicts with different keys: tensordict 0 alone has {only_first}, "
-                f"tensordict {i} alone has {only_other}; use lazy_stack to keep members that differ"
-            )
-            raise error(msg)
-
-
-def _collections(items, what: str) -> list:
-    items = list(items)
-    if not items:
-        msg = f"cannot {what} an empty sequence of tensordicts"
-        raise RuntimeError(msg)
-    return items
-
-
-@implements(torch.stack)
-def stack(tds, dim: int = 0, *, out=None):
-    """Stacks tensordicts along a new batch dimension ``dim``.
-
-    Every tensordict must have the same keys and batch size; leaves with the same
-    key are stacked with ``torch.stack``.
-
-    Raises:
-        RuntimeError: if the batch sizes or the keys differ (naming them), or a leaf's
-            shapes differ (naming the key).
-
-    Examples:
-        >>> tds = [TensorDict({"a": torch.zeros(3)}, [3]) for _ in range(4)]
-        >>> torch.stack(tds, 0).batch_size
-        torch.Size([4, 3])
-    """
-    tds = _collections(tds, "stack")
-    first = tds[0]
-    if out is not None and type(out) is not TensorDict:
-        out.update_(stack(tds, dim))  # a lazy stack or tensorclass: write through its own path
-        return out
-    if out is None and type(first) is TensorDict:
-        done = _stack_fast(tds, dim)
-        if done is not None:
-            return done
-    if getattr(type(first), "_is_tensorclass", False) or any(
-        getattr(type(t), "_is_lazy", False) for t in tds
-    ):
-        return (
-            type(first)._stack_members(tds, dim, out=out)
-            if hasattr(type(first), "_stack_members")
-            else _lazy_or_dense(tds, dim, out)
-        )
-    batch_size = first.batch_size
-    for i, td in enumerate(tds):
-        if td.batch_size != batch_size:
-            msg = (
-                f"cannot stack tensordicts with different batch sizes: tensordict 0 has "
-                f"{list(batch_size)} and tensordict {i} has {list(td.batch_size)}"
-            )
-            raise RuntimeError(msg)
-    d = _norm_stack_dim(dim, len(batch_size))
-    return _stack_dense(tds, d, out, ())
-
-
-def _stack_fast(tds, dim: int):
-    """Stacks plain TensorDicts whose leaves are all tensors; None when another path must decide."""
-    first = tds[0]
-    batch_size = first._batch_size
-    data = first._tensordict
-    n = len(data)
-    dicts = []
-    for td in tds:
-        if type(td) is not TensorDict or td._batch_size != batch_size or len(td._tensordict) != n:
-            return None
-        dicts.append(td._tensordict)
-    d = _norm_stack_dim(dim, len(batch_size))
-    result = {}
-    try:
-        for key, value in data.items():
-            if type(value) is not torch.Tensor:
-                return None
-            result[key] = torch.stack([x[key] for x in dicts], d)
-    except (KeyError, RuntimeError):
-        return None
-    new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
-    return TensorDict._new_unsafe(result, new_size, first._device, _stacked_names(first, d))
-
-
-def _stacked_names(first, dim: int):
-    """The dimension names after stacking at ``dim``: the members' names with an unnamed dim."""
-    names = getattr(first, "_names", None)
-    return None if names is None else [*names[:dim], None, *names[dim:]]
-
-
-def _lazy_or_dense(tds, dim, out):
-    from tensordict._lazy import LazyStackedTensorDict
-
-    return LazyStackedTensorDict._stack_members(tds, dim, out=out)
-
-
-def _stack_dense(tds, d: int, out, prefix: tuple):
-    first = tds[0]
-    _check_keys(tds, "stack")
-    batch_size = first.batch_size
-    new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
-    result = {}
-    for key, value in first._items_level():
-        values = [td._get_str(key, None) for td in tds]
-        target = None if out is None else out._get_str(key, None)
-        if isinstance(value, torch.Tensor):
-            try:
-                if target is not None:
-                    torch.stack(values, d, out=target)
-                    result[key] = target
-                else:
-                    result[key] = torch.stack(values, d)
-            except RuntimeError as err:
-                shapes = sorted({tuple(v.shape) for v in values})
-                msg = f"cannot stack the entry {prefix + (key,)!r}: its shapes differ across tensordicts ({shapes})"
-                raise RuntimeError(msg) from err
-        elif isinstance(value, NonTensorData):
-            result[key] = NonTensorData._stack(values, d)
-        elif (
-            hasattr(value, "_items_level")
-            and not getattr(type(value), "_is_lazy", False)
-            and all(type(v) is type(value) for v in values)
-        ):
-            for v in values:
-                if v.batch_size != value.batch_size:
-                    msg = f"cannot stack the sub-tensordict {prefix + (key,)!r}: batch sizes differ"
-                    raise RuntimeError(msg)
-            result[key] = _stack_dense(values, d, target, prefix + (key,))
-        else:
-            result[key] = stack(values, d, out=target)
-    if out is not None:
-        return out
-    return TensorDict._new_unsafe(result, new_size, first.device, _stacked_names(first, d))
-
-
-@implements(torch.cat, torch.concat, torch.concatenate)
-def cat(tds, dim: int = 0, *, out=None):
-    """Concatenates tensordicts along an existing batch dimension ``dim``.
-
-    Raises:
-        RuntimeError: if the keys differ, or the batch sizes differ outside ``dim``.
-
-    Examples:
-        >>> a = TensorDict({"x": torch.zeros(2, 3)}, [2])
-        >>> torch.cat([a, a]).batch_size
-        torch.Size([4])
-    """
-    tds = _collections(tds, "concatenate")
-    first = tds[0]
-    if getattr(type(first), "_is_tensorclass", False) and hasattr(type(first), "_cat_members"):
-        return type(first)._cat_members(tds, dim, out=out)
-    ndim = first.batch_dims
-    if not -ndim <= dim < ndim:
-        msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"
-        raise IndexError(msg)
-    d = dim + ndim if dim < 0 else dim
-    size = first.batch_size
-    total = 0
-    for i, td in enumerate(tds):
-        other = td.batch_size
-        if len(other) != ndim or other[:d] != size[:d] or other[d + 1 :] != size[d + 1 :]:
-            msg = (
-                f"cannot concatenate tensordicts whose batch sizes differ outside dimension {d}: "
-                f"tensordict 0 has {list(size)} and tensordict {i} has {list(other)}"
-            )
-            raise RuntimeError(msg)
-        total += other[d]
-    _check_keys(tds, "concatenate", KeyMismatchError)
-    new_size = size[:d] + torch.Size((total,)) + size[d + 1 :]
-    result = {}
-    for key, value in first._items_level():
-        values = [td._get_str(key, None) for td in tds]
-        target = None if out is None else out._get_str(key, None)
-        if isinstance(value, torch.Tensor):
-            result[key] = (
-                torch.cat(values, d, out=target) if target is not None else torch.cat(values, d)
-            )
-        elif isinstance(value, NonTensorData):
-            result[key] = NonTensorData._stack(values, d)._with(new_size + value.batch_size[ndim:])
-        else:
-            result[key] = cat(values, d, out=target)
-    if out is not None:
-        return out
-    return TensorDict._new_unsafe(result, new_size, first.device, getattr(first, "_names", None))
 
 
 @implements(torch.unbind)

@@ -1,10 +1,35 @@
-"""Writing, loading and refreshing memory-mapped TensorDict trees (format v1, see ``format``).
+"""The tree engine: writing, loading and refreshing memory-mapped trees (format v1, see ``format``).
 
-Every memory-mapped level carries a :class:`_Level`: its folder (or ``None`` for
-a tensordict in anonymous shared memory), the parsed ``meta.json`` as last read
-or written, the serialised member strings (so that adding an entry re-serialises
-one record, not the whole file), and the ``stat`` of that ``meta.json`` (so that
-a refresh skips every level whose file did not change).
+The engine knows no tensordict class. A class takes part through the hooks
+below, which every memory-mappable class defines (``TensorDictBase`` declares
+them; a tensorclass defines them too), and through a loader registered in
+:data:`LOADERS` under the ``"_class"`` or ``"_type"`` string its folders carry.
+Entries of a *dense level* (one folder, one ``meta.json`` record per entry, the
+layout of a TensorDict) are handled here, by the functions that take
+``items`` (``(key, value)`` pairs): a class whose levels are dense calls them
+from its hooks.
+
+Hooks (``obj`` is a tensordict, a lazy stack or a tensorclass instance):
+
+* ``obj._memmap_plan(folder, plan, robust_key, existsok, like)``: adds what
+  writing ``obj`` into ``folder`` (``None``: shared memory) needs to ``plan``,
+  refusing bad keys before anything is written;
+* ``obj._memmap_names(robust_key)``: the names ``obj`` occupies in its folder, so
+  that stale names of an earlier tensordict there are removed;
+* ``obj._memmap_rebuild(folder, replacement, inplace, robust_key)``: ``obj`` with
+  each tensor replaced by ``replacement[id(tensor)]``, and its :class:`Level` set;
+* ``obj._memmap_write_meta(folder, robust_key)``: writes the ``meta.json`` files
+  of ``obj``'s levels, children first;
+* ``obj._memmap_refresh(options)``: re-reads ``obj``'s folder in place;
+* ``obj._memmap_refresh_from(meta, stat, options)``: the same from a parsed
+  ``meta.json``; returns False, changing nothing, when the folder now holds
+  another class (the caller then loads it afresh).
+
+Every memory-mapped level carries a :class:`Level` as ``obj._mm``: its folder (or
+``None`` for anonymous shared memory), the parsed ``meta.json`` as last read or
+written, its serialised members (so that adding an entry re-serialises one
+record, not the whole file), and the ``stat`` of that ``meta.json`` (so that a
+refresh skips every level whose file did not change).
 """
 
 from __future__ import annotations
@@ -20,33 +45,29 @@ import torch
 from tensordict._nontensor import NonTensorData
 from tensordict.errors import MemmapFormatError, MemmapNotFoundError
 from tensordict.memmap import format as fmt
+from tensordict.memmap.tensor import MemoryMappedTensor, _open_file
 
 _Tensor = torch.Tensor
 
-# class string or type string -> loader(folder, meta, stat, options) for classes other
-# than TensorDict (lazy stacks, tensorclasses); filled in by the modules that define them.
+# "_class" or "_type" string -> loader(folder, meta, stat, options) returning the loaded
+# object; filled in by the modules that define the classes (TensorDict, lazy stacks, and
+# each tensorclass as it is decorated).
 LOADERS: dict = {}
 
 
-def _mmt():
-    from tensordict.memmap.tensor import MemoryMappedTensor
-
-    return MemoryMappedTensor
-
-
-class _Level:
-    """Memory-mapping state of one tensordict level."""
+class Level:
+    """Memory-mapping state of one tensordict level (``obj._mm``)."""
 
     __slots__ = ("path", "meta", "text", "stat", "robust_key", "taken", "inodes")
 
     def __init__(
-        self, path: str | None, meta: dict | None = None, stat=None, robust_key=None
+        self, path: str | None, meta: dict | None = None, stat=None, robust_key=None, inodes=None
     ) -> None:
         self.path = path
         self.meta = {} if meta is None else meta
         self.text: str | None = None
         self.taken: dict | None = None  # file name -> key, built on the first added entry
-        self.inodes: dict = {}  # key -> inode of the file mapped at load, to spot replaced files
+        self.inodes: dict = {} if inodes is None else inodes  # key -> inode mapped at load
         self.stat = stat
         self.robust_key = robust_key
 
@@ -54,19 +75,19 @@ class _Level:
         return {"path": self.path, "meta": self.meta, "robust_key": self.robust_key}
 
     def __setstate__(self, state) -> None:
-        self.path = state["path"]
-        self.meta = state["meta"]
-        self.text = None
-        self.taken = None
-        self.inodes = {}
-        self.stat = None
-        self.robust_key = state["robust_key"]
+        self.__init__(state["path"], state["meta"], None, state["robust_key"])
 
     def body(self) -> str:
         """The members of meta.json, serialised and joined (cached until a key is replaced)."""
         if self.text is None:
             self.text = ", ".join(fmt.dumps_record(k, v) for k, v in self.meta.items())
         return self.text
+
+    def write(self, meta: dict) -> None:
+        """Replaces this level's ``meta.json`` with ``meta`` (atomically) and remembers it."""
+        self.meta = meta
+        self.text = None
+        self.stat = fmt.write_meta(self.path, [self.body()])
 
     def update(self, changes: dict) -> None:
         """Applies ``{key: record or None}`` to this level's meta.json under the folder lock.
@@ -98,38 +119,52 @@ class _Level:
             self.stat = fmt.write_meta(self.path, [self.body()])
 
 
+class Options:
+    """What a load or refresh was asked for: key encoding, unpickling, device."""
+
+    __slots__ = ("robust_key", "allow_pickle", "device")
+
+    def __init__(self, robust_key=None, allow_pickle: bool = False, device=None) -> None:
+        self.robust_key = robust_key
+        self.allow_pickle = allow_pickle
+        self.device = device
+
+
+def _is_mapped_collection(value) -> bool:
+    """True for a sub-tensordict (not a tensor, not a non-tensor entry) that is memory-mapped."""
+    return (
+        value is not None
+        and not isinstance(value, _Tensor)
+        and not isinstance(value, NonTensorData)
+        and value._mm is not None
+    )
+
+
 # ====================================================================== writing
-class _Plan:
+class Plan:
     """What writing one tree will do, checked in full before anything touches the disk."""
 
     def __init__(self) -> None:
-        self.folders: list = []  # (folder, level_meta_fields, td, entries) children first
+        self.folders: list = []  # (folder, obj), children first
         self.tensors: list = []  # (path, tensor, shape_path)
         self.nontensors: list = []  # (folder, value)
 
 
-def _entry_kind(value) -> str:
+def entry_kind(value) -> str:
+    """``"tensor"``, ``"nested"`` or ``"folder"``: the names an entry occupies (see format)."""
     if isinstance(value, _Tensor):
         return "nested" if value.is_nested else "tensor"
     return "folder"
 
 
-def _plan_level(
-    td, folder: str | None, plan: _Plan, robust_key, existsok: bool, like: bool
+def plan_entries(
+    obj, items, folder: str | None, plan: Plan, robust_key, existsok: bool, like: bool
 ) -> None:
-    from tensordict._td import TensorDict
-
-    if type(td) is not TensorDict:
-        hook = getattr(type(td), "_memmap_plan", None)
-        if hook is None:
-            msg = f"cannot memory-map a {type(td).__name__} at {folder!r}"
-            raise TypeError(msg)
-        hook(td, folder, plan, robust_key, existsok, like)
-        return
-    entries = {key: _entry_kind(value) for key, value in td._tensordict.items()}
+    """Plans the entries of one dense level ``obj`` (its ``items``) into ``folder``."""
+    items = list(items)
     if folder is not None:
-        fmt.check_level_keys(folder, entries, robust_key)
-    for key, value in td._tensordict.items():
+        fmt.check_level_keys(folder, {k: entry_kind(v) for k, v in items}, robust_key)
+    for key, value in items:
         if isinstance(value, _Tensor):
             if value.device.type == "meta":
                 msg = (
@@ -153,11 +188,51 @@ def _plan_level(
                     (os.path.join(folder, fmt.file_name(key, "", robust_key)), value)
                 )
         else:
-            sub = (
-                None if folder is None else os.path.join(folder, fmt.file_name(key, "", robust_key))
+            sub = sub_folder(folder, key, robust_key)
+            value._memmap_plan(sub, plan, robust_key, existsok, like)
+    plan.folders.append((folder, obj))
+
+
+def sub_folder(folder: str | None, key: str, robust_key) -> str | None:
+    """The folder of the sub-tensordict ``key`` of a level in ``folder`` (``None`` stays ``None``)."""
+    return None if folder is None else os.path.join(folder, fmt.file_name(key, "", robust_key))
+
+
+def names_of(items, robust_key) -> set:
+    """The file and folder names the entries ``items`` of a dense level occupy."""
+    names = set()
+    for key, value in items:
+        names.update(fmt.entry_names(key, entry_kind(value), robust_key))
+    return names
+
+
+def rebuild_entries(items, folder, replacement: dict, inplace: bool, robust_key) -> dict:
+    """The entries of a dense level after writing: tensors replaced, sub-levels rebuilt."""
+    data = {}
+    for key, value in items:
+        if isinstance(value, _Tensor):
+            data[key] = replacement[id(value)]
+        elif isinstance(value, NonTensorData):
+            data[key] = value
+        else:
+            data[key] = value._memmap_rebuild(
+                sub_folder(folder, key, robust_key), replacement, inplace, robust_key
             )
-            _plan_level(value, sub, plan, robust_key, existsok, like)
-    plan.folders.append((folder, td))
+    return data
+
+
+def records_of(items, folder: str, robust_key) -> dict:
+    """The ``meta.json`` records of a dense level's entries; sub-levels write theirs first."""
+    meta = {}
+    for key, value in items:
+        if isinstance(value, _Tensor):
+            meta[key] = fmt.tensor_record(value)
+        elif isinstance(value, NonTensorData):
+            meta[key] = {"type": "NonTensorData"}
+        else:
+            meta[key] = {"type": value._memmap_record_type()}
+            value._memmap_write_meta(sub_folder(folder, key, robust_key), robust_key)
+    return meta
 
 
 def _is_file_of(value, path: str) -> bool:
@@ -178,21 +253,23 @@ def _remove_stale(folder: str, keep: set, robust_key) -> None:
     """
     try:
         old, _ = fmt.read_meta(folder)
+        kind = fmt.level_kind(folder, old)
     except (OSError, ValueError):
         return
     names = set()
-    for key, record in old.items():
-        if key in fmt.LEVEL_FIELDS or not isinstance(record, dict):
-            continue
-        if "type" in record:
-            names.add(fmt.file_name(key, "", robust_key))
-        else:
-            names.add(fmt.file_name(key, fmt.MEMMAP_SUFFIX, robust_key))
-            names.add(fmt.file_name(key, fmt.SHAPE_SUFFIX, robust_key))
-    if old.get("_class") == fmt.LAZY_CLASS or old.get("_type") == fmt.LAZY_TYPE:
+    if kind == fmt.KIND_LAZY:
         names.update(n for n in os.listdir(folder) if n.isdigit())
-    elif "_type" in old and "_class" not in old:
-        names.add(fmt.TENSORCLASS_DATA)  # an earlier tensorclass
+    elif kind == fmt.KIND_TENSORCLASS:
+        names.add(fmt.TENSORCLASS_DATA)
+    elif kind == fmt.KIND_TD:
+        for key, record in fmt.entries(old):
+            if not isinstance(record, dict):
+                continue
+            if "type" in record:
+                names.add(fmt.file_name(key, "", robust_key))
+            else:
+                names.add(fmt.file_name(key, fmt.MEMMAP_SUFFIX, robust_key))
+                names.add(fmt.file_name(key, fmt.SHAPE_SUFFIX, robust_key))
     for name in names - keep:
         path = os.path.join(folder, name)
         if os.path.islink(path) or os.path.isfile(path):
@@ -202,7 +279,6 @@ def _remove_stale(folder: str, keep: set, robust_key) -> None:
 
 
 def _write_tensor(path: str | None, tensor: torch.Tensor, shape_path: str | None, like: bool):
-    MemoryMappedTensor = _mmt()
     if path is None:
         if like:
             return (
@@ -218,15 +294,13 @@ def _write_tensor(path: str | None, tensor: torch.Tensor, shape_path: str | None
     if not tensor.is_nested and tensor.numel() == 0:
         if os.path.lexists(path):
             os.unlink(path)
-        return MemoryMappedTensor.empty(
-            tensor.shape, dtype=tensor.dtype
-        )  # no file: nothing to store
+        return MemoryMappedTensor.empty(tensor.shape, dtype=tensor.dtype)  # no file: no data
     if os.path.lexists(path):
         os.unlink(path)  # fresh storage: never hand back an earlier tensordict's bytes
     if shape_path is not None:
         if os.path.lexists(shape_path):
             os.unlink(shape_path)
-        sizes = tensor._nested_tensor_size() if hasattr(tensor, "_nested_tensor_size") else None
+        sizes = tensor._nested_tensor_size()
         MemoryMappedTensor.from_tensor(sizes.to(torch.int64), filename=shape_path)
     if like:
         if tensor.is_nested:
@@ -251,24 +325,24 @@ def _write_nontensor(folder: str, value: NonTensorData) -> None:
 
 
 def write_tree(
-    td, prefix, *, like: bool, inplace: bool, num_threads: int, existsok: bool, robust_key
+    obj, prefix, *, like: bool, inplace: bool, num_threads: int, existsok: bool, robust_key
 ):
-    """Memory-maps ``td`` into ``prefix`` (or anonymous shared memory) and returns the result.
+    """Memory-maps ``obj`` into ``prefix`` (or anonymous shared memory) and returns the result.
 
     Everything is checked first; tensors are written next (in ``num_threads``
     threads), then each level's ``meta.json``, children before parents, each
-    atomically. ``inplace`` swaps the leaves of ``td`` itself; otherwise a new tree
+    atomically. ``inplace`` swaps the leaves of ``obj`` itself; otherwise a new tree
     is returned. The result is locked.
     """
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
-    plan = _Plan()
-    _plan_level(td, folder, plan, robust_key, existsok, like)
+    plan = Plan()
+    obj._memmap_plan(folder, plan, robust_key, existsok, like)
     if folder is not None:
         for level_folder, _ in plan.folders:
             os.makedirs(level_folder, exist_ok=True)
-        for level_folder, level_td in plan.folders:
-            _remove_stale(level_folder, _kept_names(level_td, robust_key), robust_key)
-    jobs = [(path, tensor, shape_path) for path, tensor, shape_path in plan.tensors]
+        for level_folder, level_obj in plan.folders:
+            _remove_stale(level_folder, level_obj._memmap_names(robust_key), robust_key)
+    jobs = plan.tensors
     if num_threads and num_threads > 1 and len(jobs) > 1:
         with ThreadPoolExecutor(num_threads) as pool:
             written = list(pool.map(lambda job: _write_tensor(*job, like), jobs))
@@ -277,400 +351,225 @@ def write_tree(
     replacement = {id(tensor): new for (_, tensor, _), new in zip(jobs, written)}
     for nt_folder, value in plan.nontensors:
         _write_nontensor(nt_folder, value)
-    out = _rebuild(td, folder, replacement, inplace, robust_key)
+    out = obj._memmap_rebuild(folder, replacement, inplace, robust_key)
     if folder is not None:
-        _write_levels(out, folder, robust_key)
+        out._memmap_write_meta(folder, robust_key)
     out.lock_()
     return out
 
 
-def _kept_names(td, robust_key) -> set:
-    from tensordict._td import TensorDict
-
-    if type(td) is not TensorDict:
-        return set(getattr(type(td), "_memmap_names", lambda t: set())(td))
-    names = set()
-    for key, value in td._tensordict.items():
-        names.update(fmt.entry_names(key, _entry_kind(value), robust_key))
-    return names
-
-
-def _rebuild(td, folder, replacement: dict, inplace: bool, robust_key):
-    from tensordict._td import TensorDict
-
-    if type(td) is not TensorDict:
-        return type(td)._memmap_rebuild(td, folder, replacement, inplace, robust_key)
-    data = td._tensordict if inplace else {}
-    for key, value in td._tensordict.items():
-        if isinstance(value, _Tensor):
-            data[key] = replacement[id(value)]
-        elif isinstance(value, NonTensorData):
-            data[key] = value
-        else:
-            sub = (
-                None if folder is None else os.path.join(folder, fmt.file_name(key, "", robust_key))
-            )
-            data[key] = _rebuild(value, sub, replacement, inplace, robust_key)
-    out = td if inplace else TensorDict._new_unsafe(data, td.batch_size, td.device, td._names)
-    out._mm = _Level(folder, robust_key=robust_key)
-    return out
-
-
-def _write_levels(td, folder: str, robust_key) -> None:
-    """Writes the meta.json of every level of a rebuilt tree, children first."""
-    from tensordict._td import TensorDict
-
-    if type(td) is not TensorDict:
-        type(td)._memmap_write_meta(td, folder, robust_key)
-        return
-    meta = {}
-    for key, value in td._tensordict.items():
-        if isinstance(value, _Tensor):
-            meta[key] = fmt.tensor_record(value)
-        else:
-            meta[key] = {"type": _type_name(value)}
-            if not isinstance(value, NonTensorData):
-                _write_levels(
-                    value, os.path.join(folder, fmt.file_name(key, "", robust_key)), robust_key
-                )
-    meta.update(fmt.level_meta(td.batch_size, td.device))
-    level = td._mm
-    level.meta = meta
-    level.text = None
-    level.stat = fmt.write_meta(folder, [level.body()])
-
-
-def _type_name(value) -> str:
-    if isinstance(value, NonTensorData):
-        return "NonTensorData"
-    return type(value).__name__
-
-
 # ====================================================================== loading
-class _Options:
-    __slots__ = ("robust_key", "allow_pickle", "device")
+def open_folder(prefix) -> tuple:
+    """``(folder, meta, stat)`` of the folder a user names: absolute, never a symbolic link.
 
-    def __init__(self, robust_key, allow_pickle: bool, device) -> None:
-        self.robust_key = robust_key
-        self.allow_pickle = allow_pickle
-        self.device = device
-
-
-def load_tree(prefix, *, robust_key=None, allow_pickle: bool = False, device=None):
-    """Opens the memory-mapped folder ``prefix`` without copying and returns its tensordict."""
+    Raises:
+        FileNotFoundError: if the folder or its ``meta.json`` is missing.
+        ValueError: if the folder is a symbolic link or its ``meta.json`` is unreadable.
+    """
     folder = os.path.abspath(os.fspath(prefix))
     if os.path.islink(folder):
         msg = f"refusing to load {folder!r}: it is a symbolic link"
         raise MemmapFormatError(msg)
     meta, stat = fmt.read_meta(folder)
-    return load_folder(folder, meta, stat, _Options(robust_key, allow_pickle, device))
+    return folder, meta, stat
 
 
-def load_folder(folder: str, meta: dict, stat, options: _Options):
-    """Loads one folder whose ``meta.json`` is already parsed, dispatching on its class."""
-    cls = meta.get("_class")
-    type_str = meta.get("_type")
-    if meta.get("_is_non_tensor"):
+def load_folder(folder: str, meta: dict, stat, options: Options):
+    """Loads one folder whose ``meta.json`` is already parsed, with the loader of its class."""
+    kind = fmt.level_kind(folder, meta)
+    if kind == fmt.KIND_NONTENSOR:
         return _load_nontensor(folder, meta, options)
-    if cls == fmt.TD_CLASS or (cls is None and type_str == fmt.TD_TYPE):
-        return _load_td(folder, meta, stat, options)
-    loader = LOADERS.get(cls) or LOADERS.get(type_str)
+    cls, type_str = meta.get("_class"), meta.get("_type")
+    loader = LOADERS.get(cls) if cls is not None else LOADERS.get(type_str)
     if loader is None:
-        if isinstance(type_str, str) and type_str.startswith("<class '"):
+        if kind == fmt.KIND_TENSORCLASS:
             msg = (
-                f"cannot load {folder!r}: its class {type_str[8:-2]!r} is not registered. Import the "
-                "module that defines it first (loading never imports code), or call "
-                "YourClass.load_memmap(path)"
+                f"cannot load {folder!r}: its class {fmt.tensorclass_name(type_str)!r} is not "
+                "registered. Import the module that defines it first (loading never imports "
+                "code), or call YourClass.load_memmap(path)"
             )
         else:
-            msg = f"cannot load {folder!r}: meta.json names no known class (_type={type_str!r}, _class={cls!r})"
+            msg = f"cannot load {folder!r}: no loader for _type={type_str!r}, _class={cls!r}"
         raise MemmapFormatError(msg)
     return loader(folder, meta, stat, options)
 
 
-def _check_version(folder: str, meta: dict) -> None:
-    version = meta.get("_format_version", fmt.FORMAT_VERSION)
-    if version != fmt.FORMAT_VERSION:
-        msg = f"{fmt.meta_path(folder)!r}: unsupported _format_version {version!r} (this library reads {fmt.FORMAT_VERSION})"
-        raise MemmapFormatError(msg)
+def load_child(path: str, options: Options, previous=None):
+    """Loads the level in ``path`` (a member or data folder the format requires)."""
+    meta, stat = fmt.read_meta(path)
+    if previous is not None and previous._memmap_refresh_from(meta, stat, options):
+        return previous
+    return load_folder(path, meta, stat, options)
 
 
-def _load_td(folder: str, meta: dict, stat, options: _Options, into=None):
-    from tensordict._td import TensorDict
+def load_entries(folder: str, meta: dict, options: Options) -> tuple:
+    """Reads a dense level: ``(batch_size, device, data, inodes)``.
 
-    _check_version(folder, meta)
-    where = fmt.meta_path(folder)
-    batch_size = fmt.parse_shape(meta.get("shape"), f"{where!r} field 'shape'")
-    device = options.device
-    if device is None:
-        device_str = meta.get("device")
-        device = None if device_str in (None, "None") else torch.device(device_str)
-    data = {}
-    existing = None if into is None else into._tensordict
-    from tensordict.memmap.tensor import _open_file
+    Entries whose file is missing are left out (the format's rule); every other
+    problem raises naming the path. Non-tensor entries get the level's batch size.
+    """
+    batch_size, device = fmt.parse_td_level(folder, meta)
+    if options.device is not None:
+        device = options.device
+    data, inodes = _read_entries(folder, meta, options, batch_size, None)
+    return batch_size, device, data, inodes
 
+
+def _read_entries(folder, meta, options, batch_size, previous, old=None):
+    """The entries of a parsed dense ``meta.json``, re-using ``previous`` values that did not change."""
+    data: dict = {}
+    inodes: dict = {}
     prefix = folder + os.sep
     robust_key = options.robust_key
-    lstat, from_file, S_ISREG, mmt_cls = os.lstat, torch.from_file, _stat.S_ISREG, _mmt()
-    inodes: dict = {}
-    dtypes = fmt.DTYPES
-    fields = fmt.LEVEL_FIELDS
-    for key, record in meta.items():
-        if key in fields:
+    lstat, from_file, S_ISREG, mmt = os.lstat, torch.from_file, _stat.S_ISREG, MemoryMappedTensor
+    parse, file_name, suffix = fmt.parse_tensor_record, fmt.file_name, fmt.MEMMAP_SUFFIX
+    n = len(batch_size)
+    for key, record in fmt.entries(meta):
+        before = None if previous is None else previous.get(key)
+        if fmt.parse_record(folder, key, record) is not None:
+            value = _load_sub(folder, key, record, options, before, batch_size)
+            if value is not None:
+                data[key] = value
             continue
-        # The common case, a plain tensor, inline: this loop runs once per entry on load.
         if (
-            type(record) is dict
-            and "type" not in record
-            and record.get("is_nested") is False
-            and robust_key is not False
+            old is not None
+            and isinstance(before, _Tensor)
+            and old.meta.get(key) == record
+            and _still_same_file(before, old.inodes.get(key))
         ):
-            dtype = dtypes.get(record.get("dtype"))
-            shape = record.get("shape")
-            if (
-                dtype is not None
-                and type(shape) is list
-                and all(type(s) is int for s in shape)
-                and (not shape or min(shape) >= 0)
-            ):
-                try:
-                    shape = torch.Size(shape)
-                except TypeError:
-                    shape = None
-                if shape is not None:
-                    path = prefix + fmt.file_name(key, fmt.MEMMAP_SUFFIX, robust_key)
-                    try:
-                        info = lstat(path)
-                    except FileNotFoundError:
-                        value = _load_tensor(
-                            folder, key, record, options
-                        )  # legacy names, no elements
-                        if value is not None:
-                            data[key] = value
-                        continue
-                    numel = shape.numel()
-                    if (
-                        info.st_size != numel * dtype.itemsize
-                        or not S_ISREG(info.st_mode)
-                        or numel == 0
-                    ):
-                        data[key] = _open_file(path, dtype, shape)  # it raises the precise error
-                        continue
-                    try:
-                        flat = from_file(path, True, numel, dtype=dtype)
-                    except RuntimeError:  # a read-only file: _open_file maps it copy-on-write
-                        data[key] = _open_file(path, dtype, shape)
-                        continue
-                    if len(shape) != 1:
-                        flat = flat.view(*shape) if shape else flat.view(shape)
-                    tensor = flat.as_subclass(mmt_cls)
-                    tensor._filename = path
-                    data[key] = tensor
-                    inodes[key] = info.st_ino
-                    continue
-        previous = None if existing is None else existing.get(key)
-        value = _load_entry(folder, key, record, options, previous)
-        if value is not None:
-            data[key] = value
-    if into is not None:
-        into._tensordict.clear()
-        into._tensordict.update(data)
-        into._batch_size = batch_size
-        td = into
-    else:
-        td = TensorDict._new_unsafe(data, batch_size, device, None)
-    td._mm = _Level(folder, meta, stat, options.robust_key)
-    td._mm.inodes = inodes
-    return td
-
-
-def _entry_file_name(folder: str, key: str, suffix: str, robust_key) -> str:
-    """The file name of an entry read from meta.json; a name that would leave the folder is refused."""
-    try:
-        return fmt.file_name(key, suffix, robust_key)
-    except ValueError as err:
-        msg = (
-            f"{fmt.meta_path(folder)!r}: the entry {key!r} cannot be loaded with robust_key=False: "
-            "its name would leave the folder (or is not a file name)"
-        )
-        raise MemmapFormatError(msg) from err
-
-
-def _existing_name(folder: str, key: str, suffix: str, robust_key) -> str:
-    """The entry's name; when the encoded name is absent, a legacy unencoded name that is on disk.
-
-    Older writers stored keys unencoded. A raw name is used only when it is a plain
-    file name (no ``/``, not ``.`` or ``..``), so it cannot leave the folder.
-    """
-    name = _entry_file_name(folder, key, suffix, robust_key)
-    if robust_key is False or os.path.lexists(os.path.join(folder, name)):
-        return name
-    try:
-        raw = fmt.file_name(key, suffix, False)
-    except ValueError:
-        return name
-    return raw if raw != name and os.path.lexists(os.path.join(folder, raw)) else name
-
-
-def _load_entry(folder: str, key: str, record, options: _Options, previous=None):
-    """Loads one entry; None when its file is missing (the entry is dropped)."""
-    if not isinstance(record, dict):
-        msg = f"{fmt.meta_path(folder)!r}: the record of {key!r} must be an object, got {record!r}"
-        raise MemmapFormatError(msg)
-    kind = record.get("type")
-    if kind is not None:
-        path = fmt.child_path(folder, _existing_name(folder, key, "", options.robust_key))
+            data[key] = before
+            inodes[key] = old.inodes[key]
+            continue
+        dtype, shape, nested = parse(folder, key, record)
+        if not nested and shape[:n] != batch_size:
+            fmt.check_batch_prefix(folder, key, shape, batch_size)
+        if nested or robust_key is False:
+            value = _load_tensor(folder, key, dtype, shape, nested, robust_key)
+            if value is not None:
+                data[key] = value
+            continue
+        # The common case, a plain tensor under its encoded name, inline: one lstat and
+        # one map per entry (this loop runs once per entry on load).
+        path = prefix + file_name(key, suffix, robust_key)
         try:
-            sub_meta, sub_stat = fmt.read_meta(path)
-        except MemmapNotFoundError:
-            return None
-        if previous is not None and getattr(previous, "_mm", None) is not None:
-            if type(previous).__name__ == "TensorDict" and sub_meta.get("_class") == fmt.TD_CLASS:
-                _refresh_td(previous, sub_meta, sub_stat, options)
-                return previous
-            if hasattr(previous, "_memmap_refresh") and str(type(previous)) == sub_meta.get(
-                "_type"
-            ):
-                previous._memmap_refresh()  # lazy stacks and tensorclasses keep their identity
-                return previous
-        return load_folder(path, sub_meta, sub_stat, options)
-    return _load_tensor(folder, key, record, options)
+            info = lstat(path)
+        except FileNotFoundError:
+            value = _load_tensor(folder, key, dtype, shape, nested, robust_key)  # legacy names
+            if value is not None:
+                data[key] = value
+            continue
+        numel = shape.numel()
+        if info.st_size != numel * dtype.itemsize or not S_ISREG(info.st_mode) or numel == 0:
+            data[key] = _open_file(path, dtype, shape)  # it raises the precise error
+            continue
+        try:
+            flat = from_file(path, True, numel, dtype=dtype)
+        except RuntimeError:  # a read-only file: _open_file maps it copy-on-write
+            data[key] = _open_file(path, dtype, shape)
+            continue
+        if len(shape) != 1:
+            flat = flat.view(*shape) if shape else flat.view(shape)
+        tensor = flat.as_subclass(mmt)
+        tensor._filename = path
+        data[key] = tensor
+        inodes[key] = info.st_ino
+    return data, inodes
 
 
-def _load_tensor(folder: str, key: str, record: dict, options: _Options):
-    where = f"{fmt.meta_path(folder)!r}, entry {key!r}"
-    dtype = fmt.parse_dtype(record.get("dtype"), where)
-    shape = fmt.parse_shape(record.get("shape"), where)
-    name = _existing_name(folder, key, fmt.MEMMAP_SUFFIX, options.robust_key)
-    path = fmt.child_path(folder, name) if options.robust_key is False else folder + os.sep + name
-    from tensordict.memmap.tensor import _open_file
+def _load_sub(folder: str, key: str, record: dict, options: Options, previous, batch_size):
+    """Loads a sub-folder entry; None when its folder is missing (the entry is dropped)."""
+    path = fmt.entry_path(folder, key, "", options.robust_key)
+    try:
+        meta, stat = fmt.read_meta(path)
+    except MemmapNotFoundError:
+        return None
+    if _is_mapped_collection(previous) and previous._memmap_refresh_from(meta, stat, options):
+        return previous  # sub-tensordicts keep their identity across refreshes
+    value = load_folder(path, meta, stat, options)
+    if isinstance(value, NonTensorData):
+        return value if value.batch_size == batch_size else value._with(batch_size)
+    fmt.check_batch_prefix(folder, key, value.batch_size, batch_size)
+    return value
 
-    if record.get("is_nested"):
-        shape_path = os.path.join(
-            folder, _existing_name(folder, key, fmt.SHAPE_SUFFIX, options.robust_key)
-        )
+
+def _load_tensor(folder: str, key: str, dtype, shape, nested: bool, robust_key):
+    """Maps one tensor entry found through :func:`format.entry_path`; None when its file is missing."""
+    path = fmt.entry_path(folder, key, fmt.MEMMAP_SUFFIX, robust_key)
+    if nested:
         if not os.path.lexists(path):
             return None
+        shape_path = fmt.entry_path(folder, key, fmt.SHAPE_SUFFIX, robust_key)
         try:
             sizes = _open_file(shape_path, torch.int64, shape).clone()
         except FileNotFoundError as err:
-            msg = f"{where}: the nested tensor's shape file {shape_path!r} is missing"
+            msg = f"{fmt.meta_path(folder)!r}, entry {key!r}: the nested tensor's shape file {shape_path!r} is missing"
             raise MemmapFormatError(msg) from err
         return _open_file(path, dtype, sizes)
     try:
         return _open_file(path, dtype, shape)
     except FileNotFoundError:
         if fmt.nbytes(shape, dtype) == 0:
-            # The format writes no file for a tensor without elements.
-            return _mmt().empty(shape, dtype=dtype)
+            return MemoryMappedTensor.empty(shape, dtype=dtype)  # the format keeps no file for it
         return None
 
 
-def _check_size(path: str, actual: int, expected: int) -> None:
-    if actual != expected:
-        msg = (
-            f"{path!r} has {actual} bytes but its record needs {expected}; the file is damaged "
-            "(truncated or overwritten) and was left untouched"
-        )
-        raise MemmapFormatError(msg)
-
-
-def _load_nontensor(folder: str, meta: dict, options: _Options) -> NonTensorData:
-    if "data" in meta:
-        return NonTensorData(meta["data"], metadata=meta.get("_metadata"))
-    pickle_path = os.path.join(folder, fmt.PICKLE_FILE)
-    if not os.path.isfile(pickle_path):
-        msg = f"{fmt.meta_path(folder)!r}: a non-tensor entry holds neither 'data' nor {fmt.PICKLE_FILE}"
-        raise MemmapFormatError(msg)
+def _load_nontensor(folder: str, meta: dict, options: Options) -> NonTensorData:
+    how, value = fmt.parse_nontensor(folder, meta)
+    if how == "data":
+        return NonTensorData(value, metadata=meta.get("_metadata"))
     if not options.allow_pickle:
         msg = (
-            f"{pickle_path!r} holds a pickled value; loading never unpickles unless asked: pass "
+            f"{value!r} holds a pickled value; loading never unpickles unless asked: pass "
             "allow_pickle=True if you trust this folder"
         )
         raise MemmapFormatError(msg)
-    with open(pickle_path, "rb") as handle:
+    with open(value, "rb") as handle:
         return NonTensorData(pickle.load(handle))  # noqa: S301 - the caller allowed it
 
 
-def fix_batch_sizes(td) -> None:
-    """Gives non-tensor entries the batch size of the level that holds them, after loading."""
-    data = getattr(td, "_tensordict", None)
-    if not isinstance(data, dict):
-        return
-    for key, value in data.items():
-        if isinstance(value, NonTensorData):
-            if value.batch_size != td.batch_size:
-                data[key] = value._with(td.batch_size)
-        elif not isinstance(value, _Tensor):
-            fix_batch_sizes(value)
-
-
 # ====================================================================== refreshing
-def refresh(td, options: _Options | None = None) -> None:
-    """Re-reads the folder of a memory-mapped tensordict in place (never writes).
+def refresh_entries(level: Level, data: dict, options: Options, read=None):
+    """Re-reads a dense level in place (never writes); ``data`` is its dict of entries.
 
-    A level whose ``meta.json`` did not change is not parsed again; entries that
-    ``meta.json`` does not record (storages without a file) are dropped; the
-    identity of the tensordict and of its sub-tensordicts is kept.
+    A level whose ``meta.json`` did not change is not parsed again (its
+    sub-levels are still refreshed); entries that ``meta.json`` does not record (a
+    storage without a file) are dropped.
+
+    Args:
+        level (Level): the level's state.
+        data (dict): its entries, changed in place.
+        options (Options): how to load what changed.
+        read (tuple, optional): ``(meta, stat)`` already read; otherwise the folder's
+            ``meta.json`` is checked and read when it changed.
+
+    Returns:
+        ``None`` when nothing changed at this level, else ``(batch_size, new_level)``.
+
+    Raises:
+        FileNotFoundError: if the folder's ``meta.json`` is gone.
     """
-    level = td._mm
-    if level is None or level.path is None:
-        return
-    if options is None:
-        options = _Options(level.robust_key, False, td.device)
-    try:
-        current = os.stat(fmt.meta_path(level.path))
-    except FileNotFoundError as err:
-        msg = f"cannot refresh: {fmt.meta_path(level.path)!r} is gone"
-        raise MemmapNotFoundError(msg) from err
-    if fmt.same_file(current, level.stat):
-        data = td._tensordict
+    if read is None:
+        path = fmt.meta_path(level.path)
+        try:
+            current = os.stat(path)
+        except FileNotFoundError as err:
+            msg = f"cannot refresh: {path!r} is gone"
+            raise MemmapNotFoundError(msg) from err
+        if not fmt.same_file(current, level.stat):
+            read = fmt.read_meta(level.path)
+    if read is None or fmt.same_file(read[1], level.stat):
         meta = level.meta
         for key in [k for k in data if k not in meta]:
             del data[key]
         for value in data.values():
-            if getattr(value, "_mm", None) is not None:
-                if type(value).__name__ == "TensorDict":
-                    refresh(value, options)
-                elif hasattr(type(value), "_memmap_refresh"):
-                    value._memmap_refresh()
-        return
-    meta, stat = fmt.read_meta(level.path)
-    _refresh_td(td, meta, stat, options)
-
-
-def _refresh_td(td, meta: dict, stat, options: _Options) -> None:
-    level = td._mm
-    if level is not None and fmt.same_file(stat, level.stat):
-        refresh(td, options)
-        return
-    old_meta = {} if level is None else level.meta
-    where = f"{fmt.meta_path(level.path)!r} field 'shape'"
-    td._batch_size = fmt.parse_shape(meta.get("shape", list(td.batch_size)), where)
-    data = td._tensordict
-    fresh = {}
-    inodes: dict = {}
-    for key, record in meta.items():
-        if key in fmt.LEVEL_FIELDS:
-            continue
-        previous = data.get(key)
-        if (
-            previous is not None
-            and isinstance(previous, _Tensor)
-            and old_meta.get(key) == record
-            and _still_same_file(previous, None if level is None else level.inodes.get(key))
-        ):
-            fresh[key] = previous
-            inodes[key] = level.inodes[key]
-            continue
-        value = _load_entry(level.path, key, record, options, previous)
-        if value is not None:
-            fresh[key] = value
+            if _is_mapped_collection(value):
+                value._memmap_refresh(options)
+        return None
+    meta, stat = read
+    batch_size, _ = fmt.parse_td_level(level.path, meta)
+    fresh, inodes = _read_entries(level.path, meta, options, batch_size, data, level)
     data.clear()
     data.update(fresh)
-    fix_batch_sizes(td)
-    td._mm = _Level(level.path, meta, stat, level.robust_key)
-    td._mm.inodes = inodes
     for key, value in fresh.items():
         filename = getattr(value, "_filename", None)
         if key not in inodes and filename is not None:
@@ -678,6 +577,7 @@ def _refresh_td(td, meta: dict, stat, options: _Options) -> None:
                 inodes[key] = os.stat(filename).st_ino
             except OSError:
                 pass
+    return batch_size, Level(level.path, meta, stat, level.robust_key, inodes)
 
 
 def _still_same_file(tensor, inode) -> bool:

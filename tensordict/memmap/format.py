@@ -63,6 +63,18 @@ Writing and reading
 folder, then renamed over. Each read-change-write of one folder's ``meta.json``
 holds an exclusive ``flock`` on ``meta%lock`` in that folder. Readers never write.
 Nothing is unpickled unless asked; nothing is imported.
+
+The reader
+~~~~~~~~~~
+This module is the one reader of the format: :func:`level_kind` tells a level's
+class, :func:`parse_td_level` its batch size and device, :func:`parse_lazy_level`
+a lazy stack's fields and :func:`lazy_members` its member folders,
+:func:`parse_record` an entry's record, :func:`parse_tensor_record` a tensor's
+dtype and shape, and :func:`entry_path` an entry's file (the encoded name, or
+the unencoded name that older writers used). Each raises
+:class:`~tensordict.errors.MemmapFormatError` naming the path on the first
+problem. The loader lets it propagate; ``tensordict verify`` records it and goes
+on, so the two agree on every folder.
 """
 
 from __future__ import annotations
@@ -89,6 +101,7 @@ SHAPE_SUFFIX = ".shape.memmap"
 PICKLE_FILE = "other.pickle"
 TENSORCLASS_DATA = "_tensordict"
 NAME_MAX = 255
+_MAX_SIZE = (1 << 62) - 1  # a larger dimension cannot be a tensor's: its byte count overflows
 
 LEVEL_FIELDS = ("shape", "device", "_type", "_format_version", "_class")
 
@@ -261,7 +274,9 @@ def parse_dtype(value, where: str) -> torch.dtype:
 
 def parse_shape(value, where: str) -> torch.Size:
     """Returns the shape of a record, or raises naming ``where`` and the bad value."""
-    if not isinstance(value, list) or not all(type(s) is int and s >= 0 for s in value):
+    if not isinstance(value, list) or not all(
+        type(s) is int and 0 <= s <= _MAX_SIZE for s in value
+    ):
         msg = f"{where}: shape is not valid: {value!r} (expected a list of non-negative ints)"
         raise MemmapFormatError(msg)
     return torch.Size(value)
@@ -432,3 +447,281 @@ def child_path(folder: str, name: str) -> str:
         msg = f"refusing to follow the symbolic link {path!r}"
         raise MemmapFormatError(msg)
     return path
+
+
+# ---------------------------------------------------------------------- the reader
+KIND_TD = "TensorDict"
+KIND_LAZY = "LazyStackedTensorDict"
+KIND_TENSORCLASS = "tensorclass"
+KIND_NONTENSOR = "NonTensorData"
+
+_CLASS_TYPE = re.compile(r"^<class '([A-Za-z_][\w.]*)'>$")
+
+
+def level_kind(folder: str, meta: dict) -> str:
+    """Returns the kind of the level stored in ``folder``: one of the ``KIND_*`` names.
+
+    Args:
+        folder (str): the level's folder, for messages.
+        meta (dict): its parsed ``meta.json``.
+
+    Raises:
+        ValueError: if ``"_class"`` or ``"_type"`` is not a string, or they name no
+            known kind.
+
+    Examples:
+        >>> level_kind("buffer", level_meta([3], "cpu"))
+        'TensorDict'
+        >>> level_kind("frame", {"_type": "<class 'shapes.Frame'>"})
+        'tensorclass'
+    """
+    cls, type_str = meta.get("_class"), meta.get("_type")
+    for field, value in (("_class", cls), ("_type", type_str)):
+        if value is not None and not isinstance(value, str):
+            msg = f"{meta_path(folder)!r}: field {field!r} must be a string, got {value!r}"
+            raise MemmapFormatError(msg)
+    if meta.get("_is_non_tensor") is True or (cls is None and type_str == NONTENSOR_TYPE):
+        return KIND_NONTENSOR
+    if cls == TD_CLASS or (cls is None and type_str == TD_TYPE):
+        return KIND_TD
+    if cls == LAZY_CLASS or (cls is None and type_str == LAZY_TYPE):
+        return KIND_LAZY
+    if cls is None and type_str is not None and _CLASS_TYPE.match(type_str) and "shape" not in meta:
+        return KIND_TENSORCLASS
+    msg = (
+        f"{meta_path(folder)!r} names no known class (_type={type_str!r}, _class={cls!r}); "
+        "is it a memory-mapped tensordict folder?"
+    )
+    raise MemmapFormatError(msg)
+
+
+def tensorclass_name(type_str: str) -> str:
+    """The import path in a tensorclass's ``"_type"``: ``"<class 'm.Frame'>"`` gives ``"m.Frame"``."""
+    return _CLASS_TYPE.match(type_str).group(1)
+
+
+def check_version(folder: str, meta: dict) -> None:
+    """Refuses a ``"_format_version"`` other than :data:`FORMAT_VERSION` (absent means 1).
+
+    Raises:
+        ValueError: naming the file and the version found.
+    """
+    version = meta.get("_format_version", FORMAT_VERSION)
+    if version != FORMAT_VERSION or type(version) is not int:
+        msg = (
+            f"{meta_path(folder)!r}: unsupported _format_version {version!r} "
+            f"(this library reads {FORMAT_VERSION})"
+        )
+        raise MemmapFormatError(msg)
+
+
+def parse_device(value, where: str):
+    """Returns the ``torch.device`` of a ``"device"`` field (``None`` for ``null``/``"None"``).
+
+    Raises:
+        ValueError: if the value names no device, quoting it and ``where``.
+    """
+    if value is None or value == "None":
+        return None
+    if isinstance(value, str):
+        try:
+            return torch.device(value)
+        except (RuntimeError, ValueError):
+            pass
+    msg = f"{where}: unknown device {value!r}"
+    raise MemmapFormatError(msg)
+
+
+def parse_td_level(folder: str, meta: dict) -> tuple:
+    """Returns ``(batch_size, device)`` of a TensorDict level.
+
+    Raises:
+        ValueError: for an unsupported version, a batch size that is not a list of
+            non-negative ints, or an unknown device; the message names the file.
+
+    Examples:
+        >>> parse_td_level("buffer", level_meta([3], "cpu"))
+        (torch.Size([3]), device(type='cpu'))
+    """
+    check_version(folder, meta)
+    where = f"{meta_path(folder)!r} field"
+    batch_size = parse_shape(meta.get("shape"), f"{where} 'shape'")
+    return batch_size, parse_device(meta.get("device"), f"{where} 'device'")
+
+
+def parse_lazy_level(folder: str, meta: dict) -> tuple:
+    """Returns ``(stack_dim, stack_dim_name)`` of a lazy stack level.
+
+    Raises:
+        ValueError: for an unsupported version, a ``stack_dim`` that is not an int or
+            a ``stack_dim_name`` that is not a string or ``null``.
+    """
+    check_version(folder, meta)
+    stack_dim = meta.get("stack_dim", 0)
+    if type(stack_dim) is not int:
+        msg = f"{meta_path(folder)!r}: stack_dim must be an int, got {stack_dim!r}"
+        raise MemmapFormatError(msg)
+    name = meta.get("stack_dim_name")
+    if name is not None and not isinstance(name, str):
+        msg = f"{meta_path(folder)!r}: stack_dim_name must be a string or null, got {name!r}"
+        raise MemmapFormatError(msg)
+    return stack_dim, name
+
+
+def lazy_members(folder: str) -> list:
+    """Returns the member folders ``0/ .. N-1/`` of a lazy stack, in order.
+
+    Raises:
+        ValueError: if the numbering has a gap, a member is a symbolic link, or there
+            is no member.
+    """
+    numbers = sorted(
+        int(n)
+        for n in os.listdir(folder)
+        if n.isdigit() and n == str(int(n)) and os.path.isdir(os.path.join(folder, n))
+    )
+    if not numbers:
+        msg = f"the lazy stack in {folder!r} has no member folder (0/, 1/, ...)"
+        raise MemmapFormatError(msg)
+    if numbers != list(range(len(numbers))):
+        missing = sorted(set(range(numbers[-1] + 1)) - set(numbers))
+        msg = (
+            f"the lazy stack in {folder!r} has member folders {numbers} with gaps: members "
+            f"{missing} are missing (members must be numbered 0 to N-1 without gaps)"
+        )
+        raise MemmapFormatError(msg)
+    paths = [os.path.join(folder, str(n)) for n in numbers]
+    for path in paths:
+        if os.path.islink(path):
+            msg = f"refusing to follow the symbolic link {path!r}"
+            raise MemmapFormatError(msg)
+    return paths
+
+
+def entries(meta: dict) -> Iterator:
+    """Yields the ``(key, record)`` pairs of a TensorDict level, its own fields left out."""
+    fields = LEVEL_FIELDS
+    for key, record in meta.items():
+        if key not in fields:
+            yield key, record
+
+
+def parse_record(folder: str, key: str, record) -> str | None:
+    """Returns the sub-folder type a record announces (``"TensorDict"``, ...), or ``None`` for a tensor.
+
+    Raises:
+        ValueError: if the record is not an object, or its ``"type"`` is not a string.
+    """
+    if type(record) is not dict:
+        msg = f"{meta_path(folder)!r}: the record of {key!r} must be an object, got {record!r}"
+        raise MemmapFormatError(msg)
+    kind = record.get("type")
+    if kind is not None and not isinstance(kind, str):
+        msg = f"{meta_path(folder)!r}: the record of {key!r} has an invalid type {kind!r}"
+        raise MemmapFormatError(msg)
+    return kind
+
+
+def parse_tensor_record(folder: str, key: str, record: dict) -> tuple:
+    """Returns ``(dtype, shape, is_nested)`` of a tensor record.
+
+    For a nested tensor ``shape`` is the shape of its shape tensor, ``[components, dims]``.
+
+    Raises:
+        ValueError: for an unknown dtype, a shape that is not a list of non-negative
+            ints, or a nested record whose shape is not two-dimensional.
+
+    Examples:
+        >>> parse_tensor_record("buffer", "obs", tensor_record(torch.zeros(3, 2)))
+        (torch.float32, torch.Size([3, 2]), False)
+    """
+    # Runs once per entry on load: the checks are inline, messages are built on failure only.
+    name = record.get("dtype")
+    dtype = DTYPES.get(name) if type(name) is str else None
+    shape = record.get("shape")
+    nested = record.get("is_nested", False)
+    if (
+        dtype is not None
+        and type(shape) is list
+        and all(type(s) is int and 0 <= s <= _MAX_SIZE for s in shape)
+        and (nested is False or (nested is True and len(shape) == 2))
+    ):
+        return dtype, torch.Size(shape), nested
+    where = f"{meta_path(folder)!r}, entry {key!r}"
+    dtype = parse_dtype(name, where)
+    shape = parse_shape(shape, where)
+    if type(nested) is not bool:
+        msg = f"{where}: is_nested must be true or false, got {nested!r}"
+        raise MemmapFormatError(msg)
+    msg = f"{where}: the shape {list(shape)} of a nested tensor must be [components, dims]"
+    raise MemmapFormatError(msg)
+
+
+def check_batch_prefix(folder: str, key: str, shape, batch_size) -> None:
+    """Refuses an entry whose shape (a sub-level's batch size) does not start with the level's batch size.
+
+    Raises:
+        ValueError: naming the file, the key and both shapes.
+    """
+    n = len(batch_size)
+    if tuple(shape[:n]) != tuple(batch_size):
+        msg = (
+            f"{meta_path(folder)!r}, entry {key!r}: its shape {list(shape)} does not start with "
+            f"the batch size {list(batch_size)}"
+        )
+        raise MemmapFormatError(msg)
+
+
+def entry_path(folder: str, key: str, suffix: str, robust_key: bool | None = True) -> str:
+    """Returns the path of an entry's file (``suffix`` given) or folder, as a reader finds it.
+
+    The name is the encoded key (see :func:`file_name`); when that name is absent
+    and the unencoded key is a plain file name that is present, the unencoded name
+    is used: older writers stored keys unencoded.
+
+    Raises:
+        ValueError: if the name would leave the folder (``robust_key=False`` and a key
+            such as ``".."``), or the path is a symbolic link.
+
+    Examples:
+        >>> os.path.basename(entry_path("buffer", "a b", ".memmap"))
+        'a%20b.memmap'
+    """
+    try:
+        name = file_name(key, suffix, robust_key)
+    except ValueError as err:
+        msg = (
+            f"{meta_path(folder)!r}: the entry {key!r} cannot be read with robust_key=False: "
+            "its name would leave the folder (or is not a file name)"
+        )
+        raise MemmapFormatError(msg) from err
+    path = os.path.join(folder, name)
+    if robust_key is not False and not os.path.lexists(path):
+        try:
+            raw = file_name(key, suffix, False)
+        except ValueError:
+            raw = name
+        if raw != name and os.path.lexists(os.path.join(folder, raw)):
+            path = os.path.join(folder, raw)
+    if os.path.islink(path):
+        msg = f"refusing to follow the symbolic link {path!r}"
+        raise MemmapFormatError(msg)
+    return path
+
+
+def parse_nontensor(folder: str, meta: dict) -> tuple:
+    """Returns ``("data", value)`` or ``("pickle", path)`` for a non-tensor level.
+
+    Raises:
+        ValueError: if the level holds neither ``"data"`` nor a regular ``other.pickle``.
+    """
+    if "data" in meta:
+        return "data", meta["data"]
+    path = os.path.join(folder, PICKLE_FILE)
+    if os.path.islink(path):
+        msg = f"refusing to follow the symbolic link {path!r}"
+        raise MemmapFormatError(msg)
+    if not os.path.isfile(path):
+        msg = f"{meta_path(folder)!r}: a non-tensor entry holds neither 'data' nor {PICKLE_FILE}"
+        raise MemmapFormatError(msg)
+    return "pickle", path

@@ -1,70 +1,32 @@
 """``MemoryMappedTensor``: a tensor whose data lives in a file or in shared memory.
 
 Where the bytes live
-    With a file, the data *is* the file (raw, C-contiguous, native byte order, no
-    header), mapped by ``torch.from_file(..., shared=True)``: ``MAP_SHARED``, so every
-    process mapping it sees writes at once, and torch records ``storage.filename``.
-    Without a file, the data is in torch's shared memory (``UntypedStorage._new_shared``,
-    a POSIX shared-memory object unlinked at once and kept open by descriptor), rather
-    than an anonymous ``mmap`` or ``memfd`` of our own, because ``torch.multiprocessing``
-    already sends such storages to other processes, spawned ones too, by passing the
-    descriptor (no copy), and ``is_shared()`` tells the truth. The cost: one open
-    descriptor per tensor under the default ``"file_descriptor"`` strategy (holders of
-    many thousands can use ``torch.multiprocessing.set_sharing_strategy("file_system")``).
+    With a file, the data *is* the file: raw, C-contiguous, native byte order, no
+    header, mapped shared by ``torch.from_file(..., shared=True)``, so every process
+    mapping it sees writes at once. Without a file, it is in torch's shared memory
+    (``UntypedStorage._new_shared``), which ``torch.multiprocessing`` sends to other
+    processes, spawned ones too, as a descriptor (one kept open per tensor), no copy.
 
 Creating files
-    ``O_CREAT | O_EXCL | O_NOFOLLOW``: an existing path needs ``existsok=True``, and
-    nothing is written through a symbolic link. ``existsok=True`` *replaces* a file
-    this process may write (a read-only one raises ``PermissionError``):
-    the bytes go to a new file in the same folder, renamed over the old one, so tensors
-    mapping the old file keep its bytes and never see it shrink (a ``SIGBUS``), and the
-    new tensor never sees stale bytes. A contiguous CPU source is written with
-    ``write(2)`` from its own buffer (as fast as a plain file write); any other source
-    is ``copy_``-ed into the mapped file (no extra copy for broadcasts or strides). A
-    file made without data is sparse and reads as zeros.
-
-Opening files
-    ``from_filename`` costs one ``lstat`` beyond ``torch.from_file``. It refuses a
-    missing path (``FileNotFoundError``), a symbolic link or anything but a regular
-    file, and a file whose size is not exactly what ``dtype`` and ``shape`` need
-    (``ValueError`` naming the file and both sizes): torch itself would extend a short
-    file with zeros, or read part of a long one.
+    Files are created with ``O_CREAT | O_EXCL | O_NOFOLLOW``: an existing path needs
+    ``existsok=True``, and nothing is written through a symbolic link. ``existsok=True``
+    writes a new file in the same folder and renames it over the old one, so tensors
+    that map the old file keep its bytes and never see it shrink (a ``SIGBUS``). A
+    contiguous CPU source is written with ``write(2)``; any other is copied into the
+    mapped file. A file made without data is sparse and reads as zeros.
 
 Read-only files
-    A file this process may not write is mapped copy-on-write (``MAP_PRIVATE``): the
-    tensor is writable, but writes stay in this process and never reach the file. A
-    shared mapping of a read-only file would turn the first write into a ``SIGSEGV``;
-    copy-on-write cannot crash and matches the reference implementation. ``mode="r"``
-    asks for copy-on-write; ``mode="r+"`` demands a shared mapping and raises
-    ``PermissionError`` naming the file when it cannot be written.
+    A file this process may not write is mapped copy-on-write (``MAP_PRIVATE``): writes
+    stay in this process, where a shared mapping would turn the first one into a
+    ``SIGSEGV``. ``mode="r"`` asks for copy-on-write, ``mode="r+"`` for a shared mapping.
 
 Nested tensors
-    A 2-D integer tensor given as a shape (one row of sizes per component) makes a
-    nested tensor (``torch.strided`` layout) over one buffer holding the components
-    back to back, C-contiguous, through ``torch._nested_view_from_buffer``: the only
-    way torch offers to build a nested tensor over existing memory without a copy.
-
-Which operations keep the class
-    ``__torch_function__`` runs every operation on plain tensors. A view operation
-    (indexing, ``view``, ``reshape``, ``permute``, ``unbind``, ``split`` ...) whose
-    result shares the storage returns a ``MemoryMappedTensor`` that still knows its
-    file; anything else (``+``, ``clone``, reductions, indexing with a tensor) returns
-    a plain ``torch.Tensor``; in-place operations return the tensor itself. Non-view
-    operations pay one set lookup.
+    A 2-D integer tensor as a shape (a row of sizes per component) makes a nested tensor
+    over one buffer of the components back to back (``torch._nested_view_from_buffer``).
 
 Pickling
-    With a file: file name, dtype, shape, storage offset and strides; unpickling maps
-    the file again (no copy). Without a file: the storage, which ``torch.multiprocessing``
-    sends as a shared-memory descriptor (no copy); plain ``pickle`` copies the bytes.
-
-Private helpers for the tensordict layer
-    ``_open_file(filename, dtype, shape, mode=None) -> MemoryMappedTensor``:
-    ``from_filename`` without argument normalisation (an absolute ``str``, a
-    ``torch.dtype``, a ``torch.Size`` or 2-D int64 tensor); same checks.
-    ``_storage_filename(storage) -> str | None``: the absolute path of the file a
-    storage maps; ``None`` for memory and for copy-on-write mappings.
-    ``_nbytes(shape, dtype) -> int``: the bytes a tensor of that shape (2-D tensor:
-    nested) and dtype needs, i.e. the size its file must have.
+    With a file, as its name and layout (unpickling maps the file again); without, as
+    its storage, which ``torch.multiprocessing`` shares and plain ``pickle`` copies.
 """
 
 from __future__ import annotations
@@ -456,11 +418,14 @@ def _size_args(size: tuple, shape: Any) -> torch.Size | torch.Tensor:
 
 # ---------------------------------------------------------------------------- the class
 class MemoryMappedTensor(torch.Tensor):
-    """A tensor whose data lives in a file or in shared memory (see the module docs).
+    """A tensor whose data lives in a file or in anonymous shared memory.
+
+    Build one with the class methods (``from_tensor``, ``from_filename``, ``empty`` ...);
+    calling the class gives a tensor in ordinary memory. Views (indexing, ``view``,
+    ``reshape``, ``t`` ...) stay MemoryMappedTensors over the same file; other operations
+    return plain tensors, and in-place ones return the tensor itself.
 
     Examples:
-        >>> import torch
-        >>> from tensordict.memmap.tensor import MemoryMappedTensor
         >>> x = MemoryMappedTensor.from_tensor(torch.arange(6).reshape(2, 3))
         >>> x[1], type(x + 1).__name__
         (MemoryMappedTensor([3, 4, 5]), 'Tensor')
@@ -471,6 +436,7 @@ class MemoryMappedTensor(torch.Tensor):
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """Runs ``func`` on plain tensors; views of a MemoryMappedTensor keep its class and file."""
         with _DisableSubclass():
             out = func(*args, **kwargs) if kwargs else func(*args)
             if func in _VIEW_FUNCS and args and isinstance(args[0], MemoryMappedTensor):
@@ -482,6 +448,7 @@ class MemoryMappedTensor(torch.Tensor):
         return out
 
     def __getitem__(self, index: Any) -> Any:
+        """Indexes like a plain tensor; views keep the class and file, copies are plain tensors."""
         # The hot path of replay buffers: a direct override skips the generic dispatch.
         with _DisableSubclass():
             out = _GETITEM(self, index)
@@ -490,16 +457,24 @@ class MemoryMappedTensor(torch.Tensor):
         return _view_of(out, self, self.untyped_storage()._cdata)
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        """Writes ``value`` at ``index`` straight into the mapped memory (the file, if shared)."""
         with _DisableSubclass():
             _SETITEM(self, index, value)
 
     # ------------------------------------------------------------------ properties
     @property
     def filename(self) -> str:
-        """The absolute path of the file holding the data.
+        """The absolute path of the file that holds the data.
+
+        A tensor mapped copy-on-write reports its file too, though its writes never reach it.
 
         Raises:
-            RuntimeError: if the data lives in anonymous shared memory.
+            RuntimeError: if the data lives in anonymous shared memory (there is no file).
+
+        Examples:
+            >>> x = MemoryMappedTensor.zeros(3, filename="filename.memmap")
+            >>> x[1:].filename == os.path.abspath("filename.memmap")
+            True
         """
         name = self._filename
         if name is None:
@@ -519,49 +494,52 @@ class MemoryMappedTensor(torch.Tensor):
         copy_data: bool = True,
         shape: ShapeLike | None = None,
     ) -> MemoryMappedTensor:
-        """Copies a tensor into a new file, or into anonymous shared memory.
+        """Copies a tensor into a new file, or into anonymous shared memory, and returns the copy.
 
-        A MemoryMappedTensor is returned as it is when no copy is needed: ``filename``
-        is ``None`` and it has no file, or ``filename`` is its own file (unless it was
-        mapped copy-on-write). The result is always C-contiguous.
+        ``input`` itself is returned, with no copy, when it is a MemoryMappedTensor, ``shape`` is
+        ``None`` and ``filename`` names where it already lives: ``None`` for a tensor without a
+        file, or its own file when mapped shared (not copy-on-write). Otherwise the result is a
+        new C-contiguous tensor.
 
         Args:
-            input (torch.Tensor): the data. A nested tensor must have the
-                ``torch.strided`` layout; its components are written back to back.
+            input (torch.Tensor): the data. A nested tensor of the ``torch.strided`` layout is
+                stored component after component.
 
         Keyword Args:
-            filename (str or os.PathLike, optional): the file to create. Defaults to
-                ``None``: anonymous shared memory.
-            existsok (bool, optional): replace an existing file at ``filename``.
-                Defaults to ``False``.
-            copy_existing (bool, optional): allow copying a MemoryMappedTensor with a
-                file to another file. Defaults to ``False`` (no duplicates by mistake).
-            copy_data (bool, optional): if ``False``, only the shape and dtype are
-                taken and the result reads as zeros. Defaults to ``True``.
-            shape (torch.Size, sequence of int or torch.Tensor, optional): the shape of
-                the result, to which ``input`` is broadcast; for a nested tensor, the
-                2-D tensor of component shapes. Defaults to ``input``'s shape.
+            filename (str or os.PathLike, optional): the file to create. Defaults to ``None``,
+                which puts the data in anonymous shared memory.
+            existsok (bool, optional): if ``True``, an existing file at ``filename`` is replaced
+                by a new one renamed over it. Defaults to ``False``.
+            copy_existing (bool, optional): if ``True``, a MemoryMappedTensor with a file may be
+                copied to another file. Defaults to ``False``.
+            copy_data (bool, optional): if ``False``, nothing is copied: the result only takes
+                the dtype and shape, and reads as zeros. Defaults to ``True``.
+            shape (torch.Size, sequence of int or torch.Tensor, optional): the shape of the
+                result, to which ``input`` is broadcast; for a nested input, the 2-D tensor of
+                its component shapes. Defaults to ``None``, which keeps the shape of ``input``.
 
         Returns:
-            A MemoryMappedTensor (``input`` itself in the two cases above).
+            The new MemoryMappedTensor, or ``input`` itself when no copy is needed.
 
         Raises:
-            TypeError: if ``input`` is not a tensor (a NumPy array, for instance).
-            RuntimeError: if ``input`` requires gradients, if ``filename`` exists and
-                ``existsok`` is false or is a symbolic link, or if ``input`` has another
-                file and ``copy_existing`` is false.
-            ValueError: if ``input`` is on the ``meta`` device or is sparse.
+            TypeError: if ``input`` is no tensor, or ``filename`` or ``shape`` has the wrong type.
+            RuntimeError: if ``input`` requires gradients; if ``filename`` is a symbolic link, or
+                exists while ``existsok`` is false; or if ``input`` has another file and
+                ``copy_existing`` is false.
+            ValueError: if ``input`` is on the meta device, not strided (sparse) or of a dtype
+                without plain elements (quantized); if it cannot be broadcast to ``shape``, or a
+                2-D ``shape`` is given for a dense input or differs from a nested one's; if
+                ``shape`` has negative sizes; or if ``existsok`` is true and ``filename`` is no
+                regular file.
+            NotImplementedError: if ``input`` is a nested tensor of the ``torch.jagged`` layout.
             FileNotFoundError: if the folder of ``filename`` does not exist.
-            NotImplementedError: for a nested tensor of the ``torch.jagged`` layout.
+            IsADirectoryError: if ``filename`` is a folder.
+            PermissionError: if ``existsok`` is true and the existing file is read-only.
 
         Examples:
-            >>> import torch, tempfile, os
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
-            >>> with tempfile.TemporaryDirectory() as folder:
-            ...     path = os.path.join(folder, "x.memmap")
-            ...     x = MemoryMappedTensor.from_tensor(torch.arange(3.0), filename=path)
-            ...     print(x, MemoryMappedTensor.from_tensor(x, filename=path) is x)
-            MemoryMappedTensor([0., 1., 2.]) True
+            >>> x = MemoryMappedTensor.from_tensor(torch.arange(3.0), filename="from_tensor.memmap")
+            >>> x, MemoryMappedTensor.from_tensor(x, filename="from_tensor.memmap") is x
+            (MemoryMappedTensor([0., 1., 2.]), True)
         """
         if not isinstance(input, torch.Tensor):
             msg = f"from_tensor() needs a torch.Tensor, got {type(input).__name__}; convert it with torch.as_tensor first"
@@ -638,41 +616,43 @@ class MemoryMappedTensor(torch.Tensor):
         filename: str | os.PathLike | None = None,
         handler: Any = None,
     ) -> MemoryMappedTensor:
-        """Views an existing storage as a MemoryMappedTensor, without copying.
+        """Views an existing storage as a MemoryMappedTensor, without copying, and returns it.
 
-        The result has the storage's file when it maps one (see
-        :func:`torch.UntypedStorage.from_file`), and pickles by file name then.
+        The result has the file the storage maps shared, else ``filename`` if given (unchecked);
+        it then pickles by file name.
 
         Args:
             storage (torch.UntypedStorage or torch.TypedStorage): a CPU storage.
 
         Keyword Args:
-            shape (torch.Size, sequence of int or torch.Tensor, optional): the shape;
-                a 2-D tensor makes a nested tensor. The storage must hold exactly the
-                bytes it needs. Defaults to ``None``: a 1-D tensor over all of it.
-            dtype (torch.dtype, optional): the element type. Defaults to the dtype of
-                a typed storage, and to ``torch.int64`` for an untyped one.
-            device (torch.device, str or int, optional): ``None`` or ``"cpu"``.
-            index (optional): an index applied to the result, as ``result[index]``.
-            filename (str or os.PathLike, optional): the file of a storage that does
-                not record it. Defaults to ``None``.
-            handler: not supported; must be ``None``.
+            shape (torch.Size, sequence of int or torch.Tensor, optional): the shape, which must
+                use exactly the bytes of the storage; a 2-D tensor makes a nested tensor.
+                Defaults to ``None``, a 1-D tensor over the whole storage.
+            dtype (torch.dtype, optional): the element type. Defaults to ``None``, which uses the
+                dtype of a typed storage and ``torch.int64`` for an untyped one.
+            device (torch.device, str or int, optional): ``None`` or the CPU.
+            index (Any, optional): an index applied to the result, as ``result[index]``.
+            filename (str or os.PathLike, optional): the file of a storage that records none.
+            handler (None): not supported; must stay ``None``.
 
         Returns:
-            The MemoryMappedTensor.
+            The new MemoryMappedTensor.
 
         Raises:
-            TypeError: if ``storage`` is not a torch storage.
-            ValueError: if the storage is not in CPU memory, or its size in bytes is
-                not what ``shape`` and ``dtype`` need.
-            RuntimeError: if the storage has a file and ``filename`` names another.
+            TypeError: if ``handler`` is given, or ``storage``, ``dtype``, ``filename`` or
+                ``shape`` has the wrong type (a storage, a dtype, a non-empty path, a shape).
+            ValueError: if the storage is not in CPU memory, ``dtype`` has no plain elements,
+                ``shape`` has negative sizes, or the storage size is not a whole number of
+                elements (no ``shape``) or not exactly what ``shape`` and ``dtype`` need.
+            RuntimeError: if ``device`` is not the CPU, or the storage maps a file and
+                ``filename`` names another.
+            IndexError: if ``index`` is out of range.
 
         Examples:
-            >>> import torch
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
-            >>> x = MemoryMappedTensor.from_storage(torch.UntypedStorage(24), dtype=torch.float32)
-            >>> x.shape
-            torch.Size([6])
+            >>> x = MemoryMappedTensor.from_tensor(torch.arange(4), filename="storage.memmap")
+            >>> y = MemoryMappedTensor.from_storage(x.untyped_storage(), shape=(2, 2))
+            >>> y, y.filename == x.filename
+            (MemoryMappedTensor([[0, 1], [2, 3]]), True)
         """
         if handler is not None:
             msg = "from_storage() does not take a handler; pass the storage itself"
@@ -721,38 +701,38 @@ class MemoryMappedTensor(torch.Tensor):
         index: Any = None,
         mode: str | None = None,
     ) -> MemoryMappedTensor:
-        """Maps an existing file of raw data.
+        """Maps an existing file of raw data, and returns the tensor over it.
 
-        The file has no header: ``dtype`` and ``shape`` say how to read it, and its
-        size must be exactly what they need. Writes to the result reach the file.
+        The file has no header: ``dtype`` and ``shape`` say how to read its bytes, and its size
+        must be exactly the bytes they need. Writes to a shared mapping reach the file, and
+        every process mapping it, at once; writes to a copy-on-write one stay in this process.
 
         Args:
-            filename (str or os.PathLike): the file; not a symbolic link.
+            filename (str or os.PathLike): the file; a symbolic link is refused.
             dtype (torch.dtype): the element type.
-            shape (torch.Size, sequence of int, int or torch.Tensor): the shape; a 2-D
-                tensor (one row of sizes per component) makes a nested tensor.
-            index (optional): an index applied to the result, as ``result[index]``.
-            mode (str, optional): ``"r"`` maps the file copy-on-write (writes stay in
-                this process); ``"r+"`` maps it shared and fails if it is read-only.
-                Defaults to ``None``: shared if the file is writable, else
+            shape (torch.Size, sequence of int, int or torch.Tensor): the shape; a 2-D tensor
+                (one row of sizes per component) makes a nested tensor.
+            index (Any, optional): an index applied to the result, as ``result[index]``.
+            mode (str, optional): ``"r"`` maps the file copy-on-write, ``"r+"`` shared.
+                Defaults to ``None``: shared if this process may write the file, else
                 copy-on-write.
 
         Returns:
-            The MemoryMappedTensor.
+            The new MemoryMappedTensor.
 
         Raises:
+            TypeError: if ``filename`` (non-empty path), ``dtype`` or ``shape`` has the wrong type.
+            ValueError: if ``mode`` is not ``None``, ``"r"`` or ``"r+"``, ``dtype`` has no plain
+                elements, ``shape`` has negative sizes, or the path is a symbolic link, not a
+                regular file, or a file of the wrong size.
             FileNotFoundError: if the file does not exist.
-            ValueError: if the path is a symbolic link or not a regular file, if its
-                size does not match, or if ``mode`` is not ``None``, ``"r"``, ``"r+"``.
-            PermissionError: if ``mode="r+"`` and the file is read-only.
+            PermissionError: if ``mode`` is ``"r+"`` and the file is read-only.
+            RuntimeError: if torch fails to map a file that this process may write.
+            IndexError: if ``index`` is out of range.
 
         Examples:
-            >>> import torch, tempfile, os
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
-            >>> with tempfile.TemporaryDirectory() as folder:
-            ...     path = os.path.join(folder, "x.memmap")
-            ...     _ = MemoryMappedTensor.from_tensor(torch.arange(6), filename=path)
-            ...     print(MemoryMappedTensor.from_filename(path, torch.int64, (2, 3)))
+            >>> _ = MemoryMappedTensor.from_tensor(torch.arange(6), filename="from_filename.memmap")
+            >>> MemoryMappedTensor.from_filename("from_filename.memmap", torch.int64, (2, 3))
             MemoryMappedTensor([[0, 1, 2],
                                 [3, 4, 5]])
         """
@@ -774,14 +754,29 @@ class MemoryMappedTensor(torch.Tensor):
     def from_handler(
         cls, handler: torch.UntypedStorage, dtype: torch.dtype, shape: ShapeLike, index: Any = None
     ) -> MemoryMappedTensor:
-        """Views a shared-memory storage; ``from_storage(handler, dtype=, shape=, index=)``.
+        """Views a storage without copying: ``from_storage(handler, dtype=, shape=, index=)``.
 
         Args:
-            handler (torch.UntypedStorage): the storage, for instance
-                ``tensor.untyped_storage()`` of a tensor without a file.
+            handler (torch.UntypedStorage): the storage, e.g. of a tensor in shared memory.
             dtype (torch.dtype): the element type.
-            shape (torch.Size, sequence of int or torch.Tensor): the shape.
-            index (optional): an index applied to the result.
+            shape (torch.Size, sequence of int or torch.Tensor): the shape, which must use
+                exactly the bytes of the storage; ``None`` gives a 1-D tensor over all of it.
+            index (Any, optional): an index applied to the result.
+
+        Returns:
+            The new MemoryMappedTensor.
+
+        Raises:
+            TypeError: if ``handler``, ``dtype`` or ``shape`` has the wrong type.
+            ValueError: if the storage is not in CPU memory, ``dtype`` has no plain elements,
+                ``shape`` has negative sizes, or the storage size does not match.
+            IndexError: if ``index`` is out of range.
+
+        Examples:
+            >>> storage = MemoryMappedTensor.from_tensor(torch.arange(4)).untyped_storage()
+            >>> MemoryMappedTensor.from_handler(storage, torch.int64, (2, 2))
+            MemoryMappedTensor([[0, 1],
+                                [2, 3]])
         """
         return cls.from_storage(handler, dtype=dtype, shape=shape, index=index)
 
@@ -807,33 +802,36 @@ class MemoryMappedTensor(torch.Tensor):
         filename: str | os.PathLike | None = None,
         existsok: bool = False,
     ) -> MemoryMappedTensor:
-        """Creates a tensor without initialising it (it reads as zeros).
+        """Creates a tensor without writing its data (it reads as zeros), and returns it.
 
         Args:
-            *size (int, sequence of int, torch.Size or torch.Tensor): the shape, as
-                ints (``2, 3``) or as one sequence (``(2, 3)``); a 2-D tensor makes a
-                nested tensor with one component shape per row.
+            *size (int, sequence of int, torch.Size or torch.Tensor): the shape, as ints (``2, 3``)
+                or one sequence (``(2, 3)``); a 2-D tensor makes a nested tensor, one row of
+                sizes per component.
 
         Keyword Args:
-            shape (optional): the shape, instead of ``*size``.
+            shape (torch.Size, sequence of int or torch.Tensor, optional): in place of ``*size``.
             dtype (torch.dtype, optional): defaults to ``torch.get_default_dtype()``.
-            device (optional): ``None`` or ``"cpu"``.
-            filename (str or os.PathLike, optional): the file to create. Defaults to
-                ``None``: anonymous shared memory.
+            device (torch.device, str or int, optional): ``None`` or the CPU.
+            filename (str or os.PathLike, optional): the file to create. Defaults to ``None``,
+                which puts the data in anonymous shared memory.
             existsok (bool, optional): replace an existing file. Defaults to ``False``.
 
         Returns:
             The new MemoryMappedTensor.
 
         Raises:
-            TypeError: if no shape or two shapes are given.
-            RuntimeError: if ``device`` is not the CPU, or the file exists and
-                ``existsok`` is false.
+            TypeError: if the shape is missing, doubled or not a shape, an argument has
+                the wrong type, or an unknown keyword is passed.
+            ValueError: if the shape has negative sizes or over two dimensions, ``dtype`` has no
+                plain elements, or ``existsok`` is true and ``filename`` is not a regular file.
+            RuntimeError: if ``device`` is not the CPU, or ``filename`` is a symbolic link or
+                exists while ``existsok`` is false.
             FileNotFoundError: if the folder of ``filename`` does not exist.
+            IsADirectoryError: if ``filename`` is a folder.
+            PermissionError: if ``existsok`` is true and the existing file is read-only.
 
         Examples:
-            >>> import torch
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
             >>> MemoryMappedTensor.empty(2, 3, dtype=torch.int64).shape
             torch.Size([2, 3])
         """
@@ -841,10 +839,29 @@ class MemoryMappedTensor(torch.Tensor):
 
     @classmethod
     def zeros(cls, *size: Any, **kwargs: Any) -> MemoryMappedTensor:
-        """Creates a tensor of zeros; arguments as in :meth:`empty`.
+        """Creates a tensor of zeros (like :meth:`empty`, which reads as zeros), and returns it.
+
+        Args:
+            *size (int, sequence, torch.Size or torch.Tensor): the shape, as in :meth:`empty`.
+
+        Keyword Args:
+            **kwargs: ``shape``, ``dtype``, ``device``, ``filename``, ``existsok`` of :meth:`empty`.
+
+        Returns:
+            The new MemoryMappedTensor.
+
+        Raises:
+            TypeError: if the shape is missing, doubled or not a shape, an argument has
+                the wrong type, or an unknown keyword is passed.
+            ValueError: if the shape has negative sizes or over two dimensions, ``dtype`` has no
+                plain elements, or ``existsok`` is true and ``filename`` is not a regular file.
+            RuntimeError: if ``device`` is not the CPU, or ``filename`` is a symbolic link or
+                exists while ``existsok`` is false.
+            FileNotFoundError: if the folder of ``filename`` does not exist.
+            IsADirectoryError: if ``filename`` is a folder.
+            PermissionError: if ``existsok`` is true and the existing file is read-only.
 
         Examples:
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
             >>> MemoryMappedTensor.zeros((2,))
             MemoryMappedTensor([0., 0.])
         """
@@ -852,11 +869,29 @@ class MemoryMappedTensor(torch.Tensor):
 
     @classmethod
     def ones(cls, *size: Any, **kwargs: Any) -> MemoryMappedTensor:
-        """Creates a tensor of ones; arguments as in :meth:`empty`.
+        """Creates a tensor of ones, and returns it: ``full(*size, fill_value=1, **kwargs)``.
+
+        Args:
+            *size (int, sequence, torch.Size or torch.Tensor): the shape, as in :meth:`empty`.
+
+        Keyword Args:
+            **kwargs: ``shape``, ``dtype``, ``device``, ``filename``, ``existsok`` of :meth:`empty`.
+
+        Returns:
+            The new MemoryMappedTensor.
+
+        Raises:
+            TypeError: if ``fill_value`` is passed, the shape is missing, doubled or not a
+                shape, an argument has the wrong type, or an unknown keyword is passed.
+            ValueError: if the shape has negative sizes or over two dimensions, ``dtype`` has no
+                plain elements, or ``existsok`` is true and ``filename`` is not a regular file.
+            RuntimeError: if ``device`` is not the CPU, or ``filename`` is a symbolic link or
+                exists while ``existsok`` is false.
+            FileNotFoundError: if the folder of ``filename`` does not exist.
+            IsADirectoryError: if ``filename`` is a folder.
+            PermissionError: if ``existsok`` is true and the existing file is read-only.
 
         Examples:
-            >>> import torch
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
             >>> MemoryMappedTensor.ones(2, dtype=torch.bool)
             MemoryMappedTensor([True, True])
         """
@@ -864,20 +899,36 @@ class MemoryMappedTensor(torch.Tensor):
 
     @classmethod
     def full(cls, *size: Any, fill_value: Any = None, **kwargs: Any) -> MemoryMappedTensor:
-        """Creates a tensor with every element ``fill_value``.
+        """Creates a tensor with every element set to ``fill_value``, and returns it.
 
-        Called as ``full(2, 3, fill_value=7)``, ``full((2, 3), fill_value=7)`` or, like
-        :func:`torch.full`, ``full((2, 3), 7)``. Other arguments as in :meth:`empty`.
+        Besides ``full(2, 3, fill_value=7)`` and ``full((2, 3), fill_value=7)``, it accepts
+        ``full((2, 3), 7)``: with no ``fill_value``, two positional arguments whose first is not
+        an int are the shape and the value. The tensor (and its file) is made first, then filled.
+
+        Args:
+            *size (int, sequence, torch.Size or torch.Tensor): the shape, as in :meth:`empty`;
+                or the shape then the fill value.
 
         Keyword Args:
             fill_value (number or bool): the value of every element.
+            **kwargs: ``shape``, ``dtype``, ``device``, ``filename``, ``existsok`` of :meth:`empty`.
+
+        Returns:
+            The new MemoryMappedTensor.
 
         Raises:
-            TypeError: if ``fill_value`` is missing.
+            TypeError: if ``fill_value`` is missing, the shape is missing, doubled or not a
+                shape, an argument has the wrong type, or an unknown keyword is passed.
+            ValueError: if the shape has negative sizes or over two dimensions, ``dtype`` has no
+                plain elements, or ``existsok`` is true and ``filename`` is not a regular file.
+            RuntimeError: if ``device`` is not the CPU; if ``filename`` is a symbolic link or
+                exists while ``existsok`` is false; or if ``fill_value`` does not fit ``dtype``
+                (raised after the file is made, which stays).
+            FileNotFoundError: if the folder of ``filename`` does not exist.
+            IsADirectoryError: if ``filename`` is a folder.
+            PermissionError: if ``existsok`` is true and the existing file is read-only.
 
         Examples:
-            >>> import torch
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
             >>> MemoryMappedTensor.full((3,), 2, dtype=torch.int64)
             MemoryMappedTensor([2, 2, 2])
         """
@@ -906,18 +957,28 @@ class MemoryMappedTensor(torch.Tensor):
     def empty_like(
         cls, input: torch.Tensor, *, filename: str | os.PathLike | None = None
     ) -> MemoryMappedTensor:
-        """Creates an uninitialised tensor (reads as zeros) with ``input``'s shape and dtype.
+        """Creates a tensor like ``input`` with no data written (it reads as zeros), and returns it.
 
         Args:
-            input (torch.Tensor): its shape and dtype are taken; nested gives nested.
+            input (torch.Tensor): the tensor whose shape and dtype (not device nor data) are
+                taken; a nested input gives a nested result.
 
         Keyword Args:
-            filename (str or os.PathLike, optional): a file to create; it must not
-                exist. Defaults to ``None``: anonymous shared memory.
+            filename (str or os.PathLike, optional): the file to create; it must not exist.
+                Defaults to ``None``, which puts the data in anonymous shared memory.
+
+        Returns:
+            The new MemoryMappedTensor.
+
+        Raises:
+            TypeError: if ``input`` is not a tensor, or ``filename`` is not a non-empty path.
+            ValueError: if the dtype of ``input`` has no plain elements (quantized).
+            NotImplementedError: if ``input`` is a nested tensor of the ``torch.jagged`` layout.
+            RuntimeError: if ``filename`` exists or is a symbolic link.
+            FileNotFoundError: if the folder of ``filename`` does not exist.
+            IsADirectoryError: if ``filename`` is a folder.
 
         Examples:
-            >>> import torch
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
             >>> MemoryMappedTensor.empty_like(torch.zeros(2, dtype=torch.int16)).dtype
             torch.int16
         """
@@ -927,11 +988,28 @@ class MemoryMappedTensor(torch.Tensor):
     def zeros_like(
         cls, input: torch.Tensor, *, filename: str | os.PathLike | None = None
     ) -> MemoryMappedTensor:
-        """Creates a tensor of zeros with ``input``'s shape and dtype; see :meth:`empty_like`.
+        """Creates a tensor of zeros with the shape and dtype of ``input``, and returns it.
+
+        Args:
+            input (torch.Tensor): the tensor whose shape and dtype (not device nor data) are
+                taken; a nested input gives a nested result.
+
+        Keyword Args:
+            filename (str or os.PathLike, optional): the file to create; it must not exist.
+                Defaults to ``None``, which puts the data in anonymous shared memory.
+
+        Returns:
+            The new MemoryMappedTensor.
+
+        Raises:
+            TypeError: if ``input`` is not a tensor, or ``filename`` is not a non-empty path.
+            ValueError: if the dtype of ``input`` has no plain elements (quantized).
+            NotImplementedError: if ``input`` is a nested tensor of the ``torch.jagged`` layout.
+            RuntimeError: if ``filename`` exists or is a symbolic link.
+            FileNotFoundError: if the folder of ``filename`` does not exist.
+            IsADirectoryError: if ``filename`` is a folder.
 
         Examples:
-            >>> import torch
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
             >>> MemoryMappedTensor.zeros_like(torch.ones(2))
             MemoryMappedTensor([0., 0.])
         """
@@ -941,11 +1019,28 @@ class MemoryMappedTensor(torch.Tensor):
     def ones_like(
         cls, input: torch.Tensor, *, filename: str | os.PathLike | None = None
     ) -> MemoryMappedTensor:
-        """Creates a tensor of ones with ``input``'s shape and dtype; see :meth:`empty_like`.
+        """Creates a tensor of ones with the shape and dtype of ``input``, and returns it.
+
+        Args:
+            input (torch.Tensor): the tensor whose shape and dtype (not device nor data) are
+                taken; a nested input gives a nested result.
+
+        Keyword Args:
+            filename (str or os.PathLike, optional): the file to create; it must not exist.
+                Defaults to ``None``, which puts the data in anonymous shared memory.
+
+        Returns:
+            The new MemoryMappedTensor.
+
+        Raises:
+            TypeError: if ``input`` is not a tensor, or ``filename`` is not a non-empty path.
+            ValueError: if the dtype of ``input`` has no plain elements (quantized).
+            NotImplementedError: if ``input`` is a nested tensor of the ``torch.jagged`` layout.
+            RuntimeError: if ``filename`` exists or is a symbolic link.
+            FileNotFoundError: if the folder of ``filename`` does not exist.
+            IsADirectoryError: if ``filename`` is a folder.
 
         Examples:
-            >>> import torch
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
             >>> MemoryMappedTensor.ones_like(torch.zeros(2))
             MemoryMappedTensor([1., 1.])
         """
@@ -955,18 +1050,30 @@ class MemoryMappedTensor(torch.Tensor):
     def full_like(
         cls, input: torch.Tensor, fill_value: Any, *, filename: str | os.PathLike | None = None
     ) -> MemoryMappedTensor:
-        """Creates a tensor of ``fill_value`` with ``input``'s shape and dtype.
+        """Creates a tensor of ``fill_value`` with the shape and dtype of ``input``.
 
         Args:
-            input (torch.Tensor): its shape and dtype are taken.
+            input (torch.Tensor): the tensor whose shape and dtype (not device nor data) are
+                taken; a nested input gives a nested result.
             fill_value (number or bool): the value of every element.
 
         Keyword Args:
-            filename (str or os.PathLike, optional): see :meth:`empty_like`.
+            filename (str or os.PathLike, optional): the file to create; it must not exist.
+                Defaults to ``None``, which puts the data in anonymous shared memory.
+
+        Returns:
+            The new MemoryMappedTensor.
+
+        Raises:
+            TypeError: if ``input`` is not a tensor, or ``filename`` is not a non-empty path.
+            ValueError: if the dtype of ``input`` has no plain elements (quantized).
+            NotImplementedError: if ``input`` is a nested tensor of the ``torch.jagged`` layout.
+            RuntimeError: if ``filename`` exists or is a symbolic link, or if ``fill_value``
+                does not fit the dtype (raised after the file is made, which stays).
+            FileNotFoundError: if the folder of ``filename`` does not exist.
+            IsADirectoryError: if ``filename`` is a folder.
 
         Examples:
-            >>> import torch
-            >>> from tensordict.memmap.tensor import MemoryMappedTensor
             >>> MemoryMappedTensor.full_like(torch.zeros(2, dtype=torch.int64), 7)
             MemoryMappedTensor([7, 7])
         """
@@ -974,6 +1081,7 @@ class MemoryMappedTensor(torch.Tensor):
 
     # ------------------------------------------------------------------ copying
     def __reduce_ex__(self, protocol: int) -> tuple:
+        """Pickles a tensor with a file by file name and layout, and one without by its storage."""
         with _DisableSubclass():
             cls = type(self)
             storage = self.untyped_storage()
@@ -988,5 +1096,5 @@ class MemoryMappedTensor(torch.Tensor):
             return _rebuild_from_storage, (cls, data, self.dtype, *layout)
 
     def __deepcopy__(self, memo: dict) -> MemoryMappedTensor:
-        """Copies the data to new anonymous shared memory."""
+        """Copies the data into new anonymous shared memory: the copy has no file."""
         return type(self)._copy(self, None, None, False, True)

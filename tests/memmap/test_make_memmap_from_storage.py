@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
 
 import pytest
 import torch
 
-from tensordict import MemoryMappedTensor, TensorDict
+from tensordict import MemoryMappedTensor, TensorDict, lazy_stack, tensorclass
 
 
 def _file_storage(path, nbytes: int) -> torch.UntypedStorage:
@@ -328,3 +329,61 @@ def test_many_calls_keep_every_record(td, tmp_path):
         td.make_memmap_from_storage(f"k{i}", storage, (3,))
     loaded = TensorDict.load_memmap(tmp_path / "td")
     assert {f"k{i}" for i in range(50)} <= set(loaded.keys())
+
+
+@tensorclass
+class _Record:
+    obs: torch.Tensor
+    extra: torch.Tensor = None
+
+
+@pytest.mark.parametrize("kind", ["tensordict", "lazy stack", "tensorclass"])
+def test_the_future_warning_points_at_the_callers_line_through_every_class(tmp_path, kind):
+    """The FutureWarning names the user's file and line, however the call is forwarded."""
+    if kind == "tensordict":
+        obj = TensorDict({}, [3]).memmap(tmp_path / "d")
+        shape = (3,)
+    elif kind == "lazy stack":
+        obj = lazy_stack([TensorDict({}, []), TensorDict({}, [])]).memmap(tmp_path / "d")
+        shape = (2,)
+    else:
+        obj = _Record(obs=torch.zeros(3), batch_size=[3]).memmap(tmp_path / "d")
+        shape = (3,)
+    storage = torch.UntypedStorage(shape[0] * 4)
+    with pytest.warns(FutureWarning) as record:
+        line = sys._getframe().f_lineno + 1
+        obj.make_memmap_from_storage("extra", storage, shape)
+    assert (record[0].filename, record[0].lineno) == (__file__, line)
+
+
+@pytest.mark.parametrize("kind", ["tensordict", "lazy stack"])
+def test_a_dtype_that_is_not_a_torch_dtype_gets_the_same_type_error_on_every_class(tmp_path, kind):
+    """dtype="float32" is refused with the same TypeError by a TensorDict and a lazy stack."""
+    if kind == "tensordict":
+        obj = TensorDict({}, [2]).memmap(tmp_path / "d")
+    else:
+        obj = lazy_stack([TensorDict({}, []), TensorDict({}, [])]).memmap(tmp_path / "d")
+    with pytest.raises(TypeError, match=r"dtype must be a torch\.dtype, got 'float32'"):
+        obj.make_memmap_from_storage("x", torch.UntypedStorage(8), (2,), dtype="float32")
+    assert "x" not in obj.keys()
+
+
+def test_a_file_less_storage_over_a_stale_record_does_not_bring_the_old_entry_back(tmp_path):
+    """SEED: load_memmap() and memmap_refresh_() drop a file-less entry, even where a record of the key lingered."""
+    TensorDict({"a": torch.arange(3.0)}, [3]).memmap(tmp_path / "f")
+    reader = TensorDict.load_memmap(tmp_path / "f")
+    del reader["a"]
+    with pytest.warns(FutureWarning):
+        reader.make_memmap_from_storage("a", torch.UntypedStorage(12), (3,)).fill_(7)
+    assert "a" not in json.loads((tmp_path / "f" / "meta.json").read_text())
+    assert "a" not in TensorDict.load_memmap(tmp_path / "f").keys()
+    assert "a" not in reader.memmap_refresh_().keys()
+
+
+def test_a_storage_reached_through_a_symlinked_folder_is_the_entrys_file(tmp_path):
+    """SPEC: the storage's file matches when both resolve to the same file."""
+    td = TensorDict({}, [3]).memmap(tmp_path / "f")
+    os.symlink(tmp_path / "f", tmp_path / "link")
+    storage = MemoryMappedTensor.zeros(3, filename=tmp_path / "link" / "y.memmap").untyped_storage()
+    td.make_memmap_from_storage("y", storage, (3,))
+    assert "y" in TensorDict.load_memmap(tmp_path / "f").keys()

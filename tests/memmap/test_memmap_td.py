@@ -441,3 +441,29 @@ def test_random_nested_tensordicts_round_trip_through_memmap(tmp_path, spec, bat
     _assert_same(loaded, td)
     assert set(loaded.keys(True)) == set(td.keys(True))
     assert all(p.resolve().is_relative_to(folder) for p in folder.rglob("*"))
+
+
+def test_refresh_follows_a_new_batch_size(tmp_path):
+    """After the folder is rewritten with another batch size, a refreshed reader is consistent."""
+    TensorDict({"a": torch.zeros(2, 3)}, [2]).memmap(tmp_path / "f")
+    reader = TensorDict.load_memmap(tmp_path / "f")
+    TensorDict({"a": torch.ones(4, 3)}, [4]).memmap(tmp_path / "f")
+    reader.memmap_refresh_()
+    assert reader.batch_size == torch.Size([4]) and torch.equal(reader["a"], torch.ones(4, 3))
+
+
+def test_a_refused_row_assignment_writes_nothing_and_names_the_key(tmp_path):
+    """Index assignment checks every leaf before writing: a bad one leaves the others untouched."""
+    td = TensorDict({"a": torch.zeros(3, 2), "b": torch.zeros(3, 2)}, [3]).memmap(tmp_path / "f")
+    with pytest.raises(RuntimeError, match="'b'"):
+        td[0] = TensorDict({"a": torch.ones(2), "b": torch.ones(5)}, [])
+    assert (td["a"] == 0).all()
+
+
+def test_views_of_a_memory_mapped_tensordict_stay_mapped_and_locked(tmp_path):
+    """buf[3] shares the files and the lock: writes through it are refused rather than lost."""
+    buf = TensorDict({"obs": torch.zeros(10, 3)}, [10]).memmap(tmp_path / "f")
+    row = buf[3]
+    assert row.is_memmap() and row.is_locked
+    with pytest.raises(RuntimeError, match="locked"):
+        row["obs"] = torch.ones(3)

@@ -6,6 +6,10 @@ never writes: ``meta.json`` files are read with :func:`format.read_meta`, the
 shape files of nested tensors are opened read-only, data files are only
 ``lstat``-ed, and no symbolic link is followed.
 
+It reads the format with the same functions as ``load_memmap`` (the reader of
+:mod:`tensordict.memmap.format`): where the loader raises on the first problem,
+the scan records it and goes on, so the two agree on every folder.
+
 The result is a tree of plain dicts (JSON-ready), one *node* per level or entry:
 
 * every node: ``"key"`` (``None`` at the root), ``"path"`` (relative to the root,
@@ -29,15 +33,13 @@ from __future__ import annotations
 
 import array
 import os
-import re
 import stat as _stat
 
 import torch
 
 from tensordict.memmap import format as fmt
 
-_TYPE_STR = re.compile(r"^<class '([^']+)'>$")
-_KINDS = ("TensorDict", "LazyStackedTensorDict", "tensorclass", "NonTensorData", "unknown")
+_KINDS = (fmt.KIND_TD, fmt.KIND_LAZY, fmt.KIND_TENSORCLASS, fmt.KIND_NONTENSOR, "unknown")
 
 
 class FolderScan:
@@ -53,9 +55,10 @@ class FolderScan:
             symbolic link).
 
     Examples:
-        >>> scan = FolderScan("/tmp/buffer")
+        >>> _ = TensorDict({"obs": torch.zeros(4, 3)}, [4]).memmap("buffer")
+        >>> scan = FolderScan("buffer")
         >>> scan.tree["kind"], scan.tree["batch_size"], scan.sound
-        ('TensorDict', [100000], True)
+        ('TensorDict', [4], True)
     """
 
     def __init__(self, path) -> None:
@@ -128,14 +131,24 @@ class FolderScan:
         )
         return node
 
-    def _safe_name(self, node: dict, folder: str, name: str) -> str | None:
-        """The path of ``name`` in ``folder``, or None (a problem) if it would leave it."""
-        if name in ("", ".", "..") or "/" in name or "\x00" in name:
-            self._problem(
-                node, folder, f"the name {name!r} of entry {node['key']!r} would leave the folder"
-            )
-            return None
-        return os.path.join(folder, name)
+    def _entry_path(self, node: dict, folder: str, suffix: str) -> str | None:
+        """The path of an entry's file or folder as the loader finds it, or None (a problem)."""
+        key = node["key"]
+        try:
+            return fmt.entry_path(folder, key, suffix)
+        except fmt.MemmapFormatError as err:
+            path = os.path.join(folder, fmt.file_name(key, suffix))
+            self._flagged.add(path)
+            self._problem(node, path, _one_line(err))
+        return None
+
+    def _check(self, node: dict, path: str, check, *args):
+        """Runs one check of the reader; returns its result, or None after recording its error."""
+        try:
+            return check(*args)
+        except fmt.MemmapFormatError as err:
+            self._problem(node, path, _one_line(err))
+        return None
 
     def _link(self, node: dict, path: str) -> bool:
         """True (and a problem) when ``path`` is a symbolic link; links are never followed."""
@@ -182,54 +195,45 @@ class FolderScan:
                 self._link(node, path)
 
     def _check_version(self, node: dict, folder: str, meta: dict) -> None:
-        version = meta.get("_format_version", fmt.FORMAT_VERSION)
-        if version != fmt.FORMAT_VERSION:
-            self._problem(
-                node,
-                fmt.meta_path(folder),
-                f"unsupported _format_version {version!r} (expected {fmt.FORMAT_VERSION})",
-            )
+        self._check(node, fmt.meta_path(folder), fmt.check_version, folder, meta)
 
     # ------------------------------------------------------------------ levels
     def _level(self, folder: str, key, meta: dict, stat) -> dict:
         """The node of a folder whose meta.json is parsed, dispatching on its class."""
-        kind = level_kind(meta)
+        try:
+            kind = fmt.level_kind(folder, meta)
+        except fmt.MemmapFormatError as err:
+            node = self._node(folder, key, "unknown")
+            node["bytes"] = stat.st_size
+            self._problem(node, fmt.meta_path(folder), _one_line(err))
+            self._stray_links(node, folder)
+            return node
         node = self._node(folder, key, kind)
         node["bytes"] = stat.st_size
-        if kind == "TensorDict":
+        if kind == fmt.KIND_TD:
             self._tensordict(node, folder, meta)
-        elif kind == "LazyStackedTensorDict":
+        elif kind == fmt.KIND_LAZY:
             self._lazy(node, folder, meta)
-        elif kind == "tensorclass":
+        elif kind == fmt.KIND_TENSORCLASS:
             self._tensorclass(node, folder, meta)
-        elif kind == "NonTensorData":
-            self._nontensor(node, folder, meta)
         else:
-            message = f"meta.json names no known class (_type={meta.get('_type')!r}, _class={meta.get('_class')!r})"
-            self._problem(node, fmt.meta_path(folder), message)
+            self._nontensor(node, folder, meta)
         self._stray_links(node, folder)
         return node
 
     def _tensordict(self, node: dict, folder: str, meta: dict) -> None:
         where = fmt.meta_path(folder)
         self._check_version(node, folder, meta)
-        batch = meta.get("shape")
-        if not _valid_shape(batch):
-            self._problem(
-                node,
-                where,
-                f"batch size 'shape' is not valid: {batch!r} (expected a list of non-negative ints)",
-            )
-            batch = None
+        batch = self._check(
+            node, where, fmt.parse_shape, meta.get("shape"), f"{where!r} field 'shape'"
+        )
+        batch = None if batch is None else list(batch)
         node["batch_size"] = batch
         node["device"] = meta.get("device")
-        if not _valid_device(node["device"]):
-            self._problem(node, where, f"unknown device {node['device']!r}")
+        self._check(node, where, fmt.parse_device, node["device"], f"{where!r} field 'device'")
         node["entries"] = []
         taken: dict = {}
-        for entry_key, record in meta.items():
-            if entry_key in fmt.LEVEL_FIELDS:
-                continue
+        for entry_key, record in fmt.entries(meta):
             child = self._entry(folder, entry_key, record, batch)
             self._check_names(node, folder, child, taken)
             node["entries"].append(child)
@@ -255,7 +259,7 @@ class FolderScan:
                 )
 
     def _lazy(self, node: dict, folder: str, meta: dict) -> None:
-        self._check_version(node, folder, meta)
+        self._check(node, fmt.meta_path(folder), fmt.parse_lazy_level, folder, meta)
         stack_dim = meta.get("stack_dim", 0)
         node["stack_dim"] = stack_dim
         node["entries"] = members = []
@@ -298,37 +302,19 @@ class FolderScan:
         return size[:stack_dim] + [len(members)] + size[stack_dim:]
 
     def _member_numbers(self, node: dict, folder: str) -> list:
-        """The member numbers of a lazy stack folder; a gap or an odd name is a problem."""
+        """The member numbers of a lazy stack folder (a gap or a link is a problem)."""
         try:
-            names = os.listdir(folder)
+            return list(range(len(fmt.lazy_members(folder))))
+        except fmt.MemmapFormatError as err:
+            self._problem(node, folder, _one_line(err))
         except OSError as err:
             self._problem(node, folder, f"cannot list the folder: {_one_line(err)}")
             return []
-        numbers = []
-        for name in names:
-            path = os.path.join(folder, name)
-            if not name.isdigit():
-                continue
-            if name != str(int(name)) or not (os.path.isdir(path) or os.path.islink(path)):
-                self._problem(
-                    node, path, f"{name!r} is not a member folder (members are folders 0/, 1/, ...)"
-                )
-                continue
-            numbers.append(int(name))
-        numbers.sort()
-        if not numbers:
-            self._problem(node, folder, "the lazy stack has no member folder (0/, 1/, ...)")
-        elif numbers != list(range(len(numbers))):
-            gaps = sorted(set(range(numbers[-1] + 1)) - set(numbers))
-            message = (
-                f"member folders {numbers} have gaps: {gaps} missing (members must be numbered "
-                "0 to N-1 without gaps; load_memmap refuses this stack)"
-            )
-            self._problem(node, folder, message)
-        return numbers
+        names = os.listdir(folder)
+        return sorted(int(n) for n in names if n.isdigit() and n == str(int(n)))
 
     def _tensorclass(self, node: dict, folder: str, meta: dict) -> None:
-        node["type"] = _TYPE_STR.match(meta["_type"]).group(1)
+        node["type"] = fmt.tensorclass_name(meta["_type"])
         node["batch_size"] = None
         node["entries"] = []
         path = os.path.join(folder, fmt.TENSORCLASS_DATA)
@@ -342,41 +328,34 @@ class FolderScan:
         node["bytes"] += data["bytes"]
 
     def _nontensor(self, node: dict, folder: str, meta: dict) -> None:
-        if "data" in meta:
-            node["value"] = meta["data"]
-            return
-        node["pickled"] = True
         path = os.path.join(folder, fmt.PICKLE_FILE)
-        if self._link(node, path):
+        if "data" not in meta:
+            node["pickled"] = True
+            self._flagged.add(path)
+        found = self._check(node, path, fmt.parse_nontensor, folder, meta)
+        if found is None:
             return
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            self._problem(
-                node, path, f"a non-tensor entry holds neither 'data' nor {fmt.PICKLE_FILE}"
-            )
-            return
-        node["bytes"] += info.st_size
+        how, value = found
+        if how == "data":
+            node["value"] = value
+        else:
+            node["bytes"] += os.lstat(value).st_size
 
     # ------------------------------------------------------------------ entries
     def _entry(self, folder: str, key: str, record, batch) -> dict:
-        if not isinstance(record, dict):
+        try:
+            declared = fmt.parse_record(folder, key, record)
+        except fmt.MemmapFormatError as err:
             node = self._node(os.path.join(folder, fmt.file_name(key)), key, "unknown")
-            self._problem(
-                node,
-                fmt.meta_path(folder),
-                f"the record of {key!r} must be an object, got {record!r}",
-            )
+            self._problem(node, fmt.meta_path(folder), _one_line(err))
             return node
-        if "type" in record:
-            return self._sub_folder(folder, key, record, batch)
+        if declared is not None:
+            return self._sub_folder(folder, key, declared, batch)
         return self._tensor(folder, key, record, batch)
 
-    def _sub_folder(self, folder: str, key: str, record: dict, batch) -> dict:
-        declared = record["type"]
-        name = fmt.file_name(key)
-        node = self._node(os.path.join(folder, name), key, _declared_kind(declared))
-        if node["kind"] == "tensorclass":
+    def _sub_folder(self, folder: str, key: str, declared: str, batch) -> dict:
+        node = self._node(os.path.join(folder, fmt.file_name(key)), key, _declared_kind(declared))
+        if node["kind"] == fmt.KIND_TENSORCLASS:
             node["type"] = declared
         elif node["kind"] == "unknown":
             self._problem(
@@ -384,9 +363,10 @@ class FolderScan:
                 fmt.meta_path(folder),
                 f"the record of {key!r} has an invalid type {declared!r}",
             )
-        path = self._safe_name(node, folder, name)
-        if path is None or self._link(node, path):
+        path = self._entry_path(node, folder, "")
+        if path is None:
             return node
+        node["path"] = self._rel(path)
         read = self._read_meta(node, path)
         if read is None:
             return node
@@ -399,44 +379,34 @@ class FolderScan:
                 f"the record of {key!r} says {declared!r} but its folder holds a {actual!r}",
             )
         sub_batch = node.get("batch_size")
-        if batch is not None and sub_batch is not None and sub_batch[: len(batch)] != batch:
-            self._problem(
-                node, path, f"batch size {sub_batch} does not start with the parent's {batch}"
-            )
+        if batch is not None and sub_batch is not None and node["kind"] != fmt.KIND_NONTENSOR:
+            self._check(node, path, fmt.check_batch_prefix, folder, key, sub_batch, batch)
         return node
 
     def _tensor(self, folder: str, key: str, record: dict, batch) -> dict:
-        nested = bool(record.get("is_nested"))
+        nested = record.get("is_nested") is True
         name = fmt.file_name(key, fmt.MEMMAP_SUFFIX)
         node = self._node(os.path.join(folder, name), key, "nested" if nested else "tensor")
         node.update(
             file=name, dtype=record.get("dtype"), shape=record.get("shape"), expected_bytes=None
         )
-        where = fmt.meta_path(folder)
-        dtype = fmt.DTYPES.get(node["dtype"]) if isinstance(node["dtype"], str) else None
-        if dtype is None:
-            self._problem(node, where, f"entry {key!r}: unknown dtype {node['dtype']!r}")
-        shape = node["shape"]
-        if not _valid_shape(shape):
-            self._problem(
-                node,
-                where,
-                f"entry {key!r}: shape is not valid: {shape!r} (expected a list of non-negative ints)",
-            )
-            shape = None
-        path = self._safe_name(node, folder, name)
+        parsed = self._check(
+            node, fmt.meta_path(folder), fmt.parse_tensor_record, folder, key, record
+        )
+        dtype, shape = (None, None) if parsed is None else parsed[:2]
+        path = self._entry_path(node, folder, fmt.MEMMAP_SUFFIX)
         if path is None:
             return node
+        node["file"] = os.path.basename(path)
+        node["path"] = self._rel(path)
         if nested:
             self._nested(node, folder, path, dtype, shape, batch)
             return node
-        if dtype is not None and shape is not None:
+        if parsed is not None:
             node["expected_bytes"] = fmt.nbytes(shape, dtype)
-            if batch is not None and shape[: len(batch)] != batch:
-                self._problem(
-                    node,
-                    where,
-                    f"entry {key!r}: shape {shape} does not start with the batch size {batch}",
+            if batch is not None:
+                self._check(
+                    node, fmt.meta_path(folder), fmt.check_batch_prefix, folder, key, shape, batch
                 )
         if os.path.lexists(path):
             self._file(node, path)
@@ -460,25 +430,21 @@ class FolderScan:
 
     def _nested(self, node: dict, folder: str, path: str, dtype, shape, batch) -> None:
         key = node["key"]
-        name = fmt.file_name(key, fmt.SHAPE_SUFFIX)
-        node.update(shape_file=name, components=None, component_shape=None)
+        node.update(shape_file=fmt.file_name(key, fmt.SHAPE_SUFFIX), components=None)
+        node["component_shape"] = None
         if not os.path.lexists(path):
             self._missing(node, path, f"nested entry {key!r}")
             return
-        shape_path = self._safe_name(node, folder, name)
-        if shape is not None and len(shape) != 2:
-            message = f"nested entry {key!r}: its shape {shape} must be [components, dims]"
-            self._problem(node, fmt.meta_path(folder), message)
-        elif shape is not None and shape_path is not None:
+        shape_path = self._entry_path(node, folder, fmt.SHAPE_SUFFIX)
+        if shape is not None and shape_path is not None:
+            node["shape_file"] = os.path.basename(shape_path)
+            shape = list(shape)
             rows = self._shape_rows(node, shape_path, shape)
             if rows is not None:
                 node["components"] = len(rows)
                 node["component_shape"] = [len(rows)] + _common_sizes(rows, shape[1])
                 if dtype is not None:
                     node["expected_bytes"] = sum(fmt.nbytes(row, dtype) for row in rows)
-            if batch and shape[0] != batch[0]:
-                message = f"nested entry {key!r}: {shape[0]} components for the batch size {batch}"
-                self._problem(node, fmt.meta_path(folder), message)
         self._file(node, path)
 
     def _shape_rows(self, node: dict, shape_path: str, shape: list):
@@ -515,20 +481,6 @@ class FolderScan:
         return rows
 
 
-def level_kind(meta: dict) -> str:
-    """The kind of a level from its ``meta.json``: one of the class kinds or ``"unknown"``."""
-    cls, type_str = meta.get("_class"), meta.get("_type")
-    if meta.get("_is_non_tensor") or type_str == fmt.NONTENSOR_TYPE:
-        return "NonTensorData"
-    if cls == fmt.TD_CLASS or (cls is None and type_str == fmt.TD_TYPE):
-        return "TensorDict"
-    if cls == fmt.LAZY_CLASS or type_str == fmt.LAZY_TYPE:
-        return "LazyStackedTensorDict"
-    if isinstance(type_str, str) and _TYPE_STR.match(type_str) and type_str != fmt.TD_TYPE:
-        return "tensorclass"
-    return "unknown"
-
-
 def _declared_kind(declared) -> str:
     """The kind a record's ``"type"`` announces (a tensorclass records its class name)."""
     if declared in ("TensorDict", "LazyStackedTensorDict", "NonTensorData"):
@@ -548,20 +500,6 @@ def _common_sizes(rows: list, width: int) -> list:
     return [
         rows[0][d] if rows and len({row[d] for row in rows}) == 1 else None for d in range(width)
     ]
-
-
-def _valid_shape(value) -> bool:
-    return isinstance(value, list) and all(type(s) is int and s >= 0 for s in value)
-
-
-def _valid_device(value) -> bool:
-    if value is None or value == "None":
-        return True
-    try:
-        torch.device(value)
-    except (RuntimeError, TypeError):
-        return False
-    return True
 
 
 def _describe(node: dict) -> str:

@@ -32,6 +32,7 @@ import torch.multiprocessing as mp
 from tqdm import tqdm
 
 from tensordict import TensorDict
+from tensordict.cli._report import counts, human_bytes, render_info, scan_folder
 from tensordict.memmap import format as fmt
 
 CHUNK = 4096  # rows generated and written at once
@@ -175,8 +176,6 @@ def run(*, rows: int = 100_000, workers: int = 2, folder: str | None = None, see
 
 
 def _run(path: str, rows: int, workers: int, seed: int, kept: bool) -> int:
-    from tensordict.cli import counts, human_bytes, render_info, scan_folder
-
     report = {}
     began = time.perf_counter()
     buffer = template(rows).memmap_like(path)

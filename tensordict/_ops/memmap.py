@@ -1,29 +1,46 @@
-"""The memory-mapping methods that every tensordict class shares.
+"""The memory-mapping methods that every tensordict class shares (and every tensorclass reuses).
 
-The tree work (writing, loading, refreshing) lives in ``_io``; this module holds
-the public methods, their argument checks and the adding of single entries
-(``make_memmap``, ``make_memmap_from_tensor``, ``make_memmap_from_storage``).
+The tree work (writing, loading, refreshing) is the storage layer's
+(:mod:`tensordict.memmap._io`); this module holds the public methods, their
+argument checks and the adding of single entries (``make_memmap``,
+``make_memmap_from_tensor``, ``make_memmap_from_storage``). It works on any
+class through the primitives and hooks that ``TensorDictBase`` declares.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from concurrent.futures import Future
 
 import torch
 
 from tensordict._keys import _key_parts
-from tensordict.errors import NotMemmapError
+from tensordict.errors import NotMemmapError, warn
 from tensordict.memmap import _io
 from tensordict.memmap import format as fmt
+from tensordict.memmap.tensor import MemoryMappedTensor, _storage_filename
 
-_STORAGE_WARNING = (
+STORAGE_WARNING = (
     "make_memmap_from_storage() got a storage without a file for the entry {key!r} of a "
     "tensordict stored in {path!r}: its data is not written to the directory, so "
     "load_memmap() and memmap_refresh_() will drop the entry. Starting with TensorDict 0.17, "
     "this will raise a RuntimeError. Use make_memmap_from_tensor() to copy the data into the "
     "directory."
+)
+
+# The methods a tensorclass takes as they are (its hooks do the class-specific part).
+SHARED_WITH_TENSORCLASS = (
+    "memmap",
+    "memmap_",
+    "memmap_like",
+    "save",
+    "dumps",
+    "load_memmap",
+    "load",
+    "load_memmap_",
+    "memmap_refresh_",
+    "saved_path",
+    "_require_memmap",
 )
 
 
@@ -47,16 +64,53 @@ def _write(obj, prefix, like: bool, inplace: bool, num_threads, existsok, robust
     return _done(out) if return_early else out
 
 
-def _mmt():
-    from tensordict.memmap.tensor import MemoryMappedTensor
+def check_storage(key, storage, shape, dtype) -> tuple:
+    """Checks the arguments of ``make_memmap_from_storage`` (every class calls this).
 
-    return MemoryMappedTensor
+    Returns:
+        ``(storage, shape, dtype, nbytes, nested, filename)``: the untyped storage, the
+        shape (``torch.Size``, or a 2-D tensor of shapes for a nested tensor), the
+        dtype, the bytes they need, whether the entry is nested, and the storage's
+        file (``None`` without one).
+
+    Raises:
+        TypeError: if the storage is not a storage or ``dtype`` not a ``torch.dtype``.
+        ValueError: if the storage is not in physical memory or its size does not
+            match ``shape`` and ``dtype``.
+    """
+    if isinstance(storage, torch.TypedStorage):
+        storage = storage._untyped_storage
+    if not isinstance(storage, torch.UntypedStorage):
+        msg = f"make_memmap_from_storage() needs a torch.UntypedStorage for {key!r}, got {type(storage).__name__}"
+        raise TypeError(msg)
+    if storage.device.type != "cpu":
+        msg = (
+            f"the storage for {key!r} is on the {storage.device.type!r} device: it must be in "
+            "physical memory (a CPU storage, from a file or shared memory)"
+        )
+        raise ValueError(msg)
+    dtype = torch.get_default_dtype() if dtype is None else dtype
+    if not isinstance(dtype, torch.dtype):
+        msg = f"dtype must be a torch.dtype, got {dtype!r}"
+        raise TypeError(msg)
+    nested = isinstance(shape, torch.Tensor)
+    if nested:
+        needed = sum(fmt.nbytes(row, dtype) for row in shape.tolist())
+    else:
+        shape = torch.Size(shape)
+        needed = fmt.nbytes(shape, dtype)
+    if storage.nbytes() != needed:
+        msg = (
+            f"the storage for {key!r} has {storage.nbytes()} bytes but shape "
+            f"{shape.tolist() if nested else list(shape)} and dtype {dtype} need {needed}"
+        )
+        raise ValueError(msg)
+    return storage, shape, dtype, needed, nested, _storage_filename(storage)
 
 
-def _storage_file(storage) -> str | None:
-    from tensordict.memmap.tensor import _storage_filename
-
-    return _storage_filename(storage)
+def warn_storage_without_file(key, path: str) -> None:
+    """The ``FutureWarning`` of a file-less storage added to a tensordict with a directory."""
+    warn(STORAGE_WARNING.format(key=key, path=path), FutureWarning)
 
 
 class MemmapMixin:
@@ -73,28 +127,25 @@ class MemmapMixin:
             >>> td.is_memmap(), td.memmap().is_memmap()
             (False, True)
         """
-        if getattr(self, "_mm", None) is None:
+        if self._mm is None:
             return False
-        MemoryMappedTensor = _mmt()
-        for value in self._items_level_values():
+        for _, value in self._items_level():
             if isinstance(value, torch.Tensor):
                 if not isinstance(value, MemoryMappedTensor):
                     return False
-            elif hasattr(value, "is_memmap") and not value.is_memmap():
+            elif not value.is_memmap():
                 return False
         return True
-
-    def _items_level_values(self):
-        return [value for _, value in self._items_level()]
 
     @property
     def saved_path(self) -> str | None:
         """The folder of a memory-mapped tensordict, or ``None`` (no folder, or not memory-mapped)."""
-        level = getattr(self, "_mm", None)
+        level = self._mm
         return None if level is None else level.path
 
     def _require_memmap(self, what: str):
-        level = getattr(self, "_mm", None)
+        """The tensordict's :class:`~tensordict.memmap._io.Level`, or ``NotMemmapError``."""
+        level = self._mm
         if level is None:
             msg = (
                 f"{what} needs a memory-mapped tensordict; call memmap_() (or memmap(), or "
@@ -147,7 +198,7 @@ class MemmapMixin:
             FileExistsError: with ``existsok=False``, if an entry's file exists.
 
         Examples:
-            >>> td = TensorDict({"obs": torch.randn(4, 3)}, [4]).memmap("/tmp/buffer")
+            >>> td = TensorDict({"obs": torch.randn(4, 3)}, [4]).memmap("buffer")
             >>> td.is_memmap(), td.is_locked
             (True, True)
         """
@@ -172,9 +223,8 @@ class MemmapMixin:
         Returns:
             The tensordict itself (or a ``Future`` of it with ``return_early``).
         """
-        level = getattr(self, "_mm", None)
-        if prefix is None and level is not None and level.path is not None:
-            prefix = level.path
+        if prefix is None:
+            prefix = self._memmap_folder()
         return _write(self, prefix, False, True, num_threads, existsok, robust_key, return_early)
 
     def memmap_like(
@@ -196,7 +246,7 @@ class MemmapMixin:
 
         Examples:
             >>> template = TensorDict({"obs": torch.zeros(3)}, []).expand(1_000_000)
-            >>> buffer = template.memmap_like("/tmp/replay")
+            >>> buffer = template.memmap_like("replay")
             >>> buffer.batch_size
             torch.Size([1000000])
         """
@@ -245,18 +295,28 @@ class MemmapMixin:
             ValueError: if the folder breaks the format (see above).
 
         Examples:
-            >>> td = TensorDict({"a": torch.arange(3)}, [3]).memmap("/tmp/ckpt")
-            >>> TensorDict.load_memmap("/tmp/ckpt")["a"]
+            >>> td = TensorDict({"a": torch.arange(3)}, [3]).memmap("ckpt")
+            >>> TensorDict.load_memmap("ckpt")["a"]
             MemoryMappedTensor([0, 1, 2])
         """
-        td = _io.load_tree(prefix, robust_key=robust_key, allow_pickle=allow_pickle)
-        _io.fix_batch_sizes(td)
+        options = _io.Options(robust_key, allow_pickle, None)
+        loaded = cls._memmap_load_as(*_io.open_folder(prefix), options)
         if device is not None and torch.device(device).type != "cpu":
-            td = td.to(device, non_blocking=non_blocking)
+            loaded = loaded.to(device, non_blocking=non_blocking)
         if out is not None:
-            out.update_(td)
+            out.update_(loaded)
             return out
-        return td
+        return loaded
+
+    @classmethod
+    def _memmap_load_as(cls, folder: str, meta: dict, stat, options):
+        """Loads a parsed folder for ``cls.load_memmap``: here, as the class the folder records."""
+        return _io.load_folder(folder, meta, stat, options)
+
+    def _memmap_folder(self) -> str | None:
+        """The folder this tensordict was memory-mapped to or loaded from, or ``None``."""
+        level = self._mm
+        return None if level is None else level.path
 
     @classmethod
     def load(cls, prefix, device=None, non_blocking: bool = False, *, out=None, **kwargs):
@@ -281,16 +341,13 @@ class MemmapMixin:
             RuntimeError: if the tensordict is not memory-mapped.
 
         Examples:
-            >>> reader = TensorDict.load_memmap("/tmp/buffer")
+            >>> reader = TensorDict.load_memmap("buffer")
             >>> reader.memmap_refresh_() is reader
             True
         """
-        self._require_memmap("memmap_refresh_()")
-        hook = getattr(type(self), "_memmap_refresh", None)
-        if hook is not None and type(self).__name__ != "TensorDict":
-            hook(self)
-        else:
-            _io.refresh(self)
+        level = self._require_memmap("memmap_refresh_()")
+        if level.path is not None:
+            self._memmap_refresh(_io.Options(level.robust_key, False, None))
         return self
 
     def load_memmap_(self, prefix=None, *, robust_key=None, allow_pickle: bool = False):
@@ -300,30 +357,27 @@ class MemmapMixin:
         """
         if prefix is None:
             return self.memmap_refresh_()
-        loaded = _io.load_tree(prefix, robust_key=robust_key, allow_pickle=allow_pickle)
+        options = _io.Options(robust_key, allow_pickle, None)
+        loaded = type(self)._memmap_load_as(*_io.open_folder(prefix), options)
         if type(loaded) is not type(self):
             msg = f"cannot load the {type(loaded).__name__} folder {os.fspath(prefix)!r} into a {type(self).__name__}"
             raise TypeError(msg)
-        self._load_into(loaded)
+        self._memmap_load_into(loaded)
         return self
 
-    def _load_into(self, loaded) -> None:
-        self._tensordict = loaded._tensordict
-        self._batch_size = loaded._batch_size
-        self._mm = loaded._mm
-
     # ------------------------------------------------------------------ single entries
-    def _plan_new_entry(self, key, what: str, robust_key=None):
-        """Checks that ``key`` can be added and returns ``(parts, parent, folder)``.
+    def _plan_new_entry(self, key, what: str, robust_key):
+        """Checks that ``key`` can be added and returns ``(parts, parent, folder, depth)``.
 
-        ``parent`` is the deepest existing tensordict on the path and ``folder`` the
-        folder of the last node (``None`` without a directory). Nothing is changed.
+        ``parent`` is the deepest existing tensordict on the path, ``folder`` the
+        folder of the last node (``None`` without a directory) and ``depth`` the
+        first part of the key that does not exist yet. ``robust_key`` is resolved by
+        the caller. Nothing is changed.
         """
         level = self._require_memmap(what)
         parts = _key_parts(key)
         node = self
         folder = level.path
-        robust_key = level.robust_key if robust_key is None else robust_key
         if folder is not None:
             fmt.encode_key(parts[-1], robust_key)  # refuses a name that is not a file name
         for depth, part in enumerate(parts[:-1]):
@@ -335,14 +389,14 @@ class MemmapMixin:
                     for rest in parts[depth:-1]:
                         folder = os.path.join(folder, fmt.file_name(rest, "", robust_key))
                 return parts, node, folder, depth
-            if isinstance(sub, torch.Tensor) or not hasattr(sub, "_items_level"):
+            if not isinstance(sub, MemmapMixin):
                 msg = (
                     f"cannot add {parts!r}: the entry {parts[: depth + 1]!r} is a "
                     f"{type(sub).__name__}, not a tensordict"
                 )
                 raise RuntimeError(msg)
             node = sub
-            sub_level = getattr(sub._tensordict_of(), "_mm", None)
+            sub_level = sub._tensordict_of()._mm
             if folder is not None:
                 folder = (
                     sub_level.path
@@ -357,11 +411,12 @@ class MemmapMixin:
         return parts, node, folder, len(parts) - 1
 
     def _tensordict_of(self):
+        """The tensordict that holds this object's entries (itself; a tensorclass's is its data)."""
         return self
 
     def _check_new_folders(self, parts: tuple, inner, depth: int, folder: str, robust_key) -> None:
         """Refuses sub-tensordicts of a tuple key whose names the format cannot store."""
-        taken = _taken_names(inner) if getattr(inner, "_mm", None) is not None else {}
+        taken = _taken_names(inner) if inner._mm is not None else {}
         for i, part in enumerate(parts[depth:-1]):
             fmt.check_level_keys(folder, {part: "folder"}, robust_key)
             name = fmt.file_name(part, "", robust_key)
@@ -373,9 +428,8 @@ class MemmapMixin:
                 raise fmt.MemmapFormatError(msg)
             folder = os.path.join(folder, name)
 
-    def _attach(self, parts: tuple, node, depth: int, tensor, record, robust_key=None) -> None:
+    def _attach(self, parts: tuple, node, depth: int, tensor, record, robust_key) -> None:
         """Creates the missing sub-tensordicts from ``depth`` on and stores ``tensor`` at ``parts``."""
-        robust_key = self._mm.robust_key if robust_key is None else robust_key
         for part in parts[depth:-1]:
             inner = node._tensordict_of()
             parent_level = inner._mm
@@ -384,16 +438,13 @@ class MemmapMixin:
             if parent_level.path is not None:
                 sub_folder = os.path.join(parent_level.path, fmt.file_name(part, "", robust_key))
                 os.makedirs(sub_folder, exist_ok=True)
-            sub._mm = _io._Level(sub_folder, robust_key=robust_key)
+            sub._mm = _io.Level(sub_folder, robust_key=robust_key)
             if sub_folder is not None:
                 sub._mm.update(fmt.level_meta(sub.batch_size, sub.device))
-                parent_level.update({part: {"type": "TensorDict"}})
+                parent_level.update({part: {"type": sub._memmap_record_type()}})
             if parent_level.taken is not None:
                 parent_level.taken[fmt.file_name(part, "", robust_key)] = part
-            if inner.is_locked:
-                sub._lock_parents += 1
-                sub._propagate_lock(True)
-            inner._tensordict[part] = sub
+            inner._store_entry(part, sub)
             node = sub
         inner = node._tensordict_of()
         level = inner._mm
@@ -406,9 +457,6 @@ class MemmapMixin:
             for name in fmt.entry_names(parts[-1], kind, robust_key):
                 level.taken[name] = parts[-1]
         inner._store_entry(parts[-1], tensor)
-
-    def _store_entry(self, key: str, tensor) -> None:
-        self._tensordict[key] = tensor
 
     def _check_feature_shape(self, parts, node, depth, shape) -> None:
         batch_size = node._tensordict_of().batch_size
@@ -449,11 +497,14 @@ class MemmapMixin:
             RuntimeError: if the tensordict is not memory-mapped or the key exists.
 
         Examples:
-            >>> td = TensorDict({}, [3]).memmap("/tmp/grow")
+            >>> td = TensorDict({}, [3]).memmap("grow")
             >>> td.make_memmap("x", (3, 4)).shape
             torch.Size([3, 4])
         """
         dtype = torch.get_default_dtype() if dtype is None else dtype
+        if not isinstance(dtype, torch.dtype):
+            msg = f"dtype must be a torch.dtype, got {dtype!r}"
+            raise TypeError(msg)
         shape = shape if isinstance(shape, torch.Tensor) else torch.Size(shape)
         return self._make_entry(key, "make_memmap()", robust_key, shape, dtype, None)
 
@@ -480,7 +531,7 @@ class MemmapMixin:
             RuntimeError: if the tensordict is not memory-mapped or the key exists.
 
         Examples:
-            >>> td = TensorDict({}, [2]).memmap("/tmp/grow2")
+            >>> td = TensorDict({}, [2]).memmap("grow2")
             >>> td.make_memmap_from_tensor("y", torch.ones(2, 5))[0, 0]
             MemoryMappedTensor(1.)
         """
@@ -497,13 +548,15 @@ class MemmapMixin:
 
     def _make_entry(self, key, what: str, robust_key, shape, dtype, source):
         """Adds a new entry of ``shape`` and ``dtype``: zeros, or a copy of ``source``."""
+        level = self._require_memmap(what)
+        robust_key = level.robust_key if robust_key is None else robust_key
         parts, node, folder, depth = self._plan_new_entry(key, what, robust_key)
         nested = isinstance(shape, torch.Tensor)
         if not nested:
             self._check_feature_shape(parts, node, depth, shape)
         if folder is None:
             tensor = _new_entry_tensor(None, None, shape, dtype, source)
-            self._attach(parts, node, depth, tensor, None)
+            self._attach(parts, node, depth, tensor, None, robust_key)
             return tensor
         return self._add_file_entry(
             parts,
@@ -517,7 +570,6 @@ class MemmapMixin:
 
     def _add_file_entry(self, parts, node, depth, folder, create, robust_key, kind: str):
         """Creates the new entry's file(s) with ``create(path, shape_path)``, records and stores it."""
-        robust_key = self._mm.robust_key if robust_key is None else robust_key
         self._check_new_names(parts, node, depth, folder, kind, robust_key)
         path = os.path.join(folder, fmt.file_name(parts[-1], fmt.MEMMAP_SUFFIX, robust_key))
         shape_path = None
@@ -539,13 +591,12 @@ class MemmapMixin:
             raise
         return tensor
 
-    def _check_new_names(self, parts, node, depth, folder, kind: str, robust_key=None) -> None:
+    def _check_new_names(self, parts, node, depth, folder, kind: str, robust_key) -> None:
         """Refuses a new entry whose key or file names collide with the level's others.
 
         The level's taken names are built once and then kept up to date by ``_attach``,
         so adding an entry costs the same at 10 keys and at 10,000.
         """
-        robust_key = self._mm.robust_key if robust_key is None else robust_key
         key = parts[-1]
         fmt.check_level_keys(folder, {key: kind}, robust_key)
         if depth < len(parts) - 1:
@@ -613,53 +664,22 @@ class MemmapMixin:
                 accelerator) or its size does not match ``shape`` and ``dtype``.
 
         Examples:
-            >>> td = TensorDict({}, []).memmap("/tmp/shared")
-            >>> storage = MemoryMappedTensor.zeros(3, 4, filename="/tmp/shared/x.memmap").untyped_storage()
+            >>> td = TensorDict({}, []).memmap("shared")
+            >>> storage = MemoryMappedTensor.zeros(3, 4, filename="shared/x.memmap").untyped_storage()
             >>> td.make_memmap_from_storage("x", storage, (3, 4)).shape
             torch.Size([3, 4])
         """
-        if isinstance(storage, torch.TypedStorage):
-            storage = storage._untyped_storage
-        if not isinstance(storage, torch.UntypedStorage):
-            msg = f"make_memmap_from_storage() needs a torch.UntypedStorage for {key!r}, got {type(storage).__name__}"
-            raise TypeError(msg)
-        if storage.device.type != "cpu":
-            msg = (
-                f"the storage for {key!r} is on the {storage.device.type!r} device: it must be in "
-                "physical memory (a CPU storage, from a file or shared memory)"
-            )
-            raise ValueError(msg)
-        dtype = torch.get_default_dtype() if dtype is None else dtype
-        if not isinstance(dtype, torch.dtype):
-            msg = f"dtype must be a torch.dtype, got {dtype!r}"
-            raise TypeError(msg)
+        storage, shape, dtype, needed, nested, filename = check_storage(key, storage, shape, dtype)
         robust_key = True if robust_key is None else robust_key
         parts, node, folder, depth = self._plan_new_entry(
             key, "make_memmap_from_storage()", robust_key
         )
-        nested = isinstance(shape, torch.Tensor)
         if not nested:
-            shape = torch.Size(shape)
             self._check_feature_shape(parts, node, depth, shape)
-            needed = fmt.nbytes(shape, dtype)
-        else:
-            needed = _nested_nbytes(shape, dtype)
-        if storage.nbytes() != needed:
-            msg = (
-                f"the storage for {key!r} has {storage.nbytes()} bytes but shape "
-                f"{shape.tolist() if nested else list(shape)} and dtype {dtype} need {needed}"
-            )
-            raise ValueError(msg)
-        filename = _storage_file(storage)
         full = parts[0] if len(parts) == 1 else parts
-        MemoryMappedTensor = _mmt()
         if filename is None:
             if folder is not None and needed > 0:
-                warnings.warn(
-                    _STORAGE_WARNING.format(key=full, path=self._mm.path),
-                    FutureWarning,
-                    stacklevel=2,
-                )
+                warn_storage_without_file(full, self._mm.path)
             tensor = MemoryMappedTensor.from_storage(storage, shape=shape, dtype=dtype)
             record = None
             if folder is not None and needed == 0 and not nested:
@@ -728,14 +748,10 @@ def _taken_names(td) -> dict:
     if level.taken is None:
         taken = {}
         for key, value in td._items_level():
-            for name in fmt.entry_names(key, _io._entry_kind(value), level.robust_key):
+            for name in fmt.entry_names(key, _io.entry_kind(value), level.robust_key):
                 taken[name] = key
         level.taken = taken
     return level.taken
-
-
-def _nested_nbytes(shape: torch.Tensor, dtype: torch.dtype) -> int:
-    return sum(fmt.nbytes(row, dtype) for row in shape.tolist())
 
 
 def _new_entry_tensor(path, shape_path, shape, dtype, source):
@@ -743,7 +759,6 @@ def _new_entry_tensor(path, shape_path, shape, dtype, source):
 
     A nested entry (``shape`` a 2-D tensor) also writes its ``.shape.memmap`` to ``shape_path``.
     """
-    MemoryMappedTensor = _mmt()
     if isinstance(shape, torch.Tensor):
         if source is None:
             source = torch.nested.nested_tensor(

@@ -1,0 +1,47 @@
+"""What every layer may ask of a value: is it a tensor collection? and the missing-default marker.
+
+A *tensor collection* is a tensordict, a tensorclass instance or a non-tensor
+entry. Each such class says so with the class flag ``_is_tensor_collection``, so
+that the bottom layers (storage, the operation mixins) recognise collections
+without importing the classes that define them.
+"""
+
+from __future__ import annotations
+
+
+class _NoDefault:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NO_DEFAULT = _NoDefault()
+"""Passed as ``default`` to say "raise instead of returning a default"."""
+
+
+def is_tensor_collection(obj) -> bool:
+    """Returns True if ``obj`` (an instance or a class) is a tensordict, a tensorclass or a non-tensor entry.
+
+    Args:
+        obj: an object or a class.
+
+    Returns:
+        True for tensor collections, False for everything else (tensors included).
+
+    Examples:
+        >>> is_tensor_collection(TensorDict({}, []))
+        True
+        >>> is_tensor_collection(torch.zeros(2))
+        False
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return getattr(cls, "_is_tensor_collection", False) is True
+
+
+def is_leaf_class(cls: type) -> bool:
+    """The default ``is_leaf`` of ``keys()``: every class but the tensor collections."""
+    return getattr(cls, "_is_tensor_collection", False) is not True
