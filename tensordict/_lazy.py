@@ -19,7 +19,7 @@ from tensordict._ops.indexing import normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase, _as_value, _check_batch
-from tensordict.errors import LockedError
+from tensordict.errors import DimensionError, LockedError
 from tensordict.memmap import _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor
@@ -97,7 +97,7 @@ class LazyStackedTensorDict(TensorDictBase):
         ndim = len(size)
         if not -ndim - 1 <= stack_dim <= ndim:
             msg = f"stack_dim {stack_dim} is out of range for members with {ndim} batch dimensions"
-            raise IndexError(msg)
+            raise DimensionError(msg)
         stack_dim = stack_dim + ndim + 1 if stack_dim < 0 else stack_dim
         self.tensordicts = members
         self._stack_dim = stack_dim

@@ -14,17 +14,17 @@ from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.torch_function import implements
 from tensordict._td import TensorDict
-from tensordict.errors import KeyMismatchError
+from tensordict.errors import DimensionError, KeyMismatchError
 
 
 def _norm_stack_dim(dim: int, ndim: int) -> int:
     if not -ndim - 1 <= dim <= ndim:
         msg = f"stack dimension {dim} is out of range for {ndim} batch dimensions"
-        raise IndexError(msg)
+        raise DimensionError(msg)
     return dim + ndim + 1 if dim < 0 else dim
 
 
-def _check_keys(tds, what: str, error=RuntimeError) -> None:
+def _check_keys(tds, what: str) -> None:
     keys = tds[0]._keys_level()
     for i, td in enumerate(tds[1:], 1):
         other = td._keys_level()
@@ -35,7 +35,7 @@ def _check_keys(tds, what: str, error=RuntimeError) -> None:
                 f"cannot {what} tensordicts with different keys: tensordict 0 alone has {only_first}, "
                 f"tensordict {i} alone has {only_other}; use lazy_stack to keep members that differ"
             )
-            raise error(msg)
+            raise KeyMismatchError(msg)
 
 
 def _collections(items, what: str) -> list:
@@ -71,14 +71,10 @@ def stack(tds, dim: int = 0, *, out=None):
         done = _stack_fast(tds, dim)
         if done is not None:
             return done
-    if getattr(type(first), "_is_tensorclass", False) or any(
-        getattr(type(t), "_is_lazy", False) for t in tds
-    ):
-        return (
-            type(first)._stack_members(tds, dim, out=out)
-            if hasattr(type(first), "_stack_members")
-            else _lazy_or_dense(tds, dim, out)
-        )
+    if getattr(type(first), "_is_tensorclass", False):
+        return type(first)._stack_members(tds, dim, out=out)
+    if any(getattr(type(t), "_is_lazy", False) for t in tds):
+        return LazyStackedTensorDict._stack_members(tds, dim, out=out)
     batch_size = first.batch_size
     for i, td in enumerate(tds):
         if td.batch_size != batch_size:
@@ -119,10 +115,6 @@ def _stacked_names(first, dim: int):
     """The dimension names after stacking at ``dim``: the members' names with an unnamed dim."""
     names = getattr(first, "_names", None)
     return None if names is None else [*names[:dim], None, *names[dim:]]
-
-
-def _lazy_or_dense(tds, dim, out):
-    return LazyStackedTensorDict._stack_members(tds, dim, out=out)
 
 
 def _stack_dense(tds, d: int, out, prefix: tuple):
@@ -178,12 +170,12 @@ def cat(tds, dim: int = 0, *, out=None):
     """
     tds = _collections(tds, "concatenate")
     first = tds[0]
-    if getattr(type(first), "_is_tensorclass", False) and hasattr(type(first), "_cat_members"):
+    if getattr(type(first), "_is_tensorclass", False):
         return type(first)._cat_members(tds, dim, out=out)
     ndim = first.batch_dims
     if not -ndim <= dim < ndim:
         msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"
-        raise IndexError(msg)
+        raise DimensionError(msg)
     d = dim + ndim if dim < 0 else dim
     size = first.batch_size
     total = 0
@@ -196,7 +188,7 @@ def cat(tds, dim: int = 0, *, out=None):
             )
             raise RuntimeError(msg)
         total += other[d]
-    _check_keys(tds, "concatenate", KeyMismatchError)
+    _check_keys(tds, "concatenate")
     new_size = size[:d] + torch.Size((total,)) + size[d + 1 :]
     result = {}
     for key, value in first._items_level():

@@ -74,16 +74,23 @@ class MemmapFormatError(TensorDictError, ValueError):
     """A memory-mapped folder does not follow the on-disk format (a bad folder)."""
 
 
-class SymlinkError(MemmapFormatError):
-    """A memory-mapped folder holds a symbolic link where the format has a file or folder."""
+class SymlinkError(MemmapFormatError, RuntimeError):
+    """A symbolic link where the format has a file or folder: never followed, never written through.
+
+    A ``ValueError`` when a folder is read (a bad folder) and a ``RuntimeError`` when
+    a file is written, as the well-known API raises for files it cannot use.
+    """
 
 
 class MemmapNotFoundError(TensorDictError, FileNotFoundError):
     """A memory-mapped folder or one of its files is missing."""
 
 
-class ExistingFileError(TensorDictError, FileExistsError):
-    """A file that must be created already exists (``existsok=False``)."""
+class ExistingFileError(TensorDictError, FileExistsError, RuntimeError):
+    """A file that must be created already exists (``existsok=False``).
+
+    Also a ``RuntimeError``, what the well-known API raises for it.
+    """
 
 
 class NotMemmapError(TensorDictError, RuntimeError):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+from tensordict.errors import DimensionError
+
 _SIMPLE = (int, slice)
 
 
@@ -42,16 +44,16 @@ def normalize_index(idx, batch_size: torch.Size):
         if type(idx) is int:
             if batch_dims == 0:
                 msg = f"cannot index a tensordict with batch_size={list(batch_size)} by {idx!r}: it has no batch dimension"
-                raise IndexError(msg)
+                raise DimensionError(msg)
             size = batch_size[0]
             if not -size <= idx < size:
                 msg = f"index {idx} is out of range for batch dimension 0 of size {size}"
-                raise IndexError(msg)
+                raise DimensionError(msg)
             return idx, batch_size[1:]
         if type(idx) is slice:
             if batch_dims == 0:
                 msg = f"cannot slice a tensordict with batch_size={list(batch_size)}: it has no batch dimension"
-                raise IndexError(msg)
+                raise DimensionError(msg)
             return idx, torch.Size((len(range(*idx.indices(batch_size[0]))),)) + batch_size[1:]
         if idx is Ellipsis:
             return slice(None), batch_size
@@ -136,7 +138,7 @@ def _normalize_tuple(idx: tuple, batch_size: torch.Size):
             size = batch_size[dim]
             if not -size <= item < size:
                 msg = f"index {item} is out of range for batch dimension {dim} of size {size}"
-                raise IndexError(msg)
+                raise DimensionError(msg)
         dim += _dims_consumed(item)
     leaf_index = tuple(items)
     if not simple:

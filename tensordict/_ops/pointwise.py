@@ -11,7 +11,7 @@ import operator
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
-from tensordict.errors import KeyMismatchError
+from tensordict.errors import DimensionError, KeyMismatchError
 
 _UNARY = (
     "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
@@ -182,7 +182,7 @@ def _reduction(name: str):
         for d in dims:
             if not -ndim <= d < ndim:
                 msg = f"reduction dimension {d} is out of range for {ndim} batch dimensions"
-                raise IndexError(msg)
+                raise DimensionError(msg)
             norm.append(d + ndim if d < 0 else d)
         norm_t = tuple(sorted(set(norm)))
         if keepdim:
@@ -242,7 +242,7 @@ def _values_indices(td, name: str, dim: int, keepdim: bool) -> ValuesIndices:
     ndim = td.batch_dims
     if not -ndim <= dim < ndim:
         msg = f"reduction dimension {dim} is out of range for {ndim} batch dimensions"
-        raise IndexError(msg)
+        raise DimensionError(msg)
     d = dim + ndim if dim < 0 else dim
     size = td.batch_size
     new = size[:d] + (torch.Size((1,)) if keepdim else torch.Size(())) + size[d + 1 :]
@@ -369,7 +369,7 @@ class PointwiseMixin:
         ndim = self.batch_dims
         if not -ndim <= dim < ndim:
             msg = f"dimension {dim} is out of range for {ndim} batch dimensions"
-            raise IndexError(msg)
+            raise DimensionError(msg)
         d = dim + ndim if dim < 0 else dim
         new = self.batch_size[:d] + self.batch_size[d + 1 :]
         return self._fast_apply(lambda x: getattr(x, name)(d), batch_size=new, names=None)

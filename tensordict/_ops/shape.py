@@ -15,6 +15,7 @@ import torch
 
 from tensordict._collection import is_tensor_collection
 from tensordict._nontensor import _dummy
+from tensordict.errors import DimensionError
 
 
 def _shape_args(args) -> tuple:
@@ -26,7 +27,7 @@ def _shape_args(args) -> tuple:
 def _norm_dim(dim: int, ndim: int, what: str = "dimension") -> int:
     if not -ndim <= dim < max(ndim, 1) or (ndim == 0):
         msg = f"{what} {dim} is out of range for a tensordict with {ndim} batch dimensions"
-        raise IndexError(msg)
+        raise DimensionError(msg)
     return dim + ndim if dim < 0 else dim
 
 
@@ -126,7 +127,7 @@ class ShapeMixin:
         ndim = self.batch_dims
         if not -ndim - 1 <= dim <= ndim:
             msg = f"unsqueeze dimension {dim} is out of range for {ndim} batch dimensions"
-            raise IndexError(msg)
+            raise DimensionError(msg)
         d = dim + ndim + 1 if dim < 0 else dim
         size = list(self.batch_size)
         size.insert(d, 1)

@@ -43,7 +43,12 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from tensordict._nontensor import NonTensorData
-from tensordict.errors import MemmapFormatError, MemmapNotFoundError
+from tensordict.errors import (
+    ExistingFileError,
+    MemmapFormatError,
+    MemmapNotFoundError,
+    SymlinkError,
+)
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor, _open_file
 
@@ -180,7 +185,7 @@ def plan_entries(
                 shape_path = os.path.join(folder, fmt.file_name(key, fmt.SHAPE_SUFFIX, robust_key))
             if not existsok and not _is_file_of(value, path) and os.path.lexists(path):
                 msg = f"cannot memory-map the entry {key!r}: {path!r} already exists and existsok=False"
-                raise FileExistsError(msg)
+                raise ExistingFileError(msg)
             plan.tensors.append((path, value, shape_path))
         elif isinstance(value, NonTensorData):
             if folder is not None:
@@ -369,7 +374,7 @@ def open_folder(prefix) -> tuple:
     folder = os.path.abspath(os.fspath(prefix))
     if os.path.islink(folder):
         msg = f"refusing to load {folder!r}: it is a symbolic link"
-        raise MemmapFormatError(msg)
+        raise SymlinkError(msg)
     meta, stat = fmt.read_meta(folder)
     return folder, meta, stat
 
@@ -424,9 +429,14 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
     lstat, from_file, S_ISREG, mmt = os.lstat, torch.from_file, _stat.S_ISREG, MemoryMappedTensor
     parse, file_name, suffix = fmt.parse_tensor_record, fmt.file_name, fmt.MEMMAP_SUFFIX
     n = len(batch_size)
-    for key, record in fmt.entries(meta):
+    fields = fmt.LEVEL_FIELDS
+    for key, record in meta.items():
+        if key in fields:
+            continue
         before = None if previous is None else previous.get(key)
-        if fmt.parse_record(folder, key, record) is not None:
+        if (type(record) is not dict or "type" in record) and fmt.parse_record(
+            folder, key, record
+        ) is not None:
             value = _load_sub(folder, key, record, options, before, batch_size)
             if value is not None:
                 data[key] = value
@@ -559,10 +569,15 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
             read = fmt.read_meta(level.path)
     if read is None or fmt.same_file(read[1], level.stat):
         meta = level.meta
-        for key in [k for k in data if k not in meta]:
-            del data[key]
+        if not data.keys() <= meta.keys():
+            for key in [k for k in data if k not in meta]:
+                del data[key]
+        mmt = MemoryMappedTensor
         for value in data.values():
-            if _is_mapped_collection(value):
+            # This loop runs once per entry of every unchanged level: the common leaf first.
+            if type(value) is mmt or isinstance(value, (_Tensor, NonTensorData)):
+                continue
+            if value._mm is not None:
                 value._memmap_refresh(options)
         return None
     meta, stat = read

@@ -90,7 +90,7 @@ from collections.abc import Iterator
 
 import torch
 
-from tensordict.errors import MemmapFormatError, MemmapNotFoundError
+from tensordict.errors import MemmapFormatError, MemmapNotFoundError, SymlinkError
 
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
@@ -317,7 +317,7 @@ def read_meta(folder: str) -> tuple:
     except OSError as err:
         if os.path.islink(path):
             msg = f"refusing to read {path!r}: it is a symbolic link"
-            raise MemmapFormatError(msg) from err
+            raise SymlinkError(msg) from err
         raise
     try:
         stat = os.fstat(fd)
@@ -445,7 +445,7 @@ def child_path(folder: str, name: str) -> str:
     path = os.path.join(folder, name)
     if os.path.islink(path):
         msg = f"refusing to follow the symbolic link {path!r}"
-        raise MemmapFormatError(msg)
+        raise SymlinkError(msg)
     return path
 
 
@@ -594,7 +594,7 @@ def lazy_members(folder: str) -> list:
     for path in paths:
         if os.path.islink(path):
             msg = f"refusing to follow the symbolic link {path!r}"
-            raise MemmapFormatError(msg)
+            raise SymlinkError(msg)
     return paths
 
 
@@ -705,7 +705,7 @@ def entry_path(folder: str, key: str, suffix: str, robust_key: bool | None = Tru
             path = os.path.join(folder, raw)
     if os.path.islink(path):
         msg = f"refusing to follow the symbolic link {path!r}"
-        raise MemmapFormatError(msg)
+        raise SymlinkError(msg)
     return path
 
 
@@ -720,7 +720,7 @@ def parse_nontensor(folder: str, meta: dict) -> tuple:
     path = os.path.join(folder, PICKLE_FILE)
     if os.path.islink(path):
         msg = f"refusing to follow the symbolic link {path!r}"
-        raise MemmapFormatError(msg)
+        raise SymlinkError(msg)
     if not os.path.isfile(path):
         msg = f"{meta_path(folder)!r}: a non-tensor entry holds neither 'data' nor {PICKLE_FILE}"
         raise MemmapFormatError(msg)

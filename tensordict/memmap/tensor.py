@@ -41,7 +41,12 @@ from typing import Any, Union
 
 import torch
 
-from tensordict.errors import MemmapFormatError, MemmapNotFoundError
+from tensordict.errors import (
+    ExistingFileError,
+    MemmapFormatError,
+    MemmapNotFoundError,
+    SymlinkError,
+)
 
 __all__ = ["MemoryMappedTensor"]
 
@@ -183,8 +188,10 @@ def _check_existing_file(filename: str, nbytes: int | None) -> os.stat_result:
         msg = f"the memory-mapped file {filename!r} does not exist"
         raise MemmapNotFoundError(msg) from err
     if not stat.S_ISREG(st.st_mode):
-        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-        msg = f"refusing to map {filename!r}: it is {kind}"
+        if stat.S_ISLNK(st.st_mode):
+            msg = f"refusing to map {filename!r}: it is a symbolic link"
+            raise SymlinkError(msg)
+        msg = f"refusing to map {filename!r}: it is not a regular file"
         raise MemmapFormatError(msg)
     if nbytes is not None and st.st_size != nbytes:
         msg = f"the file {filename!r} holds {st.st_size} bytes; the dtype and shape need {nbytes}"
@@ -205,13 +212,13 @@ def _create_file(filename: str, existsok: bool) -> tuple[int, str | None]:
         st = os.lstat(filename)
         if stat.S_ISLNK(st.st_mode):
             msg = f"refusing to write a memory-mapped tensor through the symbolic link {filename!r}"
-            raise RuntimeError(msg) from err
+            raise SymlinkError(msg) from err
         if stat.S_ISDIR(st.st_mode):
             msg = f"cannot write a memory-mapped tensor to {filename!r}: it is a folder"
             raise IsADirectoryError(msg) from err
         if not existsok:
             msg = f"the file {filename!r} already exists; pass existsok=True to replace it"
-            raise RuntimeError(msg) from err
+            raise ExistingFileError(msg) from err
         if not stat.S_ISREG(st.st_mode):
             msg = f"cannot replace {filename!r}: it is not a regular file"
             raise ValueError(msg) from err
