@@ -120,7 +120,15 @@ class MemmapMixin:
 
     # ------------------------------------------------------------------ state
     def is_memmap(self) -> bool:
-        """True when the tensordict was memory-mapped and every leaf is a ``MemoryMappedTensor``.
+        """Returns True when the tensordict is memory-mapped: mapped by this library and every leaf a ``MemoryMappedTensor``.
+
+        A tensordict returned by :meth:`memmap`, :meth:`memmap_`, :meth:`memmap_like` or
+        :meth:`load_memmap` is memory-mapped, and so is a view of one whose leaves all
+        still map the files (advanced indexing copies, so its result is not).
+        Non-tensor entries do not count against it.
+
+        Returns:
+            True or False.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2)}, [2])
@@ -139,7 +147,17 @@ class MemmapMixin:
 
     @property
     def saved_path(self) -> str | None:
-        """The folder of a memory-mapped tensordict, or ``None`` (no folder, or not memory-mapped)."""
+        """The folder of a memory-mapped tensordict, or ``None``.
+
+        ``None`` when the tensordict is not memory-mapped, lives in anonymous shared
+        memory (``memmap()`` without a prefix) or is a view of a memory-mapped one. A
+        tensorclass's data folder is its ``_tensordict/`` sub-folder.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2]).memmap("saved")
+            >>> os.path.basename(td.saved_path), TensorDict({}, []).saved_path
+            ('saved', None)
+        """
         level = self._mm
         return None if level is None else level.path
 
@@ -215,13 +233,39 @@ class MemmapMixin:
         existsok: bool = True,
         robust_key: bool | None = None,
     ):
-        """Memory-maps the tensordict in place (same arguments as :meth:`memmap`) and locks it.
+        """Memory-maps the tensordict in place and locks it.
 
-        On a tensordict that is already memory-mapped in ``prefix`` (for example one
-        returned by :meth:`load_memmap`) no data is rewritten.
+        Every leaf is replaced by a ``MemoryMappedTensor`` in ``prefix`` (or anonymous
+        shared memory), as :meth:`memmap` writes them; the tensordict object itself is
+        kept. On a tensordict that is already memory-mapped in its folder (for example
+        one returned by :meth:`load_memmap`) ``prefix`` defaults to that folder and no
+        data is rewritten.
+
+        Args:
+            prefix (str or path, optional): the folder. Defaults to the tensordict's own
+                folder, or shared memory when it has none.
+            copy_existing (bool, optional): accepted for compatibility.
+
+        Keyword Args:
+            num_threads (int, optional): write files with this many threads. Defaults to 0.
+            return_early (bool, optional): return a ``Future`` of the result.
+            share_non_tensor (bool, optional): accepted for compatibility.
+            existsok (bool, optional): if False, an existing file at an entry's path
+                raises ``FileExistsError``. Defaults to True.
+            robust_key (bool, optional): percent-encode keys in file names (``None`` is
+                True). Defaults to ``None``.
 
         Returns:
             The tensordict itself (or a ``Future`` of it with ``return_early``).
+
+        Raises:
+            ValueError: if a key cannot be stored (see :meth:`memmap`).
+            FileExistsError: with ``existsok=False``, if an entry's file exists.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.memmap_("inplace") is td, td.is_memmap(), td.is_locked
+            (True, True, True)
         """
         if prefix is None:
             prefix = self._memmap_folder()
@@ -241,8 +285,27 @@ class MemmapMixin:
         """Returns a memory-mapped tensordict with the same layout, filled with zeros.
 
         No data is copied: each file is created fresh (an earlier file at the same
-        path is replaced, never reused), so the result reads zeros. Arguments as in
-        :meth:`memmap`.
+        path is replaced, never reused), so the result reads zeros. The usual way to
+        make a replay buffer: ``memmap_like`` of an expanded one-row template.
+
+        Args:
+            prefix (str or path, optional): the folder. Defaults to ``None`` (shared memory).
+            copy_existing (bool, optional): accepted for compatibility.
+
+        Keyword Args:
+            existsok (bool, optional): if False, an existing file at an entry's path
+                raises ``FileExistsError``. Defaults to True.
+            num_threads (int, optional): create files with this many threads.
+            return_early (bool, optional): return a ``Future`` of the result.
+            share_non_tensor (bool, optional): accepted for compatibility.
+            robust_key (bool, optional): percent-encode keys in file names (``None`` is True).
+
+        Returns:
+            The new, locked, zero-filled tensordict (or a ``Future`` of it).
+
+        Raises:
+            ValueError: if a key cannot be stored (see :meth:`memmap`).
+            FileExistsError: with ``existsok=False``, if an entry's file exists.
 
         Examples:
             >>> template = TensorDict({"obs": torch.zeros(3)}, []).expand(1_000_000)
@@ -320,11 +383,37 @@ class MemmapMixin:
 
     @classmethod
     def load(cls, prefix, device=None, non_blocking: bool = False, *, out=None, **kwargs):
-        """Alias of :meth:`load_memmap`."""
+        """Opens a memory-mapped folder: the same as :meth:`load_memmap`, with its arguments.
+
+        Returns:
+            The loaded tensordict.
+
+        Raises:
+            FileNotFoundError: if the folder or its ``meta.json`` is missing.
+            ValueError: if the folder breaks the format.
+
+        Examples:
+            >>> _ = TensorDict({"a": torch.arange(2)}, [2]).save("ckpt")
+            >>> TensorDict.load("ckpt")["a"].tolist()
+            [0, 1]
+        """
         return cls.load_memmap(prefix, device, non_blocking, out=out, **kwargs)
 
     def save(self, prefix=None, copy_existing: bool = False, *, num_threads: int = 0, **kwargs):
-        """Alias of :meth:`memmap`."""
+        """Writes the tensordict to the folder ``prefix``: the same as :meth:`memmap`, with its arguments.
+
+        ``dumps`` is another name for it.
+
+        Returns:
+            The memory-mapped, locked copy.
+
+        Raises:
+            ValueError: if a key cannot be stored (see :meth:`memmap`).
+
+        Examples:
+            >>> TensorDict({"a": torch.arange(2)}, [2]).save("ckpt").is_memmap()
+            True
+        """
         return self.memmap(prefix, copy_existing, num_threads=num_threads, **kwargs)
 
     dumps = save
@@ -337,13 +426,20 @@ class MemmapMixin:
         ``meta.json`` does not record (a storage without a file) are dropped.
         Nothing is written.
 
+        Returns:
+            The tensordict itself.
+
         Raises:
             RuntimeError: if the tensordict is not memory-mapped.
+            FileNotFoundError: if the folder's ``meta.json`` is gone.
+            ValueError: if the folder now breaks the format.
 
         Examples:
-            >>> reader = TensorDict.load_memmap("buffer")
-            >>> reader.memmap_refresh_() is reader
-            True
+            >>> writer = TensorDict({}, [2]).memmap("shared")
+            >>> reader = TensorDict.load_memmap("shared")
+            >>> _ = writer.make_memmap("x", (2, 3))
+            >>> reader.memmap_refresh_() is reader, "x" in reader.keys()
+            (True, True)
         """
         level = self._require_memmap("memmap_refresh_()")
         if level.path is not None:
@@ -353,7 +449,30 @@ class MemmapMixin:
     def load_memmap_(self, prefix=None, *, robust_key=None, allow_pickle: bool = False):
         """Loads the folder ``prefix`` into this tensordict in place and returns it.
 
-        Without ``prefix`` the tensordict's own folder is re-read (see :meth:`memmap_refresh_`).
+        The tensordict takes the folder's entries and state (it becomes memory-mapped
+        there); its identity is kept. Without ``prefix`` its own folder is re-read (see
+        :meth:`memmap_refresh_`).
+
+        Args:
+            prefix (str or path, optional): the folder. Defaults to the tensordict's own.
+
+        Keyword Args:
+            robust_key (bool, optional): the key encoding of the folder (``None`` is True).
+            allow_pickle (bool, optional): unpickle non-tensor values JSON could not hold.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            TypeError: if the folder holds another class than this tensordict's.
+            FileNotFoundError: if the folder or its ``meta.json`` is missing.
+            ValueError: if the folder breaks the format.
+
+        Examples:
+            >>> _ = TensorDict({"a": torch.arange(2)}, [2]).memmap("ckpt")
+            >>> td = TensorDict({}, [])
+            >>> td.load_memmap_("ckpt") is td, td["a"].tolist()
+            (True, [0, 1])
         """
         if prefix is None:
             return self.memmap_refresh_()
@@ -728,8 +847,15 @@ class MemmapMixin:
     def share_memory_(self):
         """Moves every tensor to shared memory (so that child processes share it) and locks the tensordict.
 
+        Tensors already in shared memory or in a file stay where they are.
+
         Returns:
-            The tensordict itself.
+            The tensordict itself, locked.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2]).share_memory_()
+            >>> td.is_shared(), td.is_locked
+            (True, True)
         """
         for value in self.values(True, True):
             if isinstance(value, torch.Tensor):
@@ -737,7 +863,13 @@ class MemmapMixin:
         return self.lock_()
 
     def is_shared(self) -> bool:
-        """True when every tensor is in shared memory (a memory-mapped file counts)."""
+        """Returns True when the tensordict has tensors and every one is in shared memory or a file.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.is_shared(), td.memmap().is_shared()
+            (False, True)
+        """
         leaves = [v for v in self.values(True, True) if isinstance(v, torch.Tensor)]
         return bool(leaves) and all(v.is_shared() or getattr(v, "_filename", None) for v in leaves)
 

@@ -181,6 +181,10 @@ def file_name(key: str, suffix: str = "", robust_key: bool | None = True) -> str
     Names over 255 bytes are shortened deterministically to a prefix, ``%~`` and a
     SHA-256 of the key, so that they stay unique.
 
+    Raises:
+        ValueError: if the key is not a valid file name with ``robust_key=False``, or
+            holds a lone surrogate (no file name can).
+
     Examples:
         >>> file_name("obs", ".memmap")
         'obs.memmap'
@@ -188,6 +192,12 @@ def file_name(key: str, suffix: str = "", robust_key: bool | None = True) -> str
         255
     """
     stem = encode_key(key, robust_key)
+    if not stem.isascii():
+        try:
+            stem.encode()
+        except UnicodeEncodeError as err:
+            msg = f"key {key!r} cannot be a file name: it is not valid Unicode (a lone surrogate)"
+            raise MemmapFormatError(msg) from err
     name = stem + suffix
     if len(name.encode()) <= NAME_MAX:
         return name
@@ -355,15 +365,17 @@ def write_meta(folder: str, members) -> os.stat_result:
     tmp = os.path.join(folder, f"{TMP_PREFIX}{os.getpid()}.{id(text):x}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
-        with os.fdopen(fd, "wb", closefd=False) as handle:
-            handle.write(text.encode())
-        stat = os.fstat(fd)
+        try:
+            with os.fdopen(fd, "wb", closefd=False) as handle:
+                handle.write(text.encode())
+            stat = os.fstat(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, meta_path(folder))
     except BaseException:
-        os.close(fd)
-        os.unlink(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
-    os.close(fd)
-    os.replace(tmp, meta_path(folder))
     return stat
 
 
