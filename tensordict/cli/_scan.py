@@ -200,6 +200,14 @@ class FolderScan:
     # ------------------------------------------------------------------ levels
     def _level(self, folder: str, key, meta: dict, stat) -> dict:
         """The node of a folder whose meta.json is parsed, dispatching on its class."""
+        depth = 0 if folder == self.root else self._rel(folder).count(os.sep) + 1
+        if depth >= fmt.MAX_DEPTH:
+            node = self._node(folder, key, "unknown")
+            message = (
+                f"is nested more than {fmt.MAX_DEPTH} levels deep; the format refuses deeper trees"
+            )
+            self._problem(node, folder, message)
+            return node
         try:
             kind = fmt.level_kind(folder, meta)
         except fmt.MemmapFormatError as err:
@@ -372,7 +380,7 @@ class FolderScan:
             return node
         node = self._level(path, key, *read)
         actual = node.get("type", node["kind"]).rsplit(".", 1)[-1]
-        if declared != actual:
+        if declared != actual and node["kind"] != "unknown":  # an unknown level has its problem
             self._problem(
                 node,
                 fmt.meta_path(folder),

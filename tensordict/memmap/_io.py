@@ -125,14 +125,15 @@ class Level:
 
 
 class Options:
-    """What a load or refresh was asked for: key encoding, unpickling, device."""
+    """What a load or refresh was asked for: key encoding, unpickling, device; and how deep it is."""
 
-    __slots__ = ("robust_key", "allow_pickle", "device")
+    __slots__ = ("robust_key", "allow_pickle", "device", "depth")
 
     def __init__(self, robust_key=None, allow_pickle: bool = False, device=None) -> None:
         self.robust_key = robust_key
         self.allow_pickle = allow_pickle
         self.device = device
+        self.depth = 0  # folders being loaded, root included
 
 
 def _is_mapped_collection(value) -> bool:
@@ -153,6 +154,15 @@ class Plan:
         self.folders: list = []  # (folder, obj), children first
         self.tensors: list = []  # (path, tensor, shape_path)
         self.nontensors: list = []  # (folder, value)
+        self.depth = 0  # dense levels being planned
+
+
+def _too_deep(folder) -> MemmapFormatError:
+    msg = (
+        f"{folder!r} is nested more than {fmt.MAX_DEPTH} levels deep; the format refuses deeper "
+        "trees (flatten some keys with flatten_keys())"
+    )
+    return MemmapFormatError(msg)
 
 
 def entry_kind(value) -> str:
@@ -167,6 +177,9 @@ def plan_entries(
 ) -> None:
     """Plans the entries of one dense level ``obj`` (its ``items``) into ``folder``."""
     items = list(items)
+    if plan.depth >= fmt.MAX_DEPTH:
+        raise _too_deep(folder)
+    plan.depth += 1
     if folder is not None:
         fmt.check_level_keys(folder, {k: entry_kind(v) for k, v in items}, robust_key)
     for key, value in items:
@@ -195,6 +208,7 @@ def plan_entries(
         else:
             sub = sub_folder(folder, key, robust_key)
             value._memmap_plan(sub, plan, robust_key, existsok, like)
+    plan.depth -= 1
     plan.folders.append((folder, obj))
 
 
@@ -381,6 +395,16 @@ def open_folder(prefix) -> tuple:
 
 def load_folder(folder: str, meta: dict, stat, options: Options):
     """Loads one folder whose ``meta.json`` is already parsed, with the loader of its class."""
+    if options.depth >= fmt.MAX_DEPTH:
+        raise _too_deep(folder)
+    options.depth += 1
+    try:
+        return _load_kind(folder, meta, stat, options)
+    finally:
+        options.depth -= 1
+
+
+def _load_kind(folder: str, meta: dict, stat, options: Options):
     kind = fmt.level_kind(folder, meta)
     if kind == fmt.KIND_NONTENSOR:
         return _load_nontensor(folder, meta, options)
@@ -460,11 +484,12 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
             continue
         # The common case, a plain tensor under its encoded name, inline: one lstat and
         # one map per entry (this loop runs once per entry on load).
-        path = prefix + file_name(key, suffix, robust_key)
         try:
+            path = prefix + file_name(key, suffix, robust_key)
             info = lstat(path)
-        except FileNotFoundError:
-            value = _load_tensor(folder, key, dtype, shape, nested, robust_key)  # legacy names
+        except (FileNotFoundError, ValueError):
+            # A legacy unencoded name, or a key that is no file name (entry_path says which).
+            value = _load_tensor(folder, key, dtype, shape, nested, robust_key)
             if value is not None:
                 data[key] = value
             continue

@@ -86,6 +86,7 @@ import hashlib
 import json
 import os
 import re
+import stat as _stat
 from collections.abc import Iterator
 
 import torch
@@ -101,6 +102,7 @@ SHAPE_SUFFIX = ".shape.memmap"
 PICKLE_FILE = "other.pickle"
 TENSORCLASS_DATA = "_tensordict"
 NAME_MAX = 255
+MAX_DEPTH = 128  # levels of folders below a root; deeper trees are refused on write and load
 _MAX_SIZE = (1 << 62) - 1  # a larger dimension cannot be a tensor's: its byte count overflows
 
 LEVEL_FIELDS = ("shape", "device", "_type", "_format_version", "_class")
@@ -315,11 +317,14 @@ def read_meta(folder: str) -> tuple:
 
     Raises:
         FileNotFoundError: if the folder or its ``meta.json`` is missing.
-        ValueError: if ``meta.json`` is a symlink, not valid JSON, or not an object.
+        ValueError: if ``meta.json`` is a symlink or not a regular file (a FIFO, a
+            folder, a device: it is never read, so it cannot block), is not valid JSON,
+            nests deeper than Python can parse, or is not an object.
     """
     path = meta_path(folder)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: opening a FIFO returns at once, and fstat below refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError as err:
         what = "folder" if not os.path.isdir(folder) else "meta.json"
         msg = f"cannot load {folder!r}: the {what} is missing ({path!r}); is it a memory-mapped tensordict?"
@@ -331,6 +336,9 @@ def read_meta(folder: str) -> tuple:
         raise
     try:
         stat = os.fstat(fd)
+        if not _stat.S_ISREG(stat.st_mode):
+            msg = f"refusing to read {path!r}: it is not a regular file"
+            raise MemmapFormatError(msg)
         with os.fdopen(fd, "rb", closefd=False) as handle:
             raw = handle.read()
     finally:
@@ -339,6 +347,9 @@ def read_meta(folder: str) -> tuple:
         meta = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
         msg = f"{path!r} is not valid JSON: {err}"
+        raise MemmapFormatError(msg) from err
+    except RecursionError as err:
+        msg = f"{path!r} nests its JSON values too deeply to be read"
         raise MemmapFormatError(msg) from err
     if not isinstance(meta, dict):
         msg = f"{path!r} must hold a JSON object, got {type(meta).__name__}"
@@ -658,7 +669,11 @@ def parse_tensor_record(folder: str, key: str, record: dict) -> tuple:
         and all(type(s) is int and 0 <= s <= _MAX_SIZE for s in shape)
         and (nested is False or (nested is True and len(shape) == 2))
     ):
-        return dtype, torch.Size(shape), nested
+        size = torch.Size(shape)
+        if size.numel() * dtype.itemsize <= _MAX_SIZE:
+            return dtype, size, nested
+        msg = f"{meta_path(folder)!r}, entry {key!r}: shape {shape} of {name} needs more bytes than a file can hold"
+        raise MemmapFormatError(msg)
     where = f"{meta_path(folder)!r}, entry {key!r}"
     dtype = parse_dtype(name, where)
     shape = parse_shape(shape, where)
@@ -702,10 +717,7 @@ def entry_path(folder: str, key: str, suffix: str, robust_key: bool | None = Tru
     try:
         name = file_name(key, suffix, robust_key)
     except ValueError as err:
-        msg = (
-            f"{meta_path(folder)!r}: the entry {key!r} cannot be read with robust_key=False: "
-            "its name would leave the folder (or is not a file name)"
-        )
+        msg = f"{meta_path(folder)!r}: the entry {key!r} cannot be read: {err}"
         raise MemmapFormatError(msg) from err
     path = os.path.join(folder, name)
     if robust_key is not False and not os.path.lexists(path):

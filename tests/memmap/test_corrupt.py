@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tensordict import NonTensorData, TensorDict
+from tensordict import NonTensorData, TensorDict, lazy_stack
 
 
 def _write(folder: Path) -> Path:
@@ -397,3 +397,115 @@ def test_a_failed_make_memmap_from_storage_leaves_meta_json_byte_identical(tmp_p
     assert (meta.read_bytes(), meta.stat().st_mtime_ns) == before
     assert set(td.keys(True)) == keys
     assert set(TensorDict.load_memmap(folder).keys(True)) == keys
+
+
+# ------------------------------------------------------------------ a strict reader
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("how", ["load", "refresh"])
+def test_a_fifo_in_place_of_meta_json_is_refused_without_blocking(tmp_path, how):
+    """A FIFO named meta.json is refused at once (never opened for a blocking read)."""
+    folder = _write(tmp_path / "td")
+    reader = TensorDict.load_memmap(folder)
+    (folder / "sub" / "meta.json").unlink()
+    os.mkfifo(folder / "sub" / "meta.json")
+    os.utime(folder / "meta.json", ns=(1, 1))  # the root changed, so a refresh re-reads it
+    with pytest.raises(ValueError, match=r"sub/meta\.json.*not a regular file"):
+        TensorDict.load_memmap(folder) if how == "load" else reader.memmap_refresh_()
+
+
+def test_a_folder_in_place_of_meta_json_is_refused_naming_it(tmp_path):
+    """A folder named meta.json gives an error naming it, not 'Is a directory: 3'."""
+    (tmp_path / "td" / "meta.json").mkdir(parents=True)
+    with pytest.raises(ValueError, match=r"td/meta\.json': it is not a regular file"):
+        TensorDict.load_memmap(tmp_path / "td")
+
+
+def test_json_nested_too_deeply_is_refused_naming_the_file(tmp_path):
+    """A 100,000-deep JSON value is a clear error naming meta.json, not a RecursionError."""
+    folder = _write(tmp_path / "td")
+    (folder / "meta.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ValueError, match=r"meta\.json' nests its JSON values too deeply"):
+        TensorDict.load_memmap(folder)
+
+
+def _nest(depth: int) -> dict:
+    inner = {"x": torch.zeros(1)}
+    for _ in range(depth):
+        inner = {"s": inner}
+    return inner
+
+
+def test_deep_folders_load_up_to_the_bound_and_are_refused_past_it(tmp_path):
+    """64 (and up to 127) nested levels load; a deeper tree is refused before anything is written."""
+    for depth in (64, 127):
+        TensorDict(_nest(depth), [1]).memmap(tmp_path / str(depth))
+        loaded = TensorDict.load_memmap(tmp_path / str(depth))
+        assert loaded.get(("s",) * depth + ("x",)).shape == torch.Size([1])
+    with pytest.raises(ValueError, match="more than 128 levels deep"):
+        TensorDict(_nest(128), [1]).memmap(tmp_path / "deep")
+    assert not (tmp_path / "deep").exists()
+
+
+def test_a_hand_made_folder_of_2000_levels_is_refused_naming_the_level(tmp_path):
+    """Loading a folder nested 2,000 levels deep stops at the bound with a clear error."""
+    folder = tmp_path / "deep"
+    level = folder
+    for _ in range(2000):
+        level.mkdir()
+        meta = {"s": {"type": "TensorDict"}, "shape": [], "device": "cpu"}
+        meta.update(_type="<class 'tensordict._td.TensorDict'>", _format_version=1)
+        (level / "meta.json").write_text(json.dumps({**meta, "_class": "tensordict:TensorDict"}))
+        level = level / "s"
+    with pytest.raises(ValueError, match="more than 128 levels deep"):
+        TensorDict.load_memmap(folder)
+
+
+@pytest.mark.parametrize("shape", [[2**63], [2**40, 2**40]], ids=["dim", "product"])
+def test_a_shape_whose_bytes_overflow_int64_is_refused_naming_the_path(tmp_path, shape):
+    """A record shape that no file can hold is a clear error naming meta.json and the entry."""
+    folder = _write(tmp_path / "td")
+    meta = _meta(folder)
+    meta["a"]["shape"] = shape
+    _set_meta(folder, meta)
+    with pytest.raises(ValueError, match=r"td/meta\.json', entry 'a'"):
+        TensorDict.load_memmap(folder)
+
+
+def test_an_entry_shape_that_does_not_start_with_the_batch_size_is_refused(tmp_path):
+    """An entry of shape [2, 2] in a level of batch size [3] is refused, naming both."""
+    folder = _write(tmp_path / "td")
+    meta = _meta(folder)
+    meta["a"]["shape"] = [2, 3]
+    _set_meta(folder, meta)
+    with pytest.raises(
+        ValueError, match=r"entry 'a': its shape \[2, 3\] does not start with the batch size \[3\]"
+    ):
+        TensorDict.load_memmap(folder)
+
+
+def test_a_lone_surrogate_key_in_meta_json_is_refused_naming_the_folder(tmp_path):
+    """A key that is not valid Unicode gives an error naming meta.json and the key."""
+    folder = _write(tmp_path / "td")
+    text = (folder / "meta.json").read_text().replace('"a":', '"a\\ud800":', 1)
+    (folder / "meta.json").write_text(text)
+    with pytest.raises(ValueError, match=r"td/meta\.json.*lone surrogate"):
+        TensorDict.load_memmap(folder)
+
+
+@pytest.mark.parametrize("stack_dim", [5, -4], ids=["too-high", "too-low"])
+def test_a_lazy_stack_dim_out_of_range_is_refused_naming_the_file(tmp_path, stack_dim):
+    """A lazy stack whose stack_dim does not fit its members' batch size is refused."""
+    lazy_stack([TensorDict({"a": torch.zeros(2)}, [2])] * 2).memmap(tmp_path / "s")
+    meta = _meta(tmp_path / "s")
+    meta["stack_dim"] = stack_dim
+    _set_meta(tmp_path / "s", meta)
+    with pytest.raises(ValueError, match=rf"s/meta\.json.*stack_dim {stack_dim} is out of range"):
+        TensorDict.load_memmap(tmp_path / "s")
+
+
+def test_lazy_members_of_different_batch_sizes_are_refused_naming_the_folder(tmp_path):
+    """Members whose batch sizes differ make the lazy stack folder invalid, with a clear error."""
+    lazy_stack([TensorDict({"a": torch.zeros(2)}, [2])] * 2).memmap(tmp_path / "s")
+    TensorDict({"a": torch.zeros(3)}, [3]).memmap(tmp_path / "s" / "1")
+    with pytest.raises(ValueError, match=r"members of different batch sizes: \[\(2,\), \(3,\)\]"):
+        TensorDict.load_memmap(tmp_path / "s")
