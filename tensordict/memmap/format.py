@@ -162,8 +162,9 @@ def encode_key(key: str, robust_key: bool | None = True) -> str:
     if robust_key is False:
         if key in ("", ".", "..") or "/" in key or "\x00" in key:
             msg = (
-                f"key {key!r} is not a valid file name, so it cannot be stored with "
-                "robust_key=False; use robust_key=True to percent-encode it"
+                f"key {key!r} is not a valid file name (it would leave the folder, or names "
+                "none), so it cannot be used with robust_key=False; use robust_key=True to "
+                "percent-encode it"
             )
             raise ValueError(msg)
         return key

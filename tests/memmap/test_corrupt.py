@@ -456,8 +456,14 @@ def test_a_hand_made_folder_of_2000_levels_is_refused_naming_the_level(tmp_path)
         meta.update(_type="<class 'tensordict._td.TensorDict'>", _format_version=1)
         (level / "meta.json").write_text(json.dumps({**meta, "_class": "tensordict:TensorDict"}))
         level = level / "s"
-    with pytest.raises(ValueError, match="more than 128 levels deep"):
-        TensorDict.load_memmap(folder)
+    try:
+        with pytest.raises(ValueError, match="more than 128 levels deep"):
+            TensorDict.load_memmap(folder)
+    finally:  # removed level by level: a recursive removal would overflow the stack
+        while level != folder:
+            level = level.parent
+            (level / "meta.json").unlink()
+            level.rmdir()
 
 
 @pytest.mark.parametrize("shape", [[2**63], [2**40, 2**40]], ids=["dim", "product"])
