@@ -42,8 +42,8 @@ def fixture_copy(tmp_path):
     Loading may map files for writing, so tests never load the checked-in copy itself.
     """
 
-    def copy(case: str) -> Path:
-        source = REFERENCE / case
+    def copy(case: str, where: Path = REFERENCE) -> Path:
+        source = where / case
         if not source.is_dir():
             pytest.fail(f"the reference fixture {case!r} is missing: {source}")
         target = tmp_path / case

@@ -337,7 +337,7 @@ def _write_nontensor(folder: str, value: NonTensorData) -> None:
     pickle_path = os.path.join(folder, fmt.PICKLE_FILE)
     if pickled:
         with open(pickle_path, "wb") as handle:
-            pickle.dump(data, handle)
+            pickle.dump({"data": data}, handle)  # the reference's layout: {"data": value}
     elif os.path.lexists(pickle_path):
         os.unlink(pickle_path)
     fmt.write_meta_dict(folder, fmt.nontensor_meta(data, pickled))
@@ -559,7 +559,11 @@ def _load_nontensor(folder: str, meta: dict, options: Options) -> NonTensorData:
         )
         raise MemmapFormatError(msg)
     with open(value, "rb") as handle:
-        return NonTensorData(pickle.load(handle))  # noqa: S301 - the caller allowed it
+        content = pickle.load(handle)  # noqa: S301 - the caller allowed it
+    if type(content) is not dict or "data" not in content:
+        msg = f"{value!r} must hold a pickled dict with a 'data' item, got {type(content).__name__}"
+        raise MemmapFormatError(msg)
+    return NonTensorData(content["data"], metadata=meta.get("_metadata"))
 
 
 # ====================================================================== refreshing

@@ -32,9 +32,9 @@ Records
 * A non-tensor value: ``{"type": "NonTensorData"}``; the folder ``<name>/`` holds a
   ``meta.json`` with ``"_type"`` (``"<class 'tensordict.tensorclass.NonTensorData'>"``),
   ``"data"`` (the JSON value), ``"_metadata"`` and ``"_is_non_tensor": true``. A
-  value that JSON cannot hold is pickled to ``other.pickle`` in that folder and
-  ``"data"`` is left out; it is read back only when the caller passes
-  ``allow_pickle=True``.
+  value that JSON cannot hold is pickled to ``other.pickle`` in that folder as the
+  dict ``{"data": value}`` and ``"data"`` is left out of ``meta.json``; it is read
+  back only when the caller passes ``allow_pickle=True``.
 
 A lazily stacked tensordict's folder holds ``meta.json`` with ``"_type"``,
 ``"_format_version"``, ``"_class"``, ``"stack_dim"``, ``"stack_dim_name"`` and one

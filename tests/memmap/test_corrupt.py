@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 from pathlib import Path
 
 import pytest
 import torch
 
 from tensordict import NonTensorData, TensorDict, lazy_stack
+
+from conftest import FIXTURES
 
 
 def _write(folder: Path) -> Path:
@@ -280,6 +283,37 @@ def test_a_pickled_non_tensor_value_loads_only_with_allow_pickle(tmp_path):
     assert str(folder / "s" / "other.pickle") in str(info.value)
     loaded = TensorDict.load_memmap(folder, allow_pickle=True)
     assert loaded["s"] == {1, 2}
+
+
+def test_a_pickled_value_is_stored_as_the_reference_stores_it(tmp_path):
+    """other.pickle holds {"data": value}, as the reference writes it, and the meta.json has no data."""
+    folder = tmp_path / "td"
+    TensorDict({"s": NonTensorData({1, 2})}, []).memmap(folder)
+    with open(folder / "s" / "other.pickle", "rb") as handle:
+        assert pickle.load(handle) == {"data": {1, 2}}
+    assert "data" not in _meta(folder / "s")
+
+
+def test_a_value_pickled_by_the_reference_loads_with_allow_pickle(fixture_copy):
+    """The reference's pickled non-tensor value loads back (only) with allow_pickle=True."""
+    folder = fixture_copy("reference-0.15.3-pickled", FIXTURES)
+    with pytest.raises(ValueError, match="allow_pickle"):
+        TensorDict.load_memmap(folder)
+    loaded = TensorDict.load_memmap(folder, allow_pickle=True)
+    assert loaded["value"] == {1, 2, 3}
+    assert loaded["a"].tolist() == [0.0, 1.0]
+
+
+def test_a_pickle_that_is_not_the_reference_layout_is_refused_naming_it(tmp_path):
+    """An other.pickle that does not hold {"data": ...} is a clear error naming the file."""
+    folder = tmp_path / "td"
+    TensorDict({"s": NonTensorData({1, 2})}, []).memmap(folder)
+    with open(folder / "s" / "other.pickle", "wb") as handle:
+        pickle.dump([1, 2], handle)
+    with pytest.raises(
+        ValueError, match=r"other\.pickle' must hold a pickled dict with a 'data' item"
+    ):
+        TensorDict.load_memmap(folder, allow_pickle=True)
 
 
 def test_a_planted_pickle_is_not_executed_without_allow_pickle(tmp_path):
