@@ -42,17 +42,31 @@ def _stack_leaves(key, values: list, dim: int, as_nested: bool):
 
 
 class LazyStackedTensorDict(TensorDictBase):
-    """Tensordicts stacked along ``stack_dim`` without copying; members may differ.
+    """Tensordicts stacked along a new batch dimension without copying; members may differ.
+
+    The stack keeps its members (in :attr:`tensordicts`) and reads and writes
+    through them. Its keys are the keys every member has; reading one stacks the
+    members' values (see :meth:`get`). Indexing along the stack dimension picks
+    members, other indices index each member, and writes are split across the
+    members. :meth:`contiguous` gives a dense :class:`TensorDict`.
 
     Args:
-        *tensordicts (TensorDictBase): the members; they must share their batch size.
+        *tensordicts (TensorDictBase): the members, or one list or tuple of them.
+            They must share their batch size; they are kept, not copied.
 
     Keyword Args:
-        stack_dim (int, optional): the new batch dimension. Defaults to 0.
-        stack_dim_name (str, optional): a name for that dimension.
+        stack_dim (int, optional): the position of the new dimension in the
+            stack's batch size, from ``-n - 1`` to ``n`` for members with ``n``
+            batch dimensions (a negative one counts from the end). Defaults to 0.
+        stack_dim_name (str, optional): the name of the new dimension (see
+            :attr:`names`). Defaults to ``None``.
+        **kwargs: accepted for compatibility and ignored.
 
     Raises:
-        RuntimeError: if the members' batch sizes differ (naming both).
+        RuntimeError: if no member is given, or the members' batch sizes differ
+            (naming both).
+        TypeError: if a member after the first is not a tensordict.
+        IndexError: if ``stack_dim`` is out of range.
 
     Examples:
         >>> a = TensorDict({"obs": torch.zeros(3), "x": torch.zeros(2)}, [])
@@ -62,14 +76,24 @@ class LazyStackedTensorDict(TensorDictBase):
         (torch.Size([2, 3]), ['obs'])
     """
 
-    __slots__ = (
-        "tensordicts",
-        "_stack_dim",
-        "_stack_dim_name",
-        "_batch_size",
-        "_mm",
-        "__weakref__",
-    )
+    __slots__ = {
+        "tensordicts": """The list of members, in stack order; the stack works through them.
+
+        It is the stack's own list: changing it (appending, removing or replacing
+        a member) does not update the batch size, so change members through the
+        stack instead.
+
+        Examples:
+            >>> a, b = TensorDict({}, []), TensorDict({}, [])
+            >>> lazy_stack([a, b]).tensordicts[1] is b
+            True
+        """,
+        "_stack_dim": None,
+        "_stack_dim_name": None,
+        "_batch_size": None,
+        "_mm": None,
+        "__weakref__": None,
+    }
     _is_lazy = True
 
     def __init__(
@@ -114,7 +138,32 @@ class LazyStackedTensorDict(TensorDictBase):
 
     @classmethod
     def maybe_dense_stack(cls, tds, dim: int = 0):
-        """Stacks densely when the members allow it (same keys and shapes), lazily otherwise."""
+        """Stacks densely when the members allow it, lazily otherwise.
+
+        Lazy members are made dense first, then ``torch.stack`` is tried: when it
+        succeeds (the members have the same keys and the same shapes) its dense
+        :class:`TensorDict` is returned. When it raises a ``RuntimeError`` or a
+        ``KeyError``, a lazy stack of the members as given is returned.
+
+        Args:
+            tds (sequence of TensorDictBase): the members, with one batch size.
+            dim (int, optional): the new batch dimension. Defaults to 0.
+
+        Returns:
+            A :class:`TensorDict`, or a :class:`LazyStackedTensorDict`.
+
+        Raises:
+            RuntimeError: if ``tds`` is empty or the batch sizes differ.
+            IndexError: if ``dim`` is out of range.
+            TypeError: if a member is not a tensordict.
+
+        Examples:
+            >>> a, b = TensorDict({"x": torch.zeros(2)}, [2]), TensorDict({"x": torch.ones(2)}, [2])
+            >>> type(LazyStackedTensorDict.maybe_dense_stack([a, b])).__name__
+            'TensorDict'
+            >>> type(LazyStackedTensorDict.maybe_dense_stack([a, TensorDict({}, [2])])).__name__
+            'LazyStackedTensorDict'
+        """
         try:
             return torch.stack(
                 [t.contiguous() if getattr(type(t), "_is_lazy", False) else t for t in tds], dim
@@ -125,12 +174,43 @@ class LazyStackedTensorDict(TensorDictBase):
     # ------------------------------------------------------------------ properties
     @property
     def stack_dim(self) -> int:
-        """The batch dimension along which the members are stacked."""
+        """The batch dimension along which the members are stacked, never negative.
+
+        Returns:
+            An int from 0 to ``batch_dims - 1``.
+
+        Raises:
+            AttributeError: on assignment: the property is read-only.
+
+        Examples:
+            >>> lazy_stack([TensorDict({}, [3]), TensorDict({}, [3])], dim=-1).stack_dim
+            1
+        """
         return self._stack_dim
 
     @property
     def batch_size(self) -> torch.Size:
-        """The members' batch size with the stack dimension inserted."""
+        """The members' batch size with the number of members inserted at :attr:`stack_dim`.
+
+        Assigning a new size keeps the number of members at the stack dimension
+        and gives every member the new size without it, one member after the
+        other (each member checks its own entries).
+
+        Returns:
+            The batch size, a ``torch.Size``.
+
+        Raises:
+            RuntimeError: on assignment, if the new size does not hold the number of
+                members at the stack dimension, or if a member refuses its new size
+                (it is locked, or an entry does not fit).
+            TypeError: on assignment, if the new size is not an iterable of ints.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3, 4)}, [3]) for _ in range(2)])
+            >>> stack.batch_size = [2, 3, 4]
+            >>> stack.batch_size, stack.tensordicts[0].batch_size
+            (torch.Size([2, 3, 4]), torch.Size([3, 4]))
+        """
         return self._batch_size
 
     @batch_size.setter
@@ -149,13 +229,41 @@ class LazyStackedTensorDict(TensorDictBase):
 
     @property
     def device(self):
-        """The members' common device, or ``None`` when they differ."""
+        """The members' common device, or ``None`` when they differ (or have none).
+
+        Returns:
+            A ``torch.device``, or ``None``.
+
+        Raises:
+            AttributeError: on assignment: the property is read-only.
+
+        Examples:
+            >>> lazy_stack([TensorDict({}, [], device="cpu"), TensorDict({}, [], device="cpu")]).device
+            device(type='cpu')
+            >>> lazy_stack([TensorDict({}, [], device="cpu"), TensorDict({}, [])]).device is None
+            True
+        """
         devices = {m.device for m in self.tensordicts}
         return devices.pop() if len(devices) == 1 else None
 
     @property
     def names(self):
-        """Batch dimension names: only the stack dimension's name is kept, or ``None``."""
+        """The names of the batch dimensions: only the stack dimension can have one.
+
+        The members' own names are not reported.
+
+        Returns:
+            ``None`` when the stack was built without ``stack_dim_name``; otherwise a
+            list with that name at :attr:`stack_dim` and ``None`` elsewhere.
+
+        Raises:
+            AttributeError: on assignment: the property is read-only.
+
+        Examples:
+            >>> a, b = TensorDict({}, [3]), TensorDict({}, [3])
+            >>> LazyStackedTensorDict(a, b, stack_dim_name="env").names, LazyStackedTensorDict(a, b).names
+            (['env', None], None)
+        """
         if self._stack_dim_name is None:
             return None
         names = [None] * len(self._batch_size)
@@ -164,7 +272,20 @@ class LazyStackedTensorDict(TensorDictBase):
 
     @property
     def is_locked(self) -> bool:
-        """True when every member is locked."""
+        """True when every member is locked.
+
+        Assigning True or False locks or unlocks every member (each with its
+        sub-tensordicts).
+
+        Returns:
+            True when every member is locked.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({}, []), TensorDict({}, [])])
+            >>> stack.is_locked = True
+            >>> stack.is_locked, stack.tensordicts[1].is_locked
+            (True, True)
+        """
         return all(m.is_locked for m in self.tensordicts)
 
     @is_locked.setter
@@ -200,16 +321,41 @@ class LazyStackedTensorDict(TensorDictBase):
         return LazyStackedTensorDict(*values, stack_dim=self._stack_dim)
 
     def get(self, key, default=None, *, as_nested_tensor: bool = False):
-        """Returns the entry at ``key`` with the members' values stacked.
+        """Returns the entry at ``key`` with the members' values stacked along :attr:`stack_dim`.
+
+        A key that one member lacks is missing. Tensors are stacked into a new
+        tensor; sub-tensordicts into a new lazy stack; non-tensor entries into one
+        :class:`NonTensorData` of the stack's batch size, holding the value when
+        every member has the same one and the list of the members' values
+        otherwise. See :meth:`TensorDictBase.get` for the rest.
+
+        Args:
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            default (optional): returned when the key is missing. Defaults to
+                ``None``; ``NO_DEFAULT`` raises instead.
 
         Keyword Args:
-            as_nested_tensor (bool, optional): stack leaves of different shapes into a
-                nested tensor instead of raising. Defaults to False.
+            as_nested_tensor (bool, optional): stack tensors of different shapes into a
+                nested tensor instead of raising; only used for a string ``key``, and
+                only along stack dimension 0. Defaults to False.
+
+        Returns:
+            A tensor (nested with ``as_nested_tensor``), a lazy stack, a
+            :class:`NonTensorData`, or ``default``.
 
         Raises:
-            KeyError: if a member lacks the key (and no default is given).
-            RuntimeError: if the members' leaves differ in shape and
-                ``as_nested_tensor`` is False (naming the key and the shapes).
+            KeyError: if the key is missing and ``default`` is ``NO_DEFAULT``.
+            RuntimeError: if the members' tensors differ in shape and
+                ``as_nested_tensor`` is False (naming the key and the shapes), or if
+                ``as_nested_tensor`` is True and the stack dimension is not 0.
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if a tuple key goes through an entry that is not a tensordict
+                and ``default`` is ``None`` or ``NO_DEFAULT``.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"r": torch.zeros(2)}, []), TensorDict({"r": torch.ones(3)}, [])])
+            >>> stack.get("r", as_nested_tensor=True).is_nested, stack.get("missing") is None
+            (True, True)
         """
         if as_nested_tensor and isinstance(key, str):
             return self._get_str(key, default, as_nested_tensor=True)
@@ -381,7 +527,28 @@ class LazyStackedTensorDict(TensorDictBase):
         return self.contiguous()._batch_op_multi(op, batch_sizes)
 
     def unbind(self, dim: int = 0) -> tuple:
-        """Returns the members when ``dim`` is the stack dimension; otherwise unbinds each member."""
+        """Removes batch dimension ``dim``, returning one tensordict per index along it.
+
+        Along :attr:`stack_dim` the members themselves are returned, not copies.
+        Along another dimension each member is unbound and the pieces of one index
+        are stacked lazily again.
+
+        Args:
+            dim (int, optional): the batch dimension; a negative one counts from the
+                end. Defaults to 0.
+
+        Returns:
+            A tuple of the members, or of new :class:`LazyStackedTensorDict`.
+
+        Raises:
+            IndexError: if ``dim`` is past the last batch dimension.
+
+        Examples:
+            >>> a, b = TensorDict({"x": torch.zeros(3)}, [3]), TensorDict({"x": torch.ones(3)}, [3])
+            >>> stack = lazy_stack([a, b])
+            >>> stack.unbind(0)[1] is b, len(stack.unbind(1)), stack.unbind(1)[0]["x"].tolist()
+            (True, 3, [0.0, 1.0])
+        """
         ndim = len(self._batch_size)
         d = dim + ndim if dim < 0 else dim
         if d == self._stack_dim:
@@ -392,10 +559,25 @@ class LazyStackedTensorDict(TensorDictBase):
         return tuple(LazyStackedTensorDict(*group, stack_dim=new_stack) for group in zip(*parts))
 
     def contiguous(self) -> TensorDict:
-        """Returns a dense TensorDict with every shared entry stacked.
+        """Returns a dense TensorDict with every key the members share stacked.
+
+        ``to_tensordict`` is the same method. Every tensor is a new one, sub-stacks
+        are made dense too, and a key that only some members have is left out.
+        The new tensordict has the stack's batch size, device and :attr:`names`,
+        and is neither locked nor memory-mapped.
+
+        Returns:
+            A new :class:`TensorDict`.
 
         Raises:
-            RuntimeError: if an entry's shapes differ between members (naming the key).
+            RuntimeError: if the members' tensors of one key differ in shape (naming
+                the key).
+
+        Examples:
+            >>> a = TensorDict({"x": torch.zeros(2), "only_a": torch.zeros(2)}, [2])
+            >>> dense = lazy_stack([a, TensorDict({"x": torch.ones(2)}, [2])]).contiguous()
+            >>> type(dense).__name__, dense["x"].tolist(), list(dense.keys())
+            ('TensorDict', [[0.0, 0.0], [1.0, 1.0]], ['x'])
         """
         source = {}
         for key in self._keys_level():
@@ -408,7 +590,24 @@ class LazyStackedTensorDict(TensorDictBase):
     to_tensordict = contiguous
 
     def to_dict(self, **kwargs) -> dict:
-        """Returns a nested dict of the stacked entries."""
+        """Returns a nested dict of the stacked entries, as ``contiguous().to_dict()``.
+
+        Keyword Args:
+            **kwargs: passed to :meth:`TensorDictBase.to_dict` (``retain_none``,
+                ``convert_tensors``).
+
+        Returns:
+            A new dict of new tensors (or lists with ``convert_tensors``) and nested dicts.
+
+        Raises:
+            RuntimeError: if the members' tensors of one key differ in shape.
+            TypeError: if an unknown keyword is given.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.tensor(0)}, []), TensorDict({"x": torch.tensor(1)}, [])])
+            >>> stack.to_dict(convert_tensors=True)
+            {'x': [0, 1]}
+        """
         return self.contiguous().to_dict(**kwargs)
 
     def __repr__(self) -> str:
@@ -502,6 +701,12 @@ class LazyStackedTensorDict(TensorDictBase):
     def is_memmap(self) -> bool:
         """True when the stack was memory-mapped and every member is.
 
+        An index of a memory-mapped stack that picks memory-mapped members counts
+        as memory-mapped too.
+
+        Returns:
+            True when memory-mapped.
+
         Examples:
             >>> stack = lazy_stack([TensorDict({"a": torch.zeros(2)}, [2])] * 2)
             >>> stack.is_memmap(), stack.memmap().is_memmap()
@@ -510,9 +715,37 @@ class LazyStackedTensorDict(TensorDictBase):
         return self._mm is not None and all(m.is_memmap() for m in self.tensordicts)
 
     def make_memmap(self, key, shape, *, dtype=None, robust_key=None):
-        """Adds a zero-filled memory-mapped entry: each member gets its slice, in its own file.
+        """Adds a zero-filled memory-mapped entry at ``key``: each member gets its slice in its own file.
 
-        See :meth:`TensorDictBase.make_memmap` for the arguments and errors.
+        What differs from :meth:`TensorDictBase.make_memmap`: ``shape`` is the
+        stacked shape; every member gets a zero-filled entry of that shape
+        without the :attr:`stack_dim` item, in its own folder when the stack has
+        one. The members are changed one after the other. The returned tensor is
+        the members' entries stacked, a copy: write through the stack or the
+        members to change the files.
+
+        Args:
+            key (NestedKey): the new key; a tuple creates missing sub-tensordicts.
+            shape (torch.Size or sequence of int): the stacked shape; without the
+                stack dimension it must start with the members' batch size.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): the dtype. Defaults to ``None``, which uses
+                ``torch.get_default_dtype()``.
+            robust_key (bool, optional): passed to each member; ``None`` uses each
+                member's own key encoding. Defaults to ``None``.
+
+        Returns:
+            A new tensor of the stacked zeros (not memory-mapped).
+
+        Raises:
+            RuntimeError: if the stack is not memory-mapped, if a member already has
+                the key, or if the shape without the stack dimension does not start
+                with the members' batch size.
+            TypeError: if ``shape`` is not a sequence of ints, ``dtype`` not a
+                ``torch.dtype``, or the key not a string or a tuple of strings.
+            ValueError: if the key cannot be stored in a member's folder (not a file
+                name with ``robust_key=False``, or a file name another entry uses).
 
         Examples:
             >>> stack = lazy_stack([TensorDict({}, [2]), TensorDict({}, [2])]).memmap("stack")
@@ -529,12 +762,38 @@ class LazyStackedTensorDict(TensorDictBase):
         return torch.stack(parts, self._stack_dim)
 
     def make_memmap_from_tensor(self, key, tensor, *, copy_data: bool = True, robust_key=None):
-        """Adds a memory-mapped copy of ``tensor``: each member gets its slice, in its own file.
+        """Adds a memory-mapped copy of ``tensor`` at ``key``: each member gets its slice in its own file.
 
-        See :meth:`TensorDictBase.make_memmap_from_tensor` for the arguments and errors.
+        What differs from :meth:`TensorDictBase.make_memmap_from_tensor`: the
+        tensor is checked against the stack's batch size and unbound along
+        :attr:`stack_dim`; every member gets a memory-mapped copy of its slice, in
+        its own folder when the stack has one. The members are changed one after
+        the other. The returned tensor is the members' entries stacked, a copy.
+
+        Args:
+            key (NestedKey): the new key; a tuple creates missing sub-tensordicts.
+            tensor (torch.Tensor): the data; its leading dimensions must equal the
+                stack's batch size.
+
+        Keyword Args:
+            copy_data (bool, optional): if False, only the shape and dtype are used
+                and the entries read zeros. Defaults to True.
+            robust_key (bool, optional): passed to each member; ``None`` uses each
+                member's own key encoding. Defaults to ``None``.
+
+        Returns:
+            A new tensor of the stacked entries (not memory-mapped).
+
+        Raises:
+            RuntimeError: if the stack is not memory-mapped, if the tensor's leading
+                dimensions do not match the batch size, or if a member already has
+                the key.
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key cannot be stored in a member's folder (not a file
+                name with ``robust_key=False``, or a file name another entry uses).
 
         Examples:
-            >>> stack = lazy_stack([TensorDict({}, []), TensorDict({}, [])]).memmap("stack")
+            >>> stack = lazy_stack([TensorDict({}, []), TensorDict({}, [])]).memmap("stack_t")
             >>> stack.make_memmap_from_tensor("x", torch.arange(2)).tolist()
             [0, 1]
         """
@@ -548,21 +807,42 @@ class LazyStackedTensorDict(TensorDictBase):
         return torch.stack(parts, self._stack_dim)
 
     def make_memmap_from_storage(self, key, storage, shape, *, dtype=None, robust_key=True):
-        """Adds an entry over ``storage``: each member gets its slice as a view of the one storage.
+        """Adds an entry at ``key`` over ``storage``: each member gets a view of its slice of it.
 
-        A storage with a file raises ``RuntimeError``: the stacked layout keeps one
-        file per member, so no single file is the file of the new entry. See
-        :meth:`TensorDictBase.make_memmap_from_storage` for the rest.
+        What differs from :meth:`TensorDictBase.make_memmap_from_storage`: the
+        storage must have no file, since a stack keeps one folder per member and
+        no single file can be the file of the new entry. Each member's entry is
+        its slice along :attr:`stack_dim` of the new tensor, so writes through
+        either reach the storage. No entry is recorded on disk; when the stack
+        has a folder and the storage is not empty, a ``FutureWarning`` says that
+        loading drops the entry. Every member is checked before any is changed.
+
+        Args:
+            key (NestedKey): the new key; a tuple creates missing sub-tensordicts.
+            storage (torch.UntypedStorage): the storage of the new tensor, in physical
+                memory and without a file (a ``TypedStorage`` is unwrapped).
+            shape (torch.Size or sequence of int): the stacked shape; it must start
+                with the stack's batch size.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): the dtype. Defaults to ``None``, which uses
+                ``torch.get_default_dtype()``.
+            robust_key (bool, optional): percent-encode the key in file names;
+                ``None`` is the same as True. Defaults to True.
 
         Returns:
             The new ``MemoryMappedTensor`` over the whole storage.
 
         Raises:
-            RuntimeError: if the stack is not memory-mapped, the key exists in a member,
-                or the storage has a file.
-            TypeError: if the storage is not a storage or ``dtype`` not a ``torch.dtype``.
+            RuntimeError: if the stack is not memory-mapped, the shape does not start
+                with the batch size, a member already has the key, or the storage
+                has a file.
+            TypeError: if the storage is not a storage, ``dtype`` is not a
+                ``torch.dtype``, ``shape`` is a tensor of nested shapes, or the key is
+                not a string or a tuple of strings.
             ValueError: if the storage is not in physical memory or its size does not
-                match ``shape`` and ``dtype``.
+                match ``shape`` and ``dtype``, or if the key cannot be stored in a
+                member's folder.
 
         Examples:
             >>> stack = lazy_stack([TensorDict({}, []), TensorDict({}, [])]).memmap()
@@ -627,16 +907,32 @@ _io.LOADERS[fmt.LAZY_TYPE] = _load_lazy
 def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
     """Stacks tensordicts lazily along ``dim``: no copy, and the members may differ.
 
+    The members are kept as they are; see :class:`LazyStackedTensorDict`.
+
     Args:
-        tds (sequence of TensorDictBase): the members; they must share their batch size.
-        dim (int, optional): the new batch dimension. Defaults to 0.
+        tds (iterable of TensorDictBase): the members; they must share their batch size.
+        dim (int, optional): the position of the new batch dimension; a negative one
+            counts from the end. Defaults to 0.
+
+    Keyword Args:
+        out (TensorDictBase, optional): if given, the stacked values are written
+            into it in place (it must already have every key, with the stacked
+            shapes) and it is returned. Defaults to ``None``.
 
     Returns:
-        A :class:`LazyStackedTensorDict`.
+        A new :class:`LazyStackedTensorDict`, or ``out``.
+
+    Raises:
+        RuntimeError: if ``tds`` is empty, the batch sizes differ, or a value does
+            not fit its entry of ``out``.
+        TypeError: if a member after the first is not a tensordict.
+        IndexError: if ``dim`` is out of range.
+        KeyError: if ``out`` lacks a key of the stack.
 
     Examples:
         >>> episodes = [TensorDict({"r": torch.zeros(n)}, []) for n in (3, 5)]
-        >>> lazy_stack(episodes).get("r", as_nested_tensor=True).is_nested
-        True
+        >>> stack = lazy_stack(episodes)
+        >>> stack.batch_size, stack.get("r", as_nested_tensor=True).is_nested
+        (torch.Size([2]), True)
     """
     return LazyStackedTensorDict._stack_members(list(tds), dim, out=out)

@@ -22,21 +22,52 @@ def _dummy(batch_size: torch.Size) -> torch.Tensor:
 class NonTensorData:
     """A non-tensor value held in a tensordict, with the batch size of its level.
 
+    A tensordict stores every value that does not become a tensor (a string, a
+    list of numbers, any object) in one of these. It holds one Python value for
+    the whole batch: indexing, reshaping, splitting or stacking it computes the
+    new batch size and keeps the value, which is shared, never copied. Reading
+    ``td[key]`` gives the value itself; ``td.get(key)`` gives this wrapper.
+
     Args:
-        data: the value (a string, a number, a JSON-like object, or any object).
-        batch_size (torch.Size or list of int, optional): the batch size. Defaults to ``[]``.
-        device (torch.device, optional): the device of the level. Defaults to ``None``.
+        data (Any): the value. A :class:`NonTensorData` given here is unwrapped:
+            its value is taken.
+        batch_size (torch.Size or sequence of int, optional): the batch size of
+            the level that holds the value. It is converted with ``torch.Size``
+            and not checked further. Defaults to ``None``, which is ``torch.Size([])``.
+        device (torch.device, str or int, optional): the device of that level.
+            Defaults to ``None``.
+
+    Keyword Args:
+        metadata (Any, optional): extra information kept with the value; every
+            entry derived from this one (by reshaping, indexing, :meth:`to`, ...)
+            keeps it. Defaults to ``None``.
+
+    Raises:
+        TypeError: if ``batch_size`` is not an iterable of ints.
+        RuntimeError: if ``device`` is a string that names no device type.
 
     Examples:
-        >>> from tensordict import TensorDict
-        >>> td = TensorDict({"name": "cartpole"}, batch_size=[2])
-        >>> td["name"]
-        'cartpole'
-        >>> td.get("name")
+        >>> NonTensorData("cartpole", batch_size=[2])
         NonTensorData(data=cartpole, batch_size=torch.Size([2]), device=None)
+        >>> td = TensorDict({"name": "cartpole"}, batch_size=[2])
+        >>> td["name"], td.get("name").batch_size
+        ('cartpole', torch.Size([2]))
     """
 
-    __slots__ = ("data", "_batch_size", "_device", "_metadata")
+    __slots__ = {
+        "data": """The value held, shared by every entry derived from this one.
+
+        It may be reassigned; a plain attribute, with no check.
+
+        Examples:
+            >>> entry = NonTensorData({"level": 3}, [2])
+            >>> entry.data["level"], entry[0].data is entry.data
+            (3, True)
+        """,
+        "_batch_size": None,
+        "_device": None,
+        "_metadata": None,
+    }
     _is_tensor_collection = True
     _is_non_tensor = True
     _is_tensorclass = False
@@ -52,7 +83,23 @@ class NonTensorData:
 
     @property
     def batch_size(self) -> torch.Size:
-        """The batch size of the level that holds the value."""
+        """The batch size of the level that holds the value (``shape`` is the same property).
+
+        Assigning it replaces the batch size in place; the value is not looked at,
+        and nothing else is checked.
+
+        Returns:
+            The batch size, a ``torch.Size``.
+
+        Raises:
+            TypeError: on assignment, if the new size is not an iterable of ints.
+
+        Examples:
+            >>> entry = NonTensorData("a", [2])
+            >>> entry.batch_size = [2, 3]
+            >>> entry.batch_size, entry.shape
+            (torch.Size([2, 3]), torch.Size([2, 3]))
+        """
         return self._batch_size
 
     @batch_size.setter
@@ -63,18 +110,55 @@ class NonTensorData:
 
     @property
     def batch_dims(self) -> int:
-        """The number of batch dimensions."""
+        """The number of batch dimensions (``ndim`` is the same property).
+
+        Returns:
+            ``len(batch_size)``.
+
+        Raises:
+            AttributeError: on assignment: the property is read-only.
+
+        Examples:
+            >>> entry = NonTensorData("a", [2, 3])
+            >>> entry.batch_dims, entry.ndim
+            (2, 2)
+        """
         return len(self._batch_size)
 
     ndim = batch_dims
 
     @property
     def device(self):
-        """The device of the level that holds the value, or ``None``."""
+        """The device of the level that holds the value, or ``None`` for none.
+
+        The value itself is not on any device; :meth:`to` and :meth:`cpu` return
+        an entry with another device.
+
+        Returns:
+            A ``torch.device``, or ``None``.
+
+        Raises:
+            AttributeError: on assignment: the property is read-only.
+
+        Examples:
+            >>> NonTensorData("a", device="cpu").device
+            device(type='cpu')
+            >>> NonTensorData("a").device is None
+            True
+        """
         return self._device
 
     def tolist(self):
-        """Returns the value."""
+        """Returns the value held: the object itself, not one list item per batch element.
+
+        Returns:
+            ``data``, not a copy.
+
+        Examples:
+            >>> entry = NonTensorData([1, 2], batch_size=[3])
+            >>> entry.tolist(), entry.tolist() is entry.data
+            ([1, 2], True)
+        """
         return self.data
 
     def _with(self, batch_size) -> NonTensorData:
@@ -112,41 +196,281 @@ class NonTensorData:
             f"NonTensorData(data={self.data}, batch_size={self._batch_size}, device={self._device})"
         )
 
-    def _shape_method(name):  # noqa: N805 - a factory used in the class body only
+    def _shape_method(name, doc):  # noqa: N805 - a factory used in the class body only
         def method(self, *args, **kwargs):
             return self._reshaped(lambda d: getattr(d, name)(*args, **kwargs))
 
         method.__name__ = name
-        method.__doc__ = (
-            f"Returns the entry with its batch size changed as ``Tensor.{name}`` would."
-        )
+        method.__doc__ = doc
         return method
 
-    reshape = _shape_method("reshape")
-    view = _shape_method("view")
-    permute = _shape_method("permute")
-    transpose = _shape_method("transpose")
-    squeeze = _shape_method("squeeze")
-    unsqueeze = _shape_method("unsqueeze")
-    flatten = _shape_method("flatten")
-    unflatten = _shape_method("unflatten")
-    expand = _shape_method("expand")
-    repeat = _shape_method("repeat")
+    reshape = _shape_method(
+        "reshape",
+        """Returns an entry with the same value and a new batch size of the same number of elements.
+
+        The new size is computed as ``Tensor.reshape`` computes the shape of a
+        tensor of this batch size; the entry itself is unchanged.
+
+        Args:
+            *shape (int or sequence of int): the new batch size; one ``-1`` is inferred.
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, device and metadata.
+
+        Raises:
+            RuntimeError: if the new size does not hold as many elements as the batch size.
+            TypeError: if the sizes are not ints.
+
+        Examples:
+            >>> NonTensorData("a", [2, 3]).reshape(-1).batch_size
+            torch.Size([6])
+        """,
+    )
+    view = _shape_method(
+        "view",
+        """Returns an entry with the same value and a new batch size of the same number of elements.
+
+        The same as :meth:`reshape`: the value holds no data whose layout could
+        forbid a view.
+
+        Args:
+            *shape (int or sequence of int): the new batch size; one ``-1`` is inferred.
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, device and metadata.
+
+        Raises:
+            RuntimeError: if the new size does not hold as many elements as the batch size.
+            TypeError: if the sizes are not ints.
+
+        Examples:
+            >>> NonTensorData("a", [6]).view(2, 3).batch_size
+            torch.Size([2, 3])
+        """,
+    )
+    permute = _shape_method(
+        "permute",
+        """Returns an entry with the same value and the batch dimensions reordered.
+
+        Args:
+            *dims (int or sequence of int): the new order, one index per batch dimension.
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, device and metadata.
+
+        Raises:
+            RuntimeError: if ``dims`` does not hold one index per batch dimension.
+            IndexError: if an index is out of range.
+
+        Examples:
+            >>> NonTensorData("a", [2, 3, 4]).permute(2, 0, 1).batch_size
+            torch.Size([4, 2, 3])
+        """,
+    )
+    transpose = _shape_method(
+        "transpose",
+        """Returns an entry with the same value and two batch dimensions swapped.
+
+        Args:
+            dim0 (int): the first dimension.
+            dim1 (int): the second dimension.
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, device and metadata.
+
+        Raises:
+            IndexError: if a dimension is out of range.
+            TypeError: if a dimension is missing or not an int.
+
+        Examples:
+            >>> NonTensorData("a", [2, 3]).transpose(0, 1).batch_size
+            torch.Size([3, 2])
+        """,
+    )
+    squeeze = _shape_method(
+        "squeeze",
+        """Returns an entry with the same value and batch dimensions of size 1 removed.
+
+        Args:
+            dim (int or tuple of int, optional): only these dimensions are removed,
+                and only if their size is 1. Defaults to every dimension of size 1.
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, device and metadata.
+
+        Raises:
+            IndexError: if a dimension is out of range.
+
+        Examples:
+            >>> entry = NonTensorData("a", [1, 3, 1])
+            >>> entry.squeeze().batch_size, entry.squeeze(0).batch_size
+            (torch.Size([3]), torch.Size([3, 1]))
+        """,
+    )
+    unsqueeze = _shape_method(
+        "unsqueeze",
+        """Returns an entry with the same value and a batch dimension of size 1 inserted at ``dim``.
+
+        Args:
+            dim (int): the position of the new dimension; a negative one counts from
+                the end of the new batch size.
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, device and metadata.
+
+        Raises:
+            IndexError: if ``dim`` is out of range.
+
+        Examples:
+            >>> NonTensorData("a", [2, 3]).unsqueeze(-1).batch_size
+            torch.Size([2, 3, 1])
+        """,
+    )
+    flatten = _shape_method(
+        "flatten",
+        """Returns an entry with the same value and batch dimensions ``start_dim`` to ``end_dim`` merged.
+
+        Args:
+            start_dim (int, optional): the first dimension merged. Defaults to 0.
+            end_dim (int, optional): the last dimension merged. Defaults to -1.
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, device and metadata.
+
+        Raises:
+            IndexError: if a dimension is out of range.
+            RuntimeError: if ``start_dim`` comes after ``end_dim``.
+
+        Examples:
+            >>> NonTensorData("a", [2, 3, 4]).flatten(1).batch_size
+            torch.Size([2, 12])
+        """,
+    )
+    unflatten = _shape_method(
+        "unflatten",
+        """Returns an entry with the same value and batch dimension ``dim`` split into ``sizes``.
+
+        Args:
+            dim (int): the dimension to split.
+            sizes (sequence of int): the sizes it is split into; their product must
+                be its size (one ``-1`` is inferred).
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, device and metadata.
+
+        Raises:
+            IndexError: if ``dim`` is out of range.
+            RuntimeError: if the product of ``sizes`` is not the size of ``dim``.
+
+        Examples:
+            >>> NonTensorData("a", [6]).unflatten(0, (2, 3)).batch_size
+            torch.Size([2, 3])
+        """,
+    )
+    expand = _shape_method(
+        "expand",
+        """Returns an entry with the same value and its batch size broadcast to ``shape``.
+
+        Args:
+            *shape (int or sequence of int): the new batch size; dimensions of size 1
+                may grow, new leading dimensions may be added, and ``-1`` keeps a size.
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, device and metadata.
+
+        Raises:
+            RuntimeError: if a dimension larger than 1 would change, or ``shape`` has
+                fewer dimensions than the batch size.
+
+        Examples:
+            >>> NonTensorData("a", [1, 3]).expand(4, 3).batch_size
+            torch.Size([4, 3])
+        """,
+    )
+    repeat = _shape_method(
+        "repeat",
+        """Returns an entry with the same value and each batch dimension multiplied by a count.
+
+        Args:
+            *repeats (int or sequence of int): one count per batch dimension; extra
+                leading counts add leading dimensions.
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, device and metadata.
+
+        Raises:
+            RuntimeError: if there are fewer counts than batch dimensions.
+
+        Examples:
+            >>> NonTensorData("a", [2, 3]).repeat(2, 1).batch_size
+            torch.Size([4, 3])
+        """,
+    )
     del _shape_method
 
     def _split_like(self, fn) -> tuple:
         return tuple(self._with(part.shape) for part in fn(_dummy(self._batch_size)))
 
     def split(self, split_size, dim: int = 0) -> tuple:
-        """Splits the batch size as ``Tensor.split`` would."""
+        """Splits the batch size along ``dim`` as ``Tensor.split`` would; the pieces share the value.
+
+        Args:
+            split_size (int or list of int): the size of each piece (the last may be
+                smaller), or the list of the pieces' sizes.
+            dim (int, optional): the batch dimension to split. Defaults to 0.
+
+        Returns:
+            A tuple of new :class:`NonTensorData` entries, one per piece.
+
+        Raises:
+            RuntimeError: if a list of sizes does not add up to the size of ``dim``.
+            IndexError: if ``dim`` is out of range.
+
+        Examples:
+            >>> [part.batch_size for part in NonTensorData("a", [5]).split(2)]
+            [torch.Size([2]), torch.Size([2]), torch.Size([1])]
+        """
         return self._split_like(lambda d: d.split(split_size, dim))
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
-        """Chunks the batch size as ``Tensor.chunk`` would."""
+        """Splits the batch size along ``dim`` into ``chunks`` pieces as ``Tensor.chunk`` would.
+
+        Args:
+            chunks (int): the number of pieces asked for; fewer come back when the
+                size of ``dim`` does not allow that many.
+            dim (int, optional): the batch dimension to split. Defaults to 0.
+
+        Returns:
+            A tuple of new :class:`NonTensorData` entries that share the value.
+
+        Raises:
+            RuntimeError: if ``chunks`` is not positive.
+            IndexError: if ``dim`` is out of range.
+
+        Examples:
+            >>> [part.batch_size for part in NonTensorData("a", [2, 5]).chunk(2, dim=1)]
+            [torch.Size([2, 3]), torch.Size([2, 2])]
+        """
         return self._split_like(lambda d: d.chunk(chunks, dim))
 
     def unbind(self, dim: int = 0) -> tuple:
-        """Unbinds the batch size as ``Tensor.unbind`` would."""
+        """Removes batch dimension ``dim`` as ``Tensor.unbind`` would: one entry per index along it.
+
+        Args:
+            dim (int, optional): the batch dimension to remove. Defaults to 0.
+
+        Returns:
+            A tuple of new :class:`NonTensorData` entries that share the value.
+
+        Raises:
+            IndexError: if ``dim`` is out of range (an entry without batch
+                dimensions cannot be unbound).
+
+        Examples:
+            >>> parts = NonTensorData("a", [3, 2]).unbind(0)
+            >>> len(parts), parts[0].batch_size, parts[0].data
+            (3, torch.Size([2]), 'a')
+        """
         return self._split_like(lambda d: d.unbind(dim))
 
     def _fast_apply(self, fn, *others, batch_size=None, **kwargs) -> NonTensorData:
@@ -155,11 +479,51 @@ class NonTensorData:
         return self._with(batch_size)
 
     def clone(self, recurse: bool = True) -> NonTensorData:
-        """Returns a copy (the value itself is shared)."""
+        """Returns a new entry with the same batch size, device and metadata, sharing the value.
+
+        Args:
+            recurse (bool, optional): accepted for compatibility with tensordicts;
+                the value is shared either way. Defaults to True.
+
+        Returns:
+            A new :class:`NonTensorData`.
+
+        Examples:
+            >>> entry = NonTensorData([1, 2], [2])
+            >>> copy = entry.clone()
+            >>> copy is entry, copy.data is entry.data
+            (False, True)
+        """
         return self._with(self._batch_size)
 
     def to(self, *args, **kwargs) -> NonTensorData:
-        """Returns the entry on another device; dtypes do not apply to it."""
+        """Returns a new entry with another device, or the same one; dtypes and the like are ignored.
+
+        The device is the ``device`` keyword or a positional string or
+        ``torch.device`` (the last positional one wins over the keyword). Any
+        other argument, such as a dtype, an int device index or a tensor, is
+        ignored, as there is no tensor to convert.
+
+        Args:
+            *args: a device (a string or a ``torch.device``) and anything else
+                ``Tensor.to`` accepts.
+
+        Keyword Args:
+            device (torch.device or str, optional): the new device.
+            **kwargs: ignored.
+
+        Returns:
+            A new :class:`NonTensorData` sharing the value, with the new device if
+            one was found.
+
+        Raises:
+            RuntimeError: if a device string names no device type.
+
+        Examples:
+            >>> entry = NonTensorData("a", [2])
+            >>> entry.to("cpu").device, entry.to(torch.float64).device is None
+            (device(type='cpu'), True)
+        """
         device = kwargs.get("device")
         for arg in args:
             if isinstance(arg, (str, torch.device)):
@@ -170,26 +534,73 @@ class NonTensorData:
         return out
 
     def cpu(self) -> NonTensorData:
-        """Returns the entry on the CPU."""
+        """Returns a new entry sharing the value, with the CPU as its device.
+
+        Returns:
+            A new :class:`NonTensorData` whose ``device`` is ``cpu``.
+
+        Examples:
+            >>> NonTensorData("a", [2]).cpu().device
+            device(type='cpu')
+        """
         return self.to("cpu")
 
     def lock_(self) -> NonTensorData:
-        """Non-tensor entries are immutable; kept for API symmetry."""
+        """Does nothing and returns the entry (``lock_`` and ``unlock_`` are the same method).
+
+        A non-tensor entry holds no key that a lock could protect, so it has
+        no lock of its own; the lock of the tensordict that holds it applies.
+
+        Returns:
+            The entry itself, unchanged.
+
+        Examples:
+            >>> entry = NonTensorData("a")
+            >>> entry.lock_() is entry, entry.unlock_() is entry, entry.is_locked
+            (True, True, False)
+        """
         return self
 
     unlock_ = lock_
 
     @property
     def is_locked(self) -> bool:
-        """Always False: the entry holds no mutable tensor."""
+        """Always False: a non-tensor entry has no lock of its own (see :meth:`lock_`).
+
+        Returns:
+            False.
+
+        Raises:
+            AttributeError: on assignment: the property is read-only.
+
+        Examples:
+            >>> NonTensorData("a").lock_().is_locked
+            False
+        """
         return False
 
     def is_memmap(self) -> bool:
-        """True: a non-tensor entry needs no tensor storage, so it never blocks memory-mapping."""
+        """Always True: with no tensor storage, the entry never keeps a tensordict from being memory-mapped.
+
+        Returns:
+            True.
+
+        Examples:
+            >>> NonTensorData("a").is_memmap()
+            True
+        """
         return True
 
     def is_shared(self) -> bool:
-        """True: a non-tensor entry is pickled with its tensordict."""
+        """Always True: the entry holds no tensor storage to share; it is pickled with its tensordict.
+
+        Returns:
+            True.
+
+        Examples:
+            >>> NonTensorData("a").is_shared()
+            True
+        """
         return True
 
     @classmethod

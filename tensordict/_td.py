@@ -112,27 +112,50 @@ def _check_names(names, batch_size: torch.Size):
 class TensorDict(TensorDictBase):
     """A dictionary of tensors whose entries share leading batch dimensions.
 
+    Each value is stored as a tensor whose shape starts with ``batch_size``, a
+    sub-tensordict, or a :class:`NonTensorData` entry. A nested dict becomes a
+    :class:`TensorDict` with the same batch size and device; a number becomes a
+    tensor filled with it over the whole batch; a numpy array, or a list of
+    tensors (stacked), becomes a tensor; a string, a list of numbers or any other
+    object becomes a :class:`NonTensorData` entry. Tensors are stored as given
+    (not copied) unless they must move to ``device``.
+
     Args:
-        source (dict or TensorDictBase, optional): the entries. Nested dicts become
-            sub-tensordicts; numbers and arrays become tensors; other values become
-            :class:`NonTensorData` entries.
-        batch_size (sequence of int, optional): the shared leading dimensions.
-            Defaults to ``[]``.
-        device (torch.device, optional): if given, every tensor is moved there.
-        names (list of str, optional): names of the batch dimensions.
+        source (dict, Mapping or TensorDictBase, optional): the entries; keys are
+            strings, or tuples of strings for nested entries. Defaults to ``None``,
+            which means no entries besides the keyword ones.
+        batch_size (torch.Size, int or sequence of int, optional): the shared
+            leading dimensions. Defaults to ``None``, which is ``torch.Size([])``.
+        device (torch.device, str or int, optional): if given, every tensor is
+            moved there and :attr:`device` reports it. Defaults to ``None``: tensors
+            stay where they are and :attr:`device` is ``None``.
+        names (list of str, optional): the names of the batch dimensions (see
+            :attr:`names`). Defaults to ``None``: no names.
+        non_blocking (bool, optional): accepted for compatibility and ignored.
+        lock (bool, optional): lock the tensordict once it is built (see
+            :meth:`lock_`). Defaults to False.
 
     Keyword Args:
-        lock (bool, optional): lock the tensordict after building it.
-        **kwargs: more entries, as keyword arguments.
+        **kwargs: more entries, as ``key=value``; they are added to those of
+            ``source`` and win over an entry of the same key.
 
     Raises:
-        RuntimeError: if a value's leading dimensions do not match ``batch_size``.
-        TypeError: if a key is not a string.
+        RuntimeError: if a value's leading dimensions do not match ``batch_size``
+            (naming the key and both shapes), or if ``device`` is a string that
+            names no device type.
+        TypeError: if a key is not a string or a tuple of strings, if ``batch_size``
+            is not a sequence of ints, or if ``source`` is not a mapping or a
+            tensordict (that error is also a ``ValueError``).
+        ValueError: if ``batch_size`` holds a negative size, if a tuple key is
+            empty, or if ``names`` does not hold one distinct name (or ``None``)
+            per batch dimension.
 
     Examples:
-        >>> td = TensorDict({"obs": torch.zeros(4, 3), "next": {"obs": torch.zeros(4, 3)}}, batch_size=[4])
-        >>> td[1:3]["next", "obs"].shape
-        torch.Size([2, 3])
+        >>> td = TensorDict({"obs": torch.zeros(4, 3), "next": {"obs": torch.ones(4, 3)}}, batch_size=[4])
+        >>> td["next", "obs"].shape, td[1:3].batch_size
+        (torch.Size([4, 3]), torch.Size([2]))
+        >>> TensorDict(reward=torch.zeros(2), batch_size=[2], lock=True).is_locked
+        True
     """
 
     __slots__ = (
@@ -236,7 +259,26 @@ class TensorDict(TensorDictBase):
     def batch_size(self) -> torch.Size:
         """The shared leading dimensions of every entry.
 
-        Setting it checks every entry (``RuntimeError`` naming the first that does not fit).
+        Assigning a new size checks every entry before anything changes. A
+        sub-tensordict with fewer batch dimensions than the new size takes it
+        when all its leaves allow it; one that already has the new size as its
+        leading dimensions keeps its own. Assigning clears :attr:`names`.
+
+        Returns:
+            The batch size, a ``torch.Size``.
+
+        Raises:
+            RuntimeError: on assignment, if the tensordict is locked and the size
+                changes, or if an entry's leading dimensions do not match the new
+                size (naming the first such key).
+            TypeError: on assignment, if the new size is not a sequence of ints.
+            ValueError: on assignment, if the new size holds a negative size.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3, 4), "sub": {"b": torch.zeros(3, 4, 5)}}, [3])
+            >>> td.batch_size = [3, 4]
+            >>> td.batch_size, td["sub"].batch_size
+            (torch.Size([3, 4]), torch.Size([3, 4]))
         """
         return self._batch_size
 
@@ -264,7 +306,23 @@ class TensorDict(TensorDictBase):
 
     @property
     def device(self):
-        """The device of every tensor, or ``None`` when they may differ."""
+        """The device of every tensor, or ``None`` when the tensordict was built without one.
+
+        With ``None``, tensors stay wherever they were and may be on different
+        devices. Use :meth:`to` for a tensordict on another device.
+
+        Returns:
+            A ``torch.device``, or ``None``.
+
+        Raises:
+            RuntimeError: on assignment: the device of a tensordict cannot be set.
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2)}, [2], device="cpu").device
+            device(type='cpu')
+            >>> TensorDict({"a": torch.zeros(2)}, [2]).device is None
+            True
+        """
         return self._device
 
     @device.setter
@@ -274,9 +332,27 @@ class TensorDict(TensorDictBase):
 
     @property
     def names(self):
-        """The names of the batch dimensions: a list with ``None`` for each unnamed dim.
+        """The names of the batch dimensions: a list with ``None`` for each unnamed one.
 
-        Setting it (a list, or ``None`` to clear) names the sub-tensordicts' leading dims too.
+        The list always has one item per batch dimension. Assigning a list (one
+        name or ``None`` per batch dimension) or ``None`` (no names) also names the
+        leading dimensions of every sub-:class:`TensorDict`, which keeps the names
+        of its own further dimensions. Names can be assigned while the tensordict
+        is locked.
+
+        Returns:
+            A new list holding a str or ``None`` per batch dimension.
+
+        Raises:
+            ValueError: on assignment, if the list does not hold one item per batch
+                dimension or repeats a name.
+            TypeError: on assignment, if the value is not iterable.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3), "sub": {"b": torch.zeros(2)}}, [2])
+            >>> td.names = ["time"]
+            >>> td.names, td["sub"].names
+            (['time'], ['time'])
         """
         names = self._names
         if names is None:
@@ -304,7 +380,29 @@ class TensorDict(TensorDictBase):
                 value._propagate_names()
 
     def refine_names(self, *names):
-        """Names the batch dimensions in place (``None`` leaves a dim unnamed) and returns the tensordict."""
+        """Sets the names of the batch dimensions in place, and returns the tensordict.
+
+        The names replace the current ones as an assignment to :attr:`names`
+        would: ``None`` leaves a dimension unnamed (removing a name it had), and a
+        name a dimension already has is not compared with the new one. One
+        ``...`` stands for as many unnamed dimensions as the other names leave.
+
+        Args:
+            *names (str or None): one name (or ``None``) per batch dimension, with
+                at most one ``...``.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            ValueError: if the names (with ``...`` expanded) are not one per batch
+                dimension, or repeat a name.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
+            >>> td.refine_names(..., "feature").names
+            [None, 'feature']
+        """
         names = list(names)
         if Ellipsis in names:
             i = names.index(Ellipsis)
@@ -313,7 +411,33 @@ class TensorDict(TensorDictBase):
         return self
 
     def rename(self, *names, **rename_map):
-        """Returns a shallow copy whose batch dimensions carry new names."""
+        """Returns a shallow copy whose batch dimensions carry new names; the original keeps its own.
+
+        Either give the new names by position, one per batch dimension (a first
+        name of ``None`` removes every name), or map current names to new ones by
+        keyword (a current name that is not mapped is kept; a mapped name that the
+        tensordict does not have is ignored). When both are given the mapping is
+        used and the positional names are ignored; with neither, the copy has no
+        names. The copy shares the entries, sub-tensordicts included.
+
+        Args:
+            *names (str or None): the new names, one per batch dimension.
+
+        Keyword Args:
+            **rename_map (str): ``current=new`` pairs.
+
+        Returns:
+            A new :class:`TensorDict` with the new names.
+
+        Raises:
+            ValueError: if the new names are not one per batch dimension, or repeat
+                a name.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3], names=["x", "y"])
+            >>> td.rename(x="batch").names, td.rename("u", "v").names, td.names
+            (['batch', 'y'], ['u', 'v'], ['x', 'y'])
+        """
         out = self._shallow_copy()
         if rename_map:
             current = self.names or [None] * self.batch_dims
@@ -386,7 +510,21 @@ class TensorDict(TensorDictBase):
 
     @property
     def is_locked(self) -> bool:
-        """True when the tensordict refuses new keys, deletions and rebinding."""
+        """True when the tensordict refuses new keys, deletions and the rebinding of an entry.
+
+        Assigning True locks it and its sub-tensordicts, like :meth:`lock_`;
+        assigning False unlocks them like :meth:`unlock_`, but without its check
+        for a locked parent.
+
+        Returns:
+            True when locked.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.is_locked = True
+            >>> td.is_locked
+            True
+        """
         return self._locked
 
     @is_locked.setter
@@ -410,8 +548,20 @@ class TensorDict(TensorDictBase):
     def unlock_(self):
         """Unlocks the tensordict and its sub-tensordicts, and returns it.
 
+        A sub-tensordict stays locked while another locked tensordict holds it;
+        it is unlocked when the last of its locked parents is.
+
+        Returns:
+            The tensordict itself.
+
         Raises:
-            RuntimeError: if a parent tensordict is locked (unlock the parent instead).
+            RuntimeError: if this tensordict is a sub-tensordict of a locked one
+                (unlock the parent instead).
+
+        Examples:
+            >>> td = TensorDict({"sub": {"a": torch.zeros(2)}}, [2]).lock_()
+            >>> td.unlock_().is_locked, td["sub"].is_locked
+            (False, False)
         """
         if self._lock_parents:
             msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
@@ -589,18 +739,40 @@ class TensorDict(TensorDictBase):
         auto_batch_size: bool | None = None,
         **kwargs,
     ):
-        """Builds a tensordict from a (nested) dict.
+        """Builds a tensordict from a (nested) dict, with a given or an inferred batch size.
+
+        Without ``batch_size``, and with ``auto_batch_size`` or ``batch_dims``, the
+        batch size is inferred as :meth:`auto_batch_size_` does and ``names`` are
+        applied to the inferred dimensions. Otherwise the tensordict is built as
+        the constructor builds it, and ``batch_dims`` is ignored.
 
         Args:
-            input_dict (dict): the entries.
-            batch_size (sequence of int, optional): the batch size. Defaults to ``[]``,
-                or to the inferred one with ``auto_batch_size`` or ``batch_dims``.
-            device (torch.device, optional): the device.
-            batch_dims (int, optional): infer the batch size, limited to this many dims.
+            input_dict (dict, Mapping or TensorDictBase): the entries, converted as
+                the constructor converts them.
+            batch_size (torch.Size or sequence of int, optional): the batch size.
+                Defaults to ``None``: ``torch.Size([])``, unless it is inferred.
+            device (torch.device, str or int, optional): the device of every tensor.
+                Defaults to ``None``.
+            batch_dims (int, optional): infer the batch size, keeping at most this
+                many dimensions. Defaults to ``None``.
+            names (list of str, optional): the names of the batch dimensions.
+                Defaults to ``None``.
 
         Keyword Args:
-            auto_batch_size (bool, optional): infer the batch size: the longest leading
-                shape that every leaf shares (see :meth:`auto_batch_size_`).
+            auto_batch_size (bool, optional): infer the batch size: the longest
+                leading shape that every entry shares. Defaults to ``None`` (no).
+            **kwargs: accepted for compatibility and ignored.
+
+        Returns:
+            A new :class:`TensorDict`.
+
+        Raises:
+            RuntimeError: if a value's leading dimensions do not match ``batch_size``.
+            TypeError: if a key is not a string or a tuple of strings, ``batch_size``
+                is not a sequence of ints, or ``input_dict`` is not a mapping.
+            ValueError: if ``batch_size`` holds a negative size, or ``names`` does not
+                hold one distinct name per batch dimension (of the given or the
+                inferred batch size).
 
         Examples:
             >>> d = {"a": torch.zeros(3, 4), "b": torch.zeros(3)}
@@ -622,21 +794,66 @@ class TensorDict(TensorDictBase):
 
     @classmethod
     def fromkeys(cls, keys, value=0, *, batch_size=None, device=None):
-        """Builds a tensordict with every key of ``keys`` set to ``value``."""
+        """Builds a tensordict with every key of ``keys`` set to ``value``.
+
+        A tensor value is cloned for each key. Any other value is stored for
+        each key as :meth:`set` stores it: a number becomes a new tensor each
+        time, while a tensordict is the same object under every key.
+
+        Args:
+            keys (iterable of NestedKey): the keys; a tuple key creates the missing
+                sub-tensordicts.
+            value (optional): the value of every key. Defaults to 0.
+
+        Keyword Args:
+            batch_size (torch.Size or sequence of int, optional): the batch size.
+                Defaults to ``None``, which is ``torch.Size([])``.
+            device (torch.device, str or int, optional): the device. Defaults to
+                ``None``.
+
+        Returns:
+            A new :class:`TensorDict`.
+
+        Raises:
+            RuntimeError: if the value's leading dimensions do not match
+                ``batch_size``.
+            TypeError: if a key is not a string or a tuple of strings, or
+                ``batch_size`` is not a sequence of ints.
+            ValueError: if a tuple key is empty or ``batch_size`` holds a negative size.
+
+        Examples:
+            >>> td = TensorDict.fromkeys(["a", ("b", "c")], 0.0, batch_size=[2])
+            >>> td["b", "c"], list(td.keys(include_nested=True, leaves_only=True))
+            (tensor([0., 0.]), ['a', ('b', 'c')])
+        """
         td = cls({}, batch_size=batch_size, device=device)
         for key in keys:
             td.set(key, value.clone() if isinstance(value, _Tensor) else value)
         return td
 
     def auto_batch_size_(self, batch_dims: int | None = None):
-        """Sets the batch size to the longest leading shape that every entry shares, and returns the tensordict.
+        """Sets the batch size to the longest leading shape every entry shares, and returns the tensordict.
 
-        Sub-tensordicts get their own inferred batch size first.
+        Each sub-:class:`TensorDict` first gets its own inferred batch size (with
+        no limit), then counts with it. Only tensors and sub-:class:`TensorDict`
+        entries are looked at; :class:`NonTensorData` entries take the new batch
+        size. The new size replaces the old one without checking the lock, and
+        clears :attr:`names`. Without any tensor, the batch size becomes empty.
+
+        Args:
+            batch_dims (int, optional): keep at most this many leading dimensions.
+                Defaults to ``None``: no limit.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            RuntimeError: if a leaf is a nested tensor, which has no dense shape.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(3, 4, 5), "b": torch.zeros(3, 4)})
-            >>> td.auto_batch_size_().batch_size
-            torch.Size([3, 4])
+            >>> td.auto_batch_size_().batch_size, td.auto_batch_size_(batch_dims=1).batch_size
+            (torch.Size([3, 4]), torch.Size([3]))
         """
         shapes = []
         for value in self._tensordict.values():
@@ -665,9 +882,12 @@ class TensorDict(TensorDictBase):
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
         """Returns a copy as a plain TensorDict: in memory, unlocked, not memory-mapped.
 
+        The same as :meth:`clone`: every tensor is copied, and the batch size,
+        device and names are kept.
+
         Keyword Args:
-            retain_none (bool, optional): accepted for compatibility (a TensorDict
-                holds no ``None`` entry).
+            retain_none (bool, optional): accepted for compatibility and ignored (a
+                TensorDict holds no ``None`` entry).
 
         Returns:
             A new :class:`TensorDict` with copies of every tensor.

@@ -126,17 +126,46 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     @property
     @abc.abstractmethod
     def batch_size(self) -> torch.Size:
-        """The shared leading dimensions of every entry (settable)."""
+        """The batch size: the leading dimensions every entry shares; setting it checks each entry.
+
+        Raises:
+            RuntimeError: on setting, if an entry does not fit the new size (BatchSizeError), or if
+                the tensordict is locked (LockedError).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2])
+            >>> td.batch_size = [2, 3]
+            >>> td.batch_size
+            torch.Size([2, 3])
+        """
 
     @property
     @abc.abstractmethod
     def device(self) -> torch.device | None:
-        """The device of every tensor in the tensordict, or ``None`` when they may differ."""
+        """The device of every tensor (a tensordict built with one moves tensors there), or None.
+
+        Raises:
+            RuntimeError: on setting a TensorDict's device; use ``td.to(device)`` instead.
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2)}, [2], device="cpu").device
+            device(type='cpu')
+        """
 
     @property
     @abc.abstractmethod
     def names(self) -> list | None:
-        """The names of the batch dimensions, or ``None``."""
+        """The names of the batch dimensions: a list with a name or None per dimension, or None.
+
+        A TensorDict always returns a list; a lazy stack returns None unless its stack dim is named.
+
+        Raises:
+            ValueError: on setting, if the list length is not ``batch_dims``, or a name repeats.
+
+        Examples:
+            >>> TensorDict({}, [2, 3], names=["x", None]).names
+            ['x', None]
+        """
 
     @abc.abstractmethod
     def _get_str(self, key: str, default):
@@ -165,7 +194,14 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     @property
     @abc.abstractmethod
     def is_locked(self) -> bool:
-        """True when the tensordict refuses new keys, deletions and rebinding."""
+        """True when the tensordict refuses new keys, deletions and rebinding; setting it (un)locks.
+
+        Examples:
+            >>> td = TensorDict({"a": {}}, [])
+            >>> td.is_locked = True
+            >>> td["a"].is_locked
+            True
+        """
 
     @abc.abstractmethod
     def _propagate_lock(self, locked: bool) -> None:
@@ -238,33 +274,80 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     # ------------------------------------------------------------------ shape basics
     @property
     def shape(self) -> torch.Size:
-        """The batch size (same as :attr:`batch_size`)."""
+        """The batch size (an alias of :attr:`batch_size`).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2, 3)}, [2]).shape
+            torch.Size([2])
+        """
         return self.batch_size
 
     @property
     def batch_dims(self) -> int:
-        """The number of batch dimensions."""
+        """The number of batch dimensions.
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).batch_dims
+            2
+        """
         return len(self.batch_size)
 
     @property
     def ndim(self) -> int:
-        """The number of batch dimensions."""
+        """The number of batch dimensions (an alias of :attr:`batch_dims`).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).ndim
+            2
+        """
         return len(self.batch_size)
 
     def ndimension(self) -> int:
-        """The number of batch dimensions."""
+        """Returns the number of batch dimensions (an alias of :attr:`batch_dims`).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).ndimension()
+            2
+        """
         return len(self.batch_size)
 
     def dim(self) -> int:
-        """The number of batch dimensions."""
+        """Returns the number of batch dimensions (an alias of :attr:`batch_dims`).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).dim()
+            2
+        """
         return len(self.batch_size)
 
     def size(self, dim: int | None = None):
-        """The batch size, or its size along ``dim``."""
+        """Returns the batch size, or its size along one batch dimension.
+
+        Args:
+            dim (int, optional): a batch dimension (negative counts from the end). Defaults to None.
+
+        Returns:
+            The torch.Size batch size, or an int when ``dim`` is given.
+
+        Raises:
+            IndexError: if ``dim`` is out of range.
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).size(), TensorDict({}, [2, 3]).size(-1)
+            (torch.Size([2, 3]), 3)
+        """
         return self.batch_size if dim is None else self.batch_size[dim]
 
     def numel(self) -> int:
-        """The number of elements in the batch (the product of the batch size)."""
+        """Returns the number of elements of the batch.
+
+        Returns:
+            The product of the batch size, as an int (1 without batch dimensions).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).numel()
+            6
+        """
         return self.batch_size.numel()
 
     def __len__(self) -> int:
@@ -281,44 +364,77 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         *,
         sort: bool = False,
     ) -> _KeysView:
-        """Returns a live view of the keys.
+        """Returns a live view of the keys; nested keys are tuples, listed before their parent.
 
         Args:
-            include_nested (bool, optional): if True, the keys of sub-tensordicts are
-                listed too, as tuples. Defaults to False.
-            leaves_only (bool, optional): if True, only keys of leaves (not of
-                sub-tensordicts) are listed. Defaults to False.
-            is_leaf (callable, optional): tells from a value's class whether it is a leaf.
+            include_nested (bool, optional): list sub-tensordicts' keys too. Defaults to False.
+            leaves_only (bool, optional): list only the keys of leaves. Defaults to False.
+            is_leaf (callable, optional): takes a value's class, True for a leaf (it only filters
+                what ``leaves_only`` keeps). Defaults to None: tensor collections are not leaves,
+                neither sub-tensordicts nor non-tensor entries.
 
         Keyword Args:
-            sort (bool, optional): list the keys in sorted order. Defaults to False.
+            sort (bool, optional): sort the keys, a nested key by its parts. Defaults to False.
 
         Returns:
-            A view that iterates, counts, and answers ``in`` (nested tuples included).
+            A view that iterates, counts and answers ``in`` (tuples only with ``include_nested``).
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
-            >>> list(td.keys(include_nested=True, leaves_only=True))
-            ['a', ('b', 'c')]
+            >>> list(td.keys(include_nested=True)), list(td.keys(True, leaves_only=True))
+            (['a', ('b', 'c'), 'b'], ['a', ('b', 'c')])
         """
         return _KeysView(self, include_nested, leaves_only, is_leaf, sort)
 
     @property
     def sorted_keys(self) -> list:
-        """The keys of this level, sorted."""
+        """The keys of this level as a sorted list (nested keys are not included).
+
+        Examples:
+            >>> TensorDict({"b": torch.zeros(2), "a": {"c": torch.zeros(2)}}, [2]).sorted_keys
+            ['a', 'b']
+        """
         return sorted(self._keys_level())
 
     def values(
         self, include_nested: bool = False, leaves_only: bool = False, is_leaf=None, *, sort=False
     ) -> Iterator:
-        """Iterates over the values, in the order of :meth:`keys` with the same arguments."""
+        """Iterates over the values, in the order of :meth:`keys` called with the same arguments.
+
+        Args:
+            include_nested, leaves_only, is_leaf: as in :meth:`keys`.
+
+        Keyword Args:
+            sort (bool, optional): follow the sorted keys. Defaults to False.
+
+        Returns:
+            A generator of tensors, sub-tensordicts and NonTensorData entries.
+
+        Examples:
+            >>> list(TensorDict({"b": torch.ones(1), "a": torch.zeros(1)}, [1]).values(sort=True))
+            [tensor([0.]), tensor([1.])]
+        """
         for key in self.keys(include_nested, leaves_only, is_leaf, sort=sort):
             yield self.get(key, NO_DEFAULT)
 
     def items(
         self, include_nested: bool = False, leaves_only: bool = False, is_leaf=None, *, sort=False
     ) -> Iterator:
-        """Iterates over ``(key, value)`` pairs, in the order of :meth:`keys` with the same arguments."""
+        """Iterates over ``(key, value)`` pairs, ordered as :meth:`keys` with the same arguments.
+
+        Args:
+            include_nested, leaves_only, is_leaf: as in :meth:`keys`.
+
+        Keyword Args:
+            sort (bool, optional): follow the sorted keys. Defaults to False.
+
+        Returns:
+            A generator of pairs; a nested key is a tuple.
+
+        Examples:
+            >>> [k for k, _ in TensorDict({"b": {"c": torch.zeros(1)}}, [1]).items(True, True)]
+            [('b', 'c')]
+        """
         if not include_nested and not leaves_only and not sort:
             yield from list(self._items_level())
             return
@@ -346,7 +462,16 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         raise NotImplementedError(msg)
 
     def is_empty(self) -> bool:
-        """True when the tensordict holds no leaf (sub-tensordicts without leaves count as empty)."""
+        """Returns True when the tensordict holds no leaf.
+
+        Returns:
+            True if no leaf is found: sub-tensordicts without leaves and non-tensor entries (not
+            leaves by default, see :meth:`keys`) count as empty.
+
+        Examples:
+            >>> TensorDict({"a": {}}, []).is_empty(), TensorDict({"a": 0}, []).is_empty()
+            (True, False)
+        """
         for _ in self.keys(True, True):
             return False
         return True
@@ -364,31 +489,28 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return MissingKeyError(msg)
 
     def get(self, key: NestedKey, default=None):
-        """Returns the value stored at ``key``, or ``default`` (None) when it is missing, like ``dict.get``.
+        """Returns the entry at ``key``, or ``default`` when the key is missing, like ``dict.get``.
 
-        ``td[key]`` raises ``KeyError`` for a missing key instead.
+        Unlike ``td[key]``, a missing key is no error and a non-tensor entry comes as NonTensorData.
 
         Args:
-            key (NestedKey): a string or a tuple of strings for a nested entry.
-            default: returned when the key is missing. Defaults to ``None``; pass
-                ``NO_DEFAULT`` to raise ``KeyError`` instead.
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            default: returned when the key is missing. Defaults to None; ``NO_DEFAULT`` raises.
 
         Returns:
-            A tensor, a sub-tensordict, or a :class:`NonTensorData` entry.
+            A tensor, a sub-tensordict, a NonTensorData entry, or ``default``.
 
         Raises:
-            KeyError: if the key is missing and ``default`` is ``NO_DEFAULT``; the message
-                names the full key and the keys of the level where the search stopped.
-            ValueError: if the nested key goes through an entry that is not a tensordict
-                (and no default is given).
+            KeyError: if the key is missing and ``default`` is ``NO_DEFAULT`` (MissingKeyError,
+                naming the keys where the search stopped), or if its path goes through an entry that
+                is not a tensordict and ``default`` is None or ``NO_DEFAULT`` (PathThroughLeafError,
+                also a ValueError).
             TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
 
         Examples:
-            >>> td = TensorDict({"a": {"b": torch.zeros(3)}}, [3])
-            >>> td.get(("a", "b")).shape
-            torch.Size([3])
-            >>> td.get("missing", None) is None
-            True
+            >>> TensorDict({"a": {"b": torch.zeros(3)}}, [3]).get(("a", "b"))
+            tensor([0., 0., 0.])
         """
         if type(key) is str:
             value = self._get_str(key, None)
@@ -439,7 +561,24 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return self._index(index)
 
     def get_non_tensor(self, key: NestedKey, default=None):
-        """Returns the Python value of a non-tensor entry (the entry itself if it is a tensor)."""
+        """Returns the Python value of the non-tensor entry at ``key`` (other entries as they are).
+
+        Args:
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            default: returned when the key is missing. Defaults to None; ``NO_DEFAULT`` raises.
+
+        Returns:
+            The value a NonTensorData entry holds, a tensor or sub-tensordict, or ``default``.
+
+        Raises:
+            KeyError: if the key is missing with ``NO_DEFAULT``, or its path goes through a leaf.
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
+
+        Examples:
+            >>> TensorDict({"name": "cartpole"}, [2]).get_non_tensor("name")
+            'cartpole'
+        """
         value = self.get(key, default)
         return value.data if isinstance(value, NonTensorData) else value
 
@@ -477,27 +616,31 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     ):
         """Stores ``item`` at ``key`` and returns the tensordict.
 
+        A tuple key creates the missing sub-tensordicts on its path once the value is accepted.
+
         Args:
-            key (NestedKey): a string, or a tuple of strings; missing sub-tensordicts
-                of a tuple key are created.
-            item: a tensor (its leading dims must equal the batch size), a tensordict,
-                a dict (becomes a sub-tensordict), a number or array (becomes a tensor),
-                or any other value (becomes a :class:`NonTensorData` entry).
-            inplace (bool, optional): if True and the key exists, copy into the
-                existing tensor instead of rebinding it. Defaults to False.
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            item: a tensor whose leading dims equal the batch size, a tensordict, a dict (stored
+                as a sub-tensordict), a number or array (a tensor), or other value (NonTensorData).
+            inplace (bool, optional): write into the existing entry (copy into a tensor, update a
+                sub-tensordict) instead of rebinding; a missing key is added. Defaults to False.
+
+        Keyword Args:
+            non_blocking, **kwargs: accepted for compatibility; ignored.
 
         Returns:
             The tensordict itself.
 
         Raises:
-            RuntimeError: if the value's leading dims do not match the batch size
-                (naming the key and both shapes), or if the tensordict is locked and
-                the call would add or rebind a key.
+            RuntimeError: if the value's leading dims do not match the batch size or an in-place
+                copy does not fit (BatchSizeError); if the tensordict is locked and the key would be
+                added or rebound (LockedError).
+            KeyError: if the key's path goes through an entry that is not a tensordict.
             TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
 
         Examples:
-            >>> td = TensorDict({}, [2])
-            >>> td.set(("a", "b"), torch.zeros(2, 3))["a", "b"].shape
+            >>> TensorDict({}, [2]).set(("a", "b"), torch.zeros(2, 3))["a", "b"].shape
             torch.Size([2, 3])
         """
         if type(key) is str:
@@ -526,14 +669,23 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return level._tensordict if getattr(type(level), "_is_tensorclass", False) else level
 
     def set_(self, key: NestedKey, item) -> TensorDictBase:
-        """Copies ``item`` into the existing entry at ``key`` (works on a locked tensordict).
+        """Copies ``item`` into the entry at ``key`` (even when locked) and returns the tensordict.
+
+        Args:
+            key (NestedKey): the key of an existing entry.
+            item: the value to copy; anything that broadcasts to the entry, such as a number.
+
+        Returns:
+            The tensordict itself.
 
         Raises:
-            KeyError: if the key does not exist.
+            KeyError: if the key is missing, or its path goes through a non-tensordict entry.
+            RuntimeError: if ``item`` does not broadcast to the entry's shape (BatchSizeError).
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
 
         Examples:
-            >>> td = TensorDict({"a": torch.zeros(2)}, [2]).lock_()
-            >>> td.set_("a", torch.ones(2))["a"]
+            >>> TensorDict({"a": torch.zeros(2)}, [2]).lock_().set_("a", 1.0)["a"]
             tensor([1., 1.])
         """
         parts = _key_parts(key)
@@ -550,7 +702,25 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         self._set_at(index, value)
 
     def setdefault(self, key: NestedKey, default):
-        """Returns the value at ``key``, storing ``default`` there first if the key is missing."""
+        """Returns the entry at ``key``, storing ``default`` there first if the key is missing.
+
+        Args:
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            default: the value to store, of any kind :meth:`set` accepts.
+
+        Returns:
+            The existing or the new entry (a NonTensorData entry itself, not its value).
+
+        Raises:
+            RuntimeError: if ``default`` does not fit the batch size, or the tensordict is locked.
+            KeyError: if the key's path goes through an entry that is not a tensordict.
+            TypeError: if the key is not a string or a tuple of strings.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.setdefault("a", torch.ones(2)), td.setdefault("b", torch.ones(2))
+            (tensor([0., 0.]), tensor([1., 1.]))
+        """
         value = self.get(key, None)
         if value is None:
             self.set(key, default)
@@ -567,18 +737,30 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         non_blocking: bool = False,
         **kwargs,
     ) -> TensorDictBase:
-        """Writes every entry of a dict or tensordict into this one, merging sub-tensordicts.
+        """Writes every entry of a mapping or tensordict into this one and returns it.
+
+        A nested mapping updates a sub-tensordict key by key. ``td.update(td)`` is a no-op.
 
         Args:
-            input_dict_or_td: a mapping or a tensordict.
-            clone (bool, optional): clone tensors before storing them. Defaults to False.
-            inplace (bool, optional): copy into existing tensors. Defaults to False.
+            input_dict_or_td (Mapping or TensorDictBase): the entries; keys may be tuples.
+            clone (bool, optional): store clones of the tensors and tensordicts. Defaults to False.
+            inplace (bool, optional): write into existing entries, as ``set(inplace=True)``.
+                Defaults to False.
 
         Keyword Args:
-            keys_to_update (sequence of NestedKey, optional): only these keys are written.
+            keys_to_update (sequence of NestedKey, optional): write only these keys and what lies
+                under them. Defaults to None: every key.
+            non_blocking, **kwargs: accepted for compatibility; ignored.
 
         Returns:
             The tensordict itself.
+
+        Raises:
+            TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict (InvalidSourceError,
+                also a ValueError), or a key is not a string or a tuple of strings.
+            RuntimeError: if a value does not fit the batch size, or the tensordict is locked and a
+                key would be added or rebound.
+            KeyError: if a key's path goes through an entry that is not a tensordict.
 
         Examples:
             >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
@@ -614,21 +796,51 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             )
 
     def set_at_(self, key: NestedKey, value, index) -> TensorDictBase:
-        """Writes ``value`` into the rows ``index`` of the existing entry at ``key``; returns the tensordict.
+        """Writes ``value`` into the rows ``index`` of the entry at ``key``, even when locked.
+
+        Args:
+            key (NestedKey): the key of an existing tensor or sub-tensordict.
+            value: a tensor, number or (for a sub-tensordict) mapping that broadcasts to the rows.
+            index: an index of the leading dims: an int, slice, tensor, or a tuple of them.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            KeyError: if the key is missing, or its path goes through a non-tensordict entry.
+            IndexError: if ``index`` is out of range.
+            RuntimeError: if ``value`` does not broadcast to the indexed rows.
 
         Examples:
-            >>> td = TensorDict({"a": torch.zeros(3)}, [3]).set_at_("a", 1.0, 1)
-            >>> td["a"]
+            >>> TensorDict({"a": torch.zeros(3)}, [3]).set_at_("a", 1.0, 1)["a"]
             tensor([0., 1., 0.])
         """
         self.get(key, NO_DEFAULT)[index] = value
         return self
 
     def update_at_(self, input_dict_or_td, index, clone: bool = False) -> TensorDictBase:
-        """Writes each entry of ``input_dict_or_td`` into the rows ``index`` of the existing entries.
+        """Writes each entry of a mapping or tensordict into the rows ``index`` of the same entry.
+
+        Nested mappings go into the matching sub-tensordicts, in place, so this works when locked.
+
+        Args:
+            input_dict_or_td (Mapping or TensorDictBase): the values, keyed as in this tensordict.
+            index: an index of the batch dims: an int, slice, tensor, or a tuple of them.
+            clone (bool, optional): call ``clone()`` on each value first. Defaults to False.
+
+        Returns:
+            The tensordict itself.
 
         Raises:
-            KeyError: if an entry does not exist in this tensordict.
+            KeyError: if a key of ``input_dict_or_td`` is not in this tensordict.
+            TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict.
+            IndexError: if ``index`` is out of range.
+            RuntimeError: if a value does not broadcast to the indexed rows.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.zeros(3)}}, [3])
+            >>> td.update_at_({"a": 1.0, "b": {"c": 2.0}}, 1)["b", "c"]
+            tensor([0., 2., 0.])
         """
         for key, value in _source_items(input_dict_or_td):
             if isinstance(value, (Mapping, TensorDictBase)) and not isinstance(
@@ -640,10 +852,31 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return self
 
     def update_(self, input_dict_or_td, clone: bool = False, *, keys_to_update=None, **kwargs):
-        """Copies every entry of a dict or tensordict into the existing entries (in place).
+        """Copies every entry of a mapping or tensordict into the existing entries, in place.
+
+        Nested mappings update the matching sub-tensordicts. Nothing is rebound: it works if locked.
+
+        Args:
+            input_dict_or_td (Mapping or TensorDictBase): the values, keyed as in this tensordict.
+            clone (bool, optional): call ``clone()`` on each value first. Defaults to False.
+
+        Keyword Args:
+            keys_to_update (sequence of NestedKey, optional): copy only the values at these keys
+                of ``input_dict_or_td``; nested mappings are entered whatever their key. Defaults
+                to None, which copies every value.
+            **kwargs: accepted for compatibility; ignored.
+
+        Returns:
+            The tensordict itself.
 
         Raises:
-            KeyError: if an entry does not exist in this tensordict.
+            KeyError: if a key of ``input_dict_or_td`` is not in this tensordict.
+            TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict.
+            RuntimeError: if a value does not broadcast to its entry (BatchSizeError).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2)}, [2]).lock_().update_({"a": torch.ones(2)})["a"]
+            tensor([1., 1.])
         """
         for key, value in _source_items(input_dict_or_td):
             parts = _key_parts(key)
@@ -662,11 +895,26 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return self
 
     def pop(self, key: NestedKey, default=NO_DEFAULT):
-        """Removes the entry at ``key`` and returns it (or ``default`` if given and missing).
+        """Removes the entry at ``key`` and returns it (or ``default`` if the key is missing).
+
+        Args:
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            default: returned when the key is missing. Defaults to ``NO_DEFAULT``, which raises.
+
+        Returns:
+            The removed entry (a NonTensorData entry itself), or ``default``.
 
         Raises:
-            KeyError: if the key is missing and no default is given.
-            RuntimeError: if the tensordict is locked.
+            KeyError: if the key is missing and no default is given, or (even with one) if its path
+                goes through an entry that is not a tensordict.
+            RuntimeError: if the tensordict is locked and the key exists (LockedError).
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2), "b": torch.ones(2)}, [2])
+            >>> td.pop("a"), td.pop("x", None), td.sorted_keys
+            (tensor([0., 0.]), None, ['b'])
         """
         value = self.get(key, None)
         if value is None:
@@ -679,9 +927,21 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     def del_(self, key: NestedKey) -> TensorDictBase:
         """Removes the entry at ``key`` and returns the tensordict.
 
+        Args:
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+
+        Returns:
+            The tensordict itself.
+
         Raises:
-            KeyError: if the key is missing.
-            RuntimeError: if the tensordict is locked.
+            KeyError: if the key is missing, or its path goes through a non-tensordict entry.
+            RuntimeError: if the tensordict is locked (LockedError).
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2]).del_(("b", "c"))
+            TensorDict(batch_size=[2], fields={a: f32[], b: {}})
         """
         parts = _key_parts(key)
         parent = self._walk_to_parent(parts, create=False)
@@ -696,16 +956,25 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     def rename_key_(
         self, old_key: NestedKey, new_key: NestedKey, safe: bool = False
     ) -> TensorDictBase:
-        """Moves the entry at ``old_key`` to ``new_key`` and returns the tensordict.
+        """Moves the entry at ``old_key`` to ``new_key`` (deletes it, then :meth:`set` stores it).
 
         Args:
-            old_key (NestedKey): the existing key.
-            new_key (NestedKey): the new key.
-            safe (bool, optional): if True, refuse to overwrite an existing ``new_key``.
+            old_key (NestedKey): the key of an existing entry.
+            new_key (NestedKey): the new key; a tuple creates missing sub-tensordicts.
+            safe (bool, optional): refuse to overwrite an existing ``new_key``. Defaults to False.
+
+        Returns:
+            The tensordict itself.
 
         Raises:
-            KeyError: if ``old_key`` is missing, or ``safe`` and ``new_key`` exists.
-            RuntimeError: if the tensordict is locked.
+            KeyError: if ``old_key`` is missing, if ``safe`` and ``new_key`` exists, or if a key's
+                path goes through an entry that is not a tensordict.
+            RuntimeError: if the tensordict is locked (LockedError).
+            TypeError: if a key is not a string or a tuple of strings.
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2)}, [2]).rename_key_("a", ("b", "c"))
+            TensorDict(batch_size=[2], fields={b: {c: f32[]}})
         """
         value = self.get(old_key, NO_DEFAULT)
         if safe and self.get(new_key, None) is not None:
@@ -721,19 +990,26 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     def select(
         self, *keys: NestedKey, inplace: bool = False, strict: bool = True
     ) -> TensorDictBase:
-        """Returns a tensordict with only the given keys (sharing their tensors).
+        """Returns a tensordict with only the given keys, sharing their entries.
 
         Args:
-            *keys (NestedKey): the keys to keep.
+            *keys (NestedKey): the keys to keep; a string keeps a whole sub-tensordict.
 
         Keyword Args:
-            inplace (bool, optional): remove the other keys from this tensordict instead.
-            strict (bool, optional): if True, a missing key raises ``KeyError``.
+            inplace (bool, optional): remove the other keys from this tensordict. Defaults to False.
+            strict (bool, optional): raise for a missing key, else skip it. Defaults to True.
+
+        Returns:
+            A new tensordict, or this one with ``inplace``.
+
+        Raises:
+            KeyError: if ``strict`` and a key is missing.
+            RuntimeError: if ``inplace`` and the tensordict is locked (LockedError).
+            TypeError: if a key is not a string or a tuple of strings.
 
         Examples:
-            >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2), "d": torch.zeros(2)}}, [2])
-            >>> td.select("a", ("b", "c")).keys(True, True) == ["a", ("b", "c")]
-            True
+            >>> TensorDict({"a": 0, "b": {"c": 0, "d": 0}}, []).select("a", ("b", "c"))
+            TensorDict(batch_size=[], fields={a: i64[], b: {c: i64[]}})
         """
         tree: dict = {}
         for key in keys:
@@ -769,14 +1045,25 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return self._new_like(source, self.batch_size)
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDictBase:
-        """Returns a tensordict without the given keys (sharing the other tensors).
+        """Returns a tensordict without the given keys (missing ones ignored), sharing the others.
 
-        Missing keys are ignored.
+        Args:
+            *keys (NestedKey): the keys to leave out.
+
+        Keyword Args:
+            inplace (bool, optional): delete the keys from this tensordict. Defaults to False.
+
+        Returns:
+            A new tensordict (sub-tensordicts on an excluded key's path are copied), or this one.
+
+        Raises:
+            RuntimeError: if ``inplace``, the tensordict is locked and a key exists (LockedError).
+            TypeError: if a key is not a string or a tuple of strings.
 
         Examples:
-            >>> td = TensorDict({"a": torch.zeros(2), "b": torch.zeros(2)}, [2])
-            >>> td.exclude("a").sorted_keys
-            ['b']
+            >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
+            >>> td.exclude(("b", "c"))["b"].sorted_keys, td["b"].sorted_keys
+            ([], ['c'])
         """
         out = self if inplace else self._shallow_copy()
         for key in keys:
@@ -812,10 +1099,20 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     def flatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
         """Returns a tensordict whose nested keys are joined by ``separator`` into flat keys.
 
+        Args:
+            separator (str, optional): joins the parts of a key. Defaults to ``"."``.
+            inplace (bool, optional): replace the entries of this tensordict. Defaults to False.
+
+        Returns:
+            A tensordict of the leaves and non-tensor entries (empty sub-tensordicts are dropped).
+
+        Raises:
+            KeyError: if two entries get the same flat key.
+            RuntimeError: if ``inplace`` and the tensordict is locked (LockedError).
+
         Examples:
-            >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
-            >>> td.flatten_keys().sorted_keys
-            ['a.b']
+            >>> TensorDict({"a": {"b": torch.zeros(2)}, "c": torch.zeros(2)}, [2]).flatten_keys("/")
+            TensorDict(batch_size=[2], fields={a/b: f32[], c: f32[]})
         """
         source = {}
         for key in self.keys(True, True, is_leaf=_is_leaf_nontensor):
@@ -836,12 +1133,22 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return out
 
     def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
-        """Returns a tensordict whose keys containing ``separator`` are split into nested keys.
+        """Returns a tensordict whose keys are split at ``separator`` into nested keys (all levels).
+
+        Args:
+            separator (str, optional): the string to split at. Defaults to ``"."``.
+            inplace (bool, optional): replace the entries of this tensordict. Defaults to False.
+
+        Returns:
+            A tensordict where keys sharing a first part share one sub-tensordict.
+
+        Raises:
+            KeyError: if two entries get the same key, or one falls under a non-tensordict entry.
+            RuntimeError: if ``inplace`` and the tensordict is locked (LockedError).
 
         Examples:
-            >>> td = TensorDict({"a.b": torch.zeros(2)}, [2])
-            >>> td.unflatten_keys().get(("a", "b")).shape
-            torch.Size([2])
+            >>> TensorDict({"a.b": torch.zeros(2), "a.c": torch.zeros(2)}, [2]).unflatten_keys()
+            TensorDict(batch_size=[2], fields={a: {b: f32[], c: f32[]}})
         """
         out = self._new_like({}, self.batch_size)
         for key, value in self._items_level():
@@ -874,32 +1181,35 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         call_on_nested: bool = False,
         **constructor_kwargs,
     ) -> TensorDictBase | None:
-        """Applies ``fn`` to every leaf tensor and returns a new tensordict of the results.
+        """Applies ``fn`` to every leaf tensor and returns a tensordict of the results.
+
+        Sub-tensordicts are walked and rebuilt; non-tensor entries are kept as they are.
 
         Args:
-            fn (callable): called as ``fn(leaf, *other_leaves)``; returning ``None``
-                drops the entry.
-            *others (TensorDictBase): tensordicts whose leaves at the same keys are
-                passed to ``fn`` too.
+            fn (callable): called as ``fn(leaf, *other_leaves)``; a None result drops the entry.
+            *others (TensorDictBase): tensordicts whose leaves at the same keys are passed too.
 
         Keyword Args:
-            batch_size (sequence of int, optional): the batch size of the result, when
-                ``fn`` changes the batch dimensions.
+            batch_size (sequence of int, optional): the batch size of the result when ``fn``
+                changes the batch dims (not checked). Defaults to None: this one.
+            device (torch.device, optional): the device the result reports (nothing is moved).
             names (list of str, optional): the batch dimension names of the result.
-            device (torch.device, optional): the device of the result.
-            inplace (bool, optional): store the results in this tensordict. Defaults to False.
-            default: the value passed for a key missing in one of ``others``; without
-                it a missing key raises ``KeyError``.
-            call_on_nested (bool, optional): call ``fn`` on sub-tensordicts instead of
-                recursing into them.
+            inplace (bool, optional): write the results into this tensordict. Defaults to False.
+            default: passed to ``fn`` for a key missing from one of ``others``.
+            filter_empty (bool, optional): False returns an empty tensordict instead of None.
+            call_on_nested (bool, optional): call ``fn`` on sub-tensordicts. Defaults to False.
+            **constructor_kwargs: accepted for compatibility; ignored.
 
         Returns:
-            The new tensordict (or this one when ``inplace``).
+            The new tensordict (this one with ``inplace``), or None when no entry is left at the top
+            level of a non-empty tensordict and ``filter_empty`` is not False.
+
+        Raises:
+            KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
 
         Examples:
-            >>> td = TensorDict({"a": torch.ones(2), "b": {"c": torch.ones(2)}}, [2])
-            >>> (td.apply(lambda x: x * 3)["b", "c"] == 3).all()
-            tensor(True)
+            >>> TensorDict({"a": {"b": torch.ones(2)}}, [2]).apply(lambda x: x * 3)["a", "b"]
+            tensor([3., 3.])
         """
         out = self._fast_apply(
             fn,
@@ -921,7 +1231,25 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return out
 
     def apply_(self, fn: Callable, *others, **kwargs) -> TensorDictBase:
-        """Applies ``fn`` to every leaf and stores the results in this tensordict (returns it)."""
+        """Applies ``fn`` to every leaf and writes the results into this tensordict; returns it.
+
+        Args:
+            fn (callable): called as ``fn(leaf, *other_leaves)``; a None result changes nothing.
+            *others (TensorDictBase): tensordicts whose leaves are passed to ``fn`` too.
+
+        Keyword Args:
+            **kwargs: passed on to :meth:`apply` (``default``, ``call_on_nested``, ...).
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
+
+        Examples:
+            >>> TensorDict({"a": torch.ones(2)}, [2]).apply_(lambda x: x + 1)["a"]
+            tensor([2., 2.])
+        """
         return self.apply(fn, *others, inplace=True, **kwargs)
 
     def named_apply(
@@ -937,18 +1265,28 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         call_on_nested: bool = False,
         **kwargs,
     ) -> TensorDictBase | None:
-        """Like :meth:`apply`, with ``fn`` called as ``fn(key, leaf, *other_leaves)``.
+        """Applies ``fn`` to each leaf and its key, and returns a tensordict of the results.
+
+        Args:
+            fn (callable): called as ``fn(key, leaf, *other_leaves)``; None drops the entry.
+            *others (TensorDictBase): tensordicts whose leaves are passed to ``fn`` too.
 
         Keyword Args:
-            nested_keys (bool, optional): pass the full nested key (a tuple) instead of
-                the key at the leaf's level. Defaults to False.
+            nested_keys (bool, optional): pass the full key (a tuple when nested), not the key
+                at the leaf's level. Defaults to False.
+            batch_size, names, device, inplace, default, call_on_nested: as in :meth:`apply`.
+            **kwargs: accepted for compatibility; ignored.
+
+        Returns:
+            The new tensordict (never None, unlike :meth:`apply`), or this one with ``inplace``.
+
+        Raises:
+            KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
-            >>> seen = []
-            >>> _ = td.named_apply(lambda k, x: seen.append(k), nested_keys=True)
-            >>> seen
-            ['a', ('b', 'c')]
+            >>> td.named_apply(lambda k, x: x if k == ("b", "c") else None, nested_keys=True)
+            TensorDict(batch_size=[2], fields={b: {c: f32[]}})
         """
         return self._fast_apply(
             fn,
@@ -1044,21 +1382,33 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
 
     # ------------------------------------------------------------------ locking
     def lock_(self) -> TensorDictBase:
-        """Locks the tensordict and its sub-tensordicts, and returns it.
+        """Locks the tensordict and its sub-tensordicts against new keys, deletions and rebinding.
 
-        A locked tensordict refuses new keys, deletions and rebinding of an entry;
-        in-place writes (``set_``, index assignment, ``update_``) still work.
+        In-place writes (``set_``, ``update_``, index assignment) still work.
+
+        Returns:
+            The tensordict itself.
 
         Examples:
-            >>> td = TensorDict({"a": torch.zeros(2)}, [2]).lock_()
-            >>> td.is_locked
+            >>> TensorDict({"a": torch.zeros(2)}, [2]).lock_().set_("a", 1.0).is_locked
             True
         """
         self._propagate_lock(True)
         return self
 
     def unlock_(self) -> TensorDictBase:
-        """Unlocks the tensordict and its sub-tensordicts, and returns it."""
+        """Unlocks the tensordict and its sub-tensordicts.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            RuntimeError: for a TensorDict whose parent tensordict is locked (LockedError).
+
+        Examples:
+            >>> TensorDict({}, []).lock_().unlock_().is_locked
+            False
+        """
         self._propagate_lock(False)
         return self
 
@@ -1076,10 +1426,19 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
 
     # ------------------------------------------------------------------ conversions
     def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict:
-        """Returns a nested ``dict`` of the entries (tensors are shared, not copied).
+        """Returns a nested ``dict`` of the entries (sharing tensors; non-tensors give their value).
 
         Keyword Args:
-            convert_tensors (bool, optional): return Python lists instead of tensors.
+            retain_none (bool, optional): accepted for compatibility; ignored.
+            convert_tensors (bool, optional): turn tensors into Python lists. Defaults to False.
+
+        Returns:
+            A dict keyed like this level, with a dict per sub-tensordict.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.arange(2), "b": {"c": "x"}}, [2])
+            >>> td.to_dict(convert_tensors=True)
+            {'a': [0, 1], 'b': {'c': 'x'}}
         """
         out = {}
         for key, value in self._items_level():
@@ -1094,7 +1453,18 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return out
 
     def numpy(self) -> dict:
-        """Returns a nested ``dict`` of numpy arrays (sharing memory on the CPU)."""
+        """Returns a nested ``dict`` of numpy arrays of the detached tensors, moved to the CPU.
+
+        Returns:
+            A dict keyed like this level; CPU tensors' arrays share memory, non-tensors give values.
+
+        Raises:
+            TypeError: if a tensor's dtype has no numpy equivalent, such as bfloat16.
+
+        Examples:
+            >>> TensorDict({"a": torch.arange(2)}, [2]).numpy()
+            {'a': array([0, 1])}
+        """
         out = {}
         for key, value in self._items_level():
             if isinstance(value, TensorDictBase):
@@ -1106,10 +1476,17 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return out
 
     def tolist(self, *, convert_tensors: bool = False) -> list | dict:
-        """Returns nested lists (one level per batch dim) of dicts of the entries.
+        """Returns nested lists (one level per batch dimension) of dicts of the entries.
 
         Keyword Args:
-            convert_tensors (bool, optional): turn tensors into Python values too.
+            convert_tensors (bool, optional): turn tensors into Python values. Defaults to False.
+
+        Returns:
+            A list nested once per batch dimension, or the :meth:`to_dict` dict without any.
+
+        Examples:
+            >>> TensorDict({"a": torch.arange(2)}, [2]).tolist(convert_tensors=True)
+            [{'a': 0}, {'a': 1}]
         """
         if not self.batch_size:
             return self.to_dict(convert_tensors=convert_tensors)
@@ -1118,10 +1495,19 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     def state_dict(
         self, destination=None, prefix: str = "", keep_vars: bool = False, flatten: bool = True
     ) -> dict:
-        """Returns an ordered dict of the leaf tensors with ``"."``-joined keys, like ``nn.Module.state_dict``.
+        """Returns the leaf tensors keyed by ``"."``-joined keys, like ``nn.Module.state_dict``.
+
+        Args:
+            destination (dict, optional): the dict to fill. Defaults to a new OrderedDict.
+            prefix (str, optional): prepended to every key. Defaults to ``""``.
+            keep_vars (bool, optional): keep tensors as they are, not detached. Defaults to False.
+            flatten (bool, optional): accepted for compatibility; the keys are always flattened.
+
+        Returns:
+            The filled dict (non-tensor entries are left out).
 
         Examples:
-            >>> list(TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2]).state_dict())
+            >>> list(TensorDict({"a": 0, "b": {"c": 0}}, []).state_dict())
             ['a', 'b.c']
         """
         out = OrderedDict() if destination is None else destination
@@ -1137,11 +1523,27 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
     ):
         """Copies the tensors of a :meth:`state_dict` into this tensordict, and returns it.
 
-        Keys joined by ``"."`` address nested entries. Existing tensors are written in
-        place (``assign=True`` rebinds them instead); missing ones are added.
+        Keys starting with ``"__"`` are skipped. Existing tensors are copied into; others are set.
+
+        Args:
+            state_dict (dict): the tensors, keyed by ``"."``-joined keys.
+            strict (bool, optional): require every leaf of this tensordict in ``state_dict`` (extra
+                keys are still added). Defaults to True.
+            assign (bool, optional): rebind existing tensors instead of copying. Defaults to False.
+            from_flatten (bool, optional): split the keys at ``"."``. Defaults to True.
+
+        Returns:
+            The tensordict itself.
 
         Raises:
-            RuntimeError: with ``strict``, if a leaf of this tensordict is not in the state dict.
+            RuntimeError: if ``strict`` and a leaf is missing from ``state_dict``; if a tensor does
+                not fit its entry or the batch size; if locked and a key would be added or rebound.
+            KeyError: if a key's path goes through an entry that is not a tensordict.
+
+        Examples:
+            >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
+            >>> td.load_state_dict({"a.b": torch.ones(2)})["a", "b"]
+            tensor([1., 1.])
         """
         wanted = {}
         for key, value in state_dict.items():
@@ -1212,16 +1614,44 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return self.clone()
 
     def is_floating_point(self) -> bool:
-        """True when every leaf tensor has a floating-point dtype."""
+        """Returns True when every leaf tensor has a floating-point dtype.
+
+        Returns:
+            True or False (True without leaves).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2), "b": torch.arange(2)}, [2]).is_floating_point()
+            False
+        """
         return all(v.is_floating_point() for v in self.values(True, True))
 
     @property
     def requires_grad(self) -> bool:
-        """True when any leaf requires a gradient."""
+        """True when any leaf tensor requires a gradient.
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2, requires_grad=True)}, [2]).requires_grad
+            True
+        """
         return any(v.requires_grad for v in self.values(True, True) if isinstance(v, torch.Tensor))
 
     def requires_grad_(self, requires_grad: bool = True) -> TensorDictBase:
-        """Sets ``requires_grad`` on every floating-point leaf and returns the tensordict."""
+        """Sets ``requires_grad`` on every floating-point leaf tensor (others are skipped).
+
+        Args:
+            requires_grad (bool, optional): the flag to set. Defaults to True.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            RuntimeError: from torch, when clearing the flag of a tensor that autograd computed.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2), "b": torch.arange(2)}, [2]).requires_grad_()
+            >>> td["a"].requires_grad, td["b"].requires_grad
+            (True, False)
+        """
         for value in self.values(True, True):
             if isinstance(value, torch.Tensor) and value.is_floating_point():
                 value.requires_grad_(requires_grad)
@@ -1229,7 +1659,12 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
 
     @property
     def is_cuda(self) -> bool:
-        """True when the tensordict's device is a CUDA device."""
+        """True when the tensordict's device is a CUDA device (False without a device).
+
+        Examples:
+            >>> TensorDict({}, [], device="cpu").is_cuda
+            False
+        """
         return self.device is not None and self.device.type == "cuda"
 
 

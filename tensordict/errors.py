@@ -14,6 +14,7 @@ import warnings
 __all__ = [
     "BatchSizeError",
     "DimensionError",
+    "EntryExistsError",
     "ExistingFileError",
     "InvalidSourceError",
     "KeyMismatchError",
@@ -91,6 +92,10 @@ class ExistingFileError(TensorDictError, FileExistsError, RuntimeError):
 
     Also a ``RuntimeError``, what the well-known API raises for it.
     """
+
+
+class EntryExistsError(TensorDictError, RuntimeError):
+    """A key that is being added exists already (in memory, or recorded by another writer)."""
 
 
 class NotMemmapError(TensorDictError, RuntimeError):

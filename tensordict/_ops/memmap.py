@@ -238,8 +238,8 @@ class MemmapMixin:
         Every leaf is replaced by a ``MemoryMappedTensor`` in ``prefix`` (or anonymous
         shared memory), as :meth:`memmap` writes them; the tensordict object itself is
         kept. On a tensordict that is already memory-mapped in its folder (for example
-        one returned by :meth:`load_memmap`) ``prefix`` defaults to that folder and no
-        data is rewritten.
+        one returned by :meth:`load_memmap`) ``prefix`` defaults to that folder and
+        nothing is written at all: entries other writers added meanwhile stay.
 
         Args:
             prefix (str or path, optional): the folder. Defaults to the tensordict's own
@@ -267,8 +267,14 @@ class MemmapMixin:
             >>> td.memmap_("inplace") is td, td.is_memmap(), td.is_locked
             (True, True, True)
         """
+        folder = self._memmap_folder()
         if prefix is None:
-            prefix = self._memmap_folder()
+            prefix = folder
+        if folder is not None and os.path.abspath(os.fspath(prefix)) == folder and self.is_memmap():
+            # Already memory-mapped there: nothing is written, so nothing another writer
+            # recorded meanwhile can be lost.
+            self.lock_()
+            return _done(self) if return_early else self
         return _write(self, prefix, False, True, num_threads, existsok, robust_key, return_early)
 
     def memmap_like(
@@ -547,8 +553,14 @@ class MemmapMixin:
                 raise fmt.MemmapFormatError(msg)
             folder = os.path.join(folder, name)
 
-    def _attach(self, parts: tuple, node, depth: int, tensor, record, robust_key) -> None:
-        """Creates the missing sub-tensordicts from ``depth`` on and stores ``tensor`` at ``parts``."""
+    def _attach(
+        self, parts: tuple, node, depth: int, tensor, record, robust_key, renames=()
+    ) -> None:
+        """Creates the missing sub-tensordicts from ``depth`` on and stores ``tensor`` at ``parts``.
+
+        With a ``record`` the entry is recorded in ``meta.json`` (its files first moved
+        from their temporary ``renames``); another writer's entry of that key is an error.
+        """
         for part in parts[depth:-1]:
             inner = node._tensordict_of()
             parent_level = inner._mm
@@ -567,10 +579,12 @@ class MemmapMixin:
             node = sub
         inner = node._tensordict_of()
         level = inner._mm
-        if level.path is not None and (record is not None or parts[-1] in level.meta):
-            # A new record, or (for an entry that is not recorded) the removal of a stale
-            # record left by an earlier entry of that key, so that it cannot come back.
-            level.update({parts[-1]: record})
+        if level.path is not None and record is not None:
+            level.add(parts[-1], record, renames)
+        elif level.path is not None and parts[-1] in level.meta:
+            # An entry that is not recorded over a stale record of an earlier entry of that
+            # key: the record is removed, so that it cannot come back.
+            level.update({parts[-1]: None})
         if level.taken is not None:
             kind = "nested" if tensor.is_nested else "tensor"
             for name in fmt.entry_names(parts[-1], kind, robust_key):
@@ -697,17 +711,20 @@ class MemmapMixin:
                 folder, fmt.file_name(parts[-1], fmt.SHAPE_SUFFIX, robust_key)
             )
         os.makedirs(folder, exist_ok=True)
-        for stale in (path, shape_path):
-            if stale is not None and os.path.lexists(stale):
-                os.unlink(stale)  # a stale file of an earlier tensordict: never reuse its bytes
-        tensor = create(path, shape_path)
+        # Fresh files under temporary names: moved into place only once meta.json (under
+        # the lock) shows no other writer recorded the key, so no recorded file is replaced.
+        renames = [(fmt.temporary_name(path), path)]
+        if shape_path is not None:
+            renames.append((fmt.temporary_name(shape_path), shape_path))
         try:
-            self._attach(parts, node, depth, tensor, fmt.tensor_record(tensor), robust_key)
+            tensor = create(renames[0][0], None if shape_path is None else renames[1][0])
+            self._attach(parts, node, depth, tensor, fmt.tensor_record(tensor), robust_key, renames)
         except BaseException:
-            for created in (path, shape_path):
-                if created is not None and os.path.lexists(created):
-                    os.unlink(created)
+            for temporary, _ in renames:
+                if os.path.lexists(temporary):
+                    os.unlink(temporary)
             raise
+        tensor._filename = path
         return tensor
 
     def _check_new_names(self, parts, node, depth, folder, kind: str, robust_key) -> None:
@@ -827,19 +844,21 @@ class MemmapMixin:
         tensor = MemoryMappedTensor.from_storage(
             storage, shape=shape, dtype=dtype, filename=filename
         )
-        shape_path = None
+        renames = []
         if nested:
             shape_path = os.path.join(
                 folder, fmt.file_name(parts[-1], fmt.SHAPE_SUFFIX, robust_key)
             )
-            if os.path.lexists(shape_path):
-                os.unlink(shape_path)
-            MemoryMappedTensor.from_tensor(shape.to(torch.int64), filename=shape_path)
+            renames.append((fmt.temporary_name(shape_path), shape_path))
         try:
-            self._attach(parts, node, depth, tensor, fmt.tensor_record(tensor), robust_key)
+            for temporary, _ in renames:
+                MemoryMappedTensor.from_tensor(shape.to(torch.int64), filename=temporary)
+            record = fmt.tensor_record(tensor)
+            self._attach(parts, node, depth, tensor, record, robust_key, renames)
         except BaseException:
-            if shape_path is not None:
-                os.unlink(shape_path)
+            for temporary, _ in renames:
+                if os.path.lexists(temporary):
+                    os.unlink(temporary)
             raise
         return tensor
 

@@ -44,6 +44,7 @@ import torch
 
 from tensordict._nontensor import NonTensorData
 from tensordict.errors import (
+    EntryExistsError,
     ExistingFileError,
     MemmapFormatError,
     MemmapNotFoundError,
@@ -94,6 +95,31 @@ class Level:
         self.text = None
         self.stat = fmt.write_meta(self.path, [self.body()])
 
+    def add(self, key: str, record: dict, renames=()) -> None:
+        """Records a new entry under the folder lock, first moving its files into place.
+
+        ``renames`` are ``(temporary, final)`` paths: the entry's files, written under
+        temporary names so that no file another writer recorded is ever replaced.
+        They are renamed only after ``meta.json`` (re-read if another writer changed it)
+        was checked not to record ``key`` already.
+
+        Raises:
+            EntryExistsError: if another writer recorded ``key`` meanwhile; its files
+                are left alone (the temporary files are the caller's to remove).
+        """
+        ours = key in self.meta  # a stale record of this tensordict's: replaced on purpose
+        with fmt.locked(self.path):
+            self._reread()
+            if key in self.meta and not ours:
+                msg = (
+                    f"cannot add {key!r} in {self.path!r}: another writer added it meanwhile "
+                    "(refresh with memmap_refresh_() to see it); its files were left alone"
+                )
+                raise EntryExistsError(msg)
+            for temporary, final in renames:
+                os.replace(temporary, final)
+            self._apply({key: record})
+
     def update(self, changes: dict) -> None:
         """Applies ``{key: record or None}`` to this level's meta.json under the folder lock.
 
@@ -102,26 +128,33 @@ class Level:
         to the cached serialised text, so adding an entry does not re-serialise the others.
         """
         with fmt.locked(self.path):
-            path = fmt.meta_path(self.path)
-            try:
-                current = os.stat(path)
-            except FileNotFoundError:
-                current = None
-            if not fmt.same_file(current, self.stat):
-                if current is not None:
-                    self.meta, _ = fmt.read_meta(self.path)
+            self._reread()
+            self._apply(changes)
+
+    def _reread(self) -> None:
+        """Re-reads ``meta.json`` when another writer changed it (the lock is held)."""
+        try:
+            current = os.stat(fmt.meta_path(self.path))
+        except FileNotFoundError:
+            current = None
+        if not fmt.same_file(current, self.stat):
+            if current is not None:
+                self.meta, _ = fmt.read_meta(self.path)
+            self.text = None
+
+    def _apply(self, changes: dict) -> None:
+        """Writes ``changes`` into ``meta.json`` (the lock is held, the meta up to date)."""
+        for key, record in changes.items():
+            if record is None or key in self.meta:
                 self.text = None
-            for key, record in changes.items():
-                if record is None or key in self.meta:
-                    self.text = None
-                if record is None:
-                    self.meta.pop(key, None)
-                    continue
-                self.meta[key] = record
-                if self.text is not None:
-                    member = fmt.dumps_record(key, record)
-                    self.text = f"{self.text}, {member}" if self.text else member
-            self.stat = fmt.write_meta(self.path, [self.body()])
+            if record is None:
+                self.meta.pop(key, None)
+                continue
+            self.meta[key] = record
+            if self.text is not None:
+                member = fmt.dumps_record(key, record)
+                self.text = f"{self.text}, {member}" if self.text else member
+        self.stat = fmt.write_meta(self.path, [self.body()])
 
 
 class Options:

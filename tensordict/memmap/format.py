@@ -57,6 +57,11 @@ Two entries of one level MUST NOT map to the same file or folder, nor to
 ``meta.json`` or this module's own files (the lock file and temporary files): the
 writer refuses such keys, naming both.
 
+A writer adding an entry writes its files under temporary names (``%tmp.*``), then,
+holding the lock and having re-read ``meta.json``, renames them into place and
+records the entry; a key another writer recorded meanwhile is refused and its files
+are left alone.
+
 Writing and reading
 ~~~~~~~~~~~~~~~~~~~
 ``meta.json`` is replaced atomically: written to a temporary file in the same
@@ -97,6 +102,7 @@ FORMAT_VERSION = 1
 META_FILE = "meta.json"
 LOCK_FILE = "meta%lock"
 TMP_PREFIX = "meta%tmp."
+DATA_TMP_PREFIX = "%tmp."  # data files being written, before they are moved into place
 MEMMAP_SUFFIX = ".memmap"
 SHAPE_SUFFIX = ".shape.memmap"
 PICKLE_FILE = "other.pickle"
@@ -210,9 +216,20 @@ def file_name(key: str, suffix: str = "", robust_key: bool | None = True) -> str
     return prefix + digest + suffix
 
 
+def temporary_name(path: str) -> str:
+    """A fresh temporary path in the folder of ``path``: ``%tmp.<pid>.<random>``.
+
+    No encoded key starts with ``%t``, so it never names an entry, and it is short
+    whatever the length of ``path``'s name; readers ignore it.
+    """
+    return os.path.join(
+        os.path.dirname(path), f"{DATA_TMP_PREFIX}{os.getpid()}.{os.urandom(6).hex()}"
+    )
+
+
 def is_own_file(name: str) -> bool:
     """True for the names this module writes besides entries (meta, lock, temporary files)."""
-    return name in (META_FILE, LOCK_FILE) or name.startswith(TMP_PREFIX)
+    return name in (META_FILE, LOCK_FILE) or name.startswith((TMP_PREFIX, DATA_TMP_PREFIX))
 
 
 def entry_names(key: str, kind: str, robust_key: bool | None) -> tuple:

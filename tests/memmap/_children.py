@@ -14,19 +14,24 @@ def _report_errors(results, body) -> None:
         raise
 
 
-def add_entries(folder: str, prefix: str, count: int, barrier, results) -> None:
-    """Loads ``folder``, waits for the other writer, then adds ``count`` entries with make_memmap.
+def add_entries(folder: str, prefix: str, count: int, barrier, results, memmap_=False) -> None:
+    """Loads ``folder``, waits for the other writers, then adds ``count`` entries with make_memmap.
 
     Entry ``f"{prefix}{i}"`` is filled with ``i`` so that the parent can check the data too.
+    With ``memmap_`` the loaded tensordict is memmap_()-ed first, and again after each entry.
     """
 
     def body() -> None:
         from tensordict import TensorDict
 
         td = TensorDict.load_memmap(folder)
+        if memmap_:
+            td.memmap_()
         barrier.wait(timeout=120)
         for i in range(count):
             td.make_memmap(f"{prefix}{i}", (3,)).fill_(i)
+            if memmap_:
+                td.memmap_()
         results.put(("done", prefix))
 
     _report_errors(results, body)

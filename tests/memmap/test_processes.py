@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.multiprocessing as mp
 
 from tensordict import TensorDict
+from tensordict.errors import EntryExistsError
 
 HERE = Path(__file__).resolve().parent
 
@@ -118,3 +120,52 @@ def test_a_memory_mapped_tensordict_sent_through_a_queue_is_shared_not_copied(tm
         if child.is_alive():
             child.kill()
             child.join()
+
+
+# ---------------------------------------------------------------------- coherent writers
+def test_memmap_on_a_loaded_tensordict_writes_nothing(tmp_path):
+    """memmap_() of a tensordict already mapped in its folder leaves another writer's entry alone."""
+    folder = tmp_path / "d"
+    TensorDict({"a": torch.zeros(3)}, [3]).memmap(folder)
+    reader = TensorDict.load_memmap(folder)
+    writer = TensorDict.load_memmap(folder).memmap_()
+    writer.make_memmap("x", (3,)).fill_(5)
+    before = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
+    assert reader.memmap_() is reader and reader.is_locked
+    assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == before
+    assert TensorDict.load_memmap(folder)["x"].tolist() == [5.0, 5.0, 5.0]
+
+
+def test_a_key_another_writer_added_meanwhile_is_refused_and_its_file_kept(tmp_path):
+    """Two writers add the same key: the second gets a clear error; the first's file lives on."""
+    folder = tmp_path / "d"
+    TensorDict({}, [2]).memmap(folder)
+    first, second = TensorDict.load_memmap(folder), TensorDict.load_memmap(folder)
+    mine = first.make_memmap("k", (2,))
+    with pytest.raises(EntryExistsError, match=r"cannot add 'k' in .*another writer added it"):
+        second.make_memmap_from_tensor("k", torch.ones(2))
+    mine.fill_(3)
+    assert TensorDict.load_memmap(folder)["k"].tolist() == [3.0, 3.0]
+    assert "k" not in second.keys()
+    assert [p.name for p in folder.iterdir() if p.name.startswith("%tmp")] == []
+
+
+@pytest.mark.timeout(300)
+def test_three_writers_that_memmap_then_add_lose_no_entry(tmp_path, children):
+    """Three spawned processes each load_memmap(d).memmap_() then add 100 entries: all 300 stay."""
+    folder = tmp_path / "d"
+    TensorDict({}, [3]).memmap(folder)
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(3), ctx.Queue()
+    args = [(str(folder), f"w{w}_", 100, barrier, results, True) for w in range(3)]
+    procs = [ctx.Process(target=children.add_entries, args=a) for a in args]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        _get(results, "done")
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    loaded = TensorDict.load_memmap(folder)
+    assert len(loaded.keys()) == 300
+    assert all(loaded[f"w{w}_99"].tolist() == [99.0] * 3 for w in range(3))
