@@ -12,7 +12,6 @@ generic method here is written once on top of them.
 from __future__ import annotations
 
 import abc
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
@@ -21,6 +20,8 @@ import torch
 from tensordict._collection import NO_DEFAULT, is_leaf_class, is_tensor_collection
 from tensordict._keys import NestedKey, _key_parts, unravel_key
 from tensordict._nontensor import NonTensorData
+from tensordict._ops.apply import ApplyMixin
+from tensordict._ops.convert import ConvertMixin, shape_of
 from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
@@ -109,7 +110,7 @@ class _KeysView:
         return f"_KeysView({list(self)})"
 
 
-class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
+class TensorDictBase(ShapeMixin, PointwiseMixin, ApplyMixin, ConvertMixin, MemmapMixin, abc.ABC):
     """The abstract base of every tensordict class.
 
     A tensordict maps string keys to tensors or to other tensordicts. Every entry
@@ -1167,219 +1168,6 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
             return self
         return out
 
-    # ------------------------------------------------------------------ apply
-    def apply(
-        self,
-        fn: Callable,
-        *others: TensorDictBase,
-        batch_size=None,
-        device=NO_DEFAULT,
-        names=NO_DEFAULT,
-        inplace: bool = False,
-        default=NO_DEFAULT,
-        filter_empty: bool | None = None,
-        call_on_nested: bool = False,
-        **constructor_kwargs,
-    ) -> TensorDictBase | None:
-        """Applies ``fn`` to every leaf tensor and returns a tensordict of the results.
-
-        Sub-tensordicts are walked and rebuilt; non-tensor entries are kept as they are.
-
-        Args:
-            fn (callable): called as ``fn(leaf, *other_leaves)``; a None result drops the entry.
-            *others (TensorDictBase): tensordicts whose leaves at the same keys are passed too.
-
-        Keyword Args:
-            batch_size (sequence of int, optional): the batch size of the result when ``fn``
-                changes the batch dims (not checked). Defaults to None: this one.
-            device (torch.device, optional): the device the result reports (nothing is moved).
-            names (list of str, optional): the batch dimension names of the result.
-            inplace (bool, optional): write the results into this tensordict. Defaults to False.
-            default: passed to ``fn`` for a key missing from one of ``others``.
-            filter_empty (bool, optional): False returns an empty tensordict instead of None.
-            call_on_nested (bool, optional): call ``fn`` on sub-tensordicts. Defaults to False.
-            **constructor_kwargs: accepted for compatibility; ignored.
-
-        Returns:
-            The new tensordict (this one with ``inplace``), or None when no entry is left at the top
-            level of a non-empty tensordict and ``filter_empty`` is not False.
-
-        Raises:
-            KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
-
-        Examples:
-            >>> TensorDict({"a": {"b": torch.ones(2)}}, [2]).apply(lambda x: x * 3)["a", "b"]
-            tensor([3., 3.])
-        """
-        out = self._fast_apply(
-            fn,
-            *others,
-            batch_size=None if batch_size is None else torch.Size(batch_size),
-            names=names,
-            device=device,
-            inplace=inplace,
-            default=default,
-            call_on_nested=call_on_nested,
-        )
-        if (
-            not inplace
-            and filter_empty is not False
-            and not out._keys_level()
-            and self._keys_level()
-        ):
-            return None  # fn returned None for every leaf
-        return out
-
-    def apply_(self, fn: Callable, *others, **kwargs) -> TensorDictBase:
-        """Applies ``fn`` to every leaf and writes the results into this tensordict; returns it.
-
-        Args:
-            fn (callable): called as ``fn(leaf, *other_leaves)``; a None result changes nothing.
-            *others (TensorDictBase): tensordicts whose leaves are passed to ``fn`` too.
-
-        Keyword Args:
-            **kwargs: passed on to :meth:`apply` (``default``, ``call_on_nested``, ...).
-
-        Returns:
-            The tensordict itself.
-
-        Raises:
-            KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
-
-        Examples:
-            >>> TensorDict({"a": torch.ones(2)}, [2]).apply_(lambda x: x + 1)["a"]
-            tensor([2., 2.])
-        """
-        return self.apply(fn, *others, inplace=True, **kwargs)
-
-    def named_apply(
-        self,
-        fn: Callable,
-        *others,
-        nested_keys: bool = False,
-        batch_size=None,
-        names=NO_DEFAULT,
-        device=NO_DEFAULT,
-        inplace: bool = False,
-        default=NO_DEFAULT,
-        call_on_nested: bool = False,
-        **kwargs,
-    ) -> TensorDictBase | None:
-        """Applies ``fn`` to each leaf and its key, and returns a tensordict of the results.
-
-        Args:
-            fn (callable): called as ``fn(key, leaf, *other_leaves)``; None drops the entry.
-            *others (TensorDictBase): tensordicts whose leaves are passed to ``fn`` too.
-
-        Keyword Args:
-            nested_keys (bool, optional): pass the full key (a tuple when nested), not the key
-                at the leaf's level. Defaults to False.
-            batch_size, names, device, inplace, default, call_on_nested: as in :meth:`apply`.
-            **kwargs: accepted for compatibility; ignored.
-
-        Returns:
-            The new tensordict (never None, unlike :meth:`apply`), or this one with ``inplace``.
-
-        Raises:
-            KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
-
-        Examples:
-            >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
-            >>> td.named_apply(lambda k, x: x if k == ("b", "c") else None, nested_keys=True)
-            TensorDict(batch_size=[2], fields={b: {c: f32[]}})
-        """
-        return self._fast_apply(
-            fn,
-            *others,
-            named=True,
-            nested_keys=nested_keys,
-            batch_size=None if batch_size is None else torch.Size(batch_size),
-            names=names,
-            device=device,
-            inplace=inplace,
-            default=default,
-            call_on_nested=call_on_nested,
-        )
-
-    def _fast_apply(
-        self,
-        fn,
-        *others,
-        named: bool = False,
-        nested_keys: bool = False,
-        prefix: tuple = (),
-        batch_size=None,
-        names=NO_DEFAULT,
-        device=NO_DEFAULT,
-        inplace: bool = False,
-        default=NO_DEFAULT,
-        call_on_nested: bool = False,
-        checked: bool = False,
-    ):
-        """The engine of :meth:`apply` and :meth:`named_apply`, one level at a time (classes specialise it)."""
-        out: dict = {}
-        for key, value in list(self._items_level()):
-            other_values = []
-            for other in others:
-                ov = other._get_str(key, None) if other is not None else None
-                if ov is None:
-                    if default is NO_DEFAULT:
-                        msg = f"key {prefix + (key,) if prefix else key!r} is missing in one of the other tensordicts passed to apply"
-                        raise KeyError(msg)
-                    ov = default
-                other_values.append(ov)
-            full = prefix + (key,)
-            if is_tensor_collection(value) and not (
-                call_on_nested and not isinstance(value, NonTensorData)
-            ):
-                if isinstance(value, NonTensorData):
-                    res = (
-                        value
-                        if batch_size is None
-                        else value._with(batch_size + value.batch_size[self.batch_dims :])
-                    )
-                else:
-                    sub_bs = (
-                        None
-                        if batch_size is None
-                        else batch_size + value.batch_size[self.batch_dims :]
-                    )
-                    res = value._fast_apply(
-                        fn,
-                        *other_values,
-                        named=named,
-                        nested_keys=nested_keys,
-                        prefix=full,
-                        batch_size=sub_bs,
-                        names=NO_DEFAULT,
-                        device=device,
-                        inplace=inplace,
-                        default=default,
-                        checked=checked,
-                    )
-            elif named:
-                name = (full if len(full) > 1 else key) if nested_keys else key
-                res = fn(name, value, *other_values)
-            else:
-                res = fn(value, *other_values)
-            if inplace:
-                if res is not None and res is not value:
-                    if isinstance(value, torch.Tensor) and isinstance(res, torch.Tensor):
-                        value.copy_(res)
-                    else:
-                        self._set_str(key, res, inplace=False, validated=True)
-                continue
-            if res is not None:
-                out[key] = res
-        if inplace:
-            return self
-        new_bs = self.batch_size if batch_size is None else batch_size
-        if names is NO_DEFAULT:
-            names = self.names if batch_size is None else None
-        return self._new_like(
-            out, new_bs, names=names, device=self.device if device is NO_DEFAULT else device
-        )
-
     # ------------------------------------------------------------------ locking
     def lock_(self) -> TensorDictBase:
         """Locks the tensordict and its sub-tensordicts against new keys, deletions and rebinding.
@@ -1423,179 +1211,6 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
                 "set_() / index assignment to write into an existing entry in place"
             )
             raise LockedError(msg)
-
-    # ------------------------------------------------------------------ conversions
-    def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict:
-        """Returns a nested ``dict`` of the entries (sharing tensors; non-tensors give their value).
-
-        Keyword Args:
-            retain_none (bool, optional): accepted for compatibility; ignored.
-            convert_tensors (bool, optional): turn tensors into Python lists. Defaults to False.
-
-        Returns:
-            A dict keyed like this level, with a dict per sub-tensordict.
-
-        Examples:
-            >>> td = TensorDict({"a": torch.arange(2), "b": {"c": "x"}}, [2])
-            >>> td.to_dict(convert_tensors=True)
-            {'a': [0, 1], 'b': {'c': 'x'}}
-        """
-        out = {}
-        for key, value in self._items_level():
-            if isinstance(value, TensorDictBase):
-                out[key] = value.to_dict(convert_tensors=convert_tensors)
-            elif getattr(type(value), "_is_tensorclass", False):
-                out[key] = value.to_dict(convert_tensors=convert_tensors)
-            elif isinstance(value, NonTensorData):
-                out[key] = value.data
-            else:
-                out[key] = value.tolist() if convert_tensors else value
-        return out
-
-    def numpy(self) -> dict:
-        """Returns a nested ``dict`` of numpy arrays of the detached tensors, moved to the CPU.
-
-        Returns:
-            A dict keyed like this level; CPU tensors' arrays share memory, non-tensors give values.
-
-        Raises:
-            TypeError: if a tensor's dtype has no numpy equivalent, such as bfloat16.
-
-        Examples:
-            >>> TensorDict({"a": torch.arange(2)}, [2]).numpy()
-            {'a': array([0, 1])}
-        """
-        out = {}
-        for key, value in self._items_level():
-            if isinstance(value, TensorDictBase):
-                out[key] = value.numpy()
-            elif isinstance(value, NonTensorData):
-                out[key] = value.data
-            else:
-                out[key] = value.detach().cpu().numpy()
-        return out
-
-    def tolist(self, *, convert_tensors: bool = False) -> list | dict:
-        """Returns nested lists (one level per batch dimension) of dicts of the entries.
-
-        Keyword Args:
-            convert_tensors (bool, optional): turn tensors into Python values. Defaults to False.
-
-        Returns:
-            A list nested once per batch dimension, or the :meth:`to_dict` dict without any.
-
-        Examples:
-            >>> TensorDict({"a": torch.arange(2)}, [2]).tolist(convert_tensors=True)
-            [{'a': 0}, {'a': 1}]
-        """
-        if not self.batch_size:
-            return self.to_dict(convert_tensors=convert_tensors)
-        return [self[i].tolist(convert_tensors=convert_tensors) for i in range(self.batch_size[0])]
-
-    def state_dict(
-        self, destination=None, prefix: str = "", keep_vars: bool = False, flatten: bool = True
-    ) -> dict:
-        """Returns the leaf tensors keyed by ``"."``-joined keys, like ``nn.Module.state_dict``.
-
-        Args:
-            destination (dict, optional): the dict to fill. Defaults to a new OrderedDict.
-            prefix (str, optional): prepended to every key. Defaults to ``""``.
-            keep_vars (bool, optional): keep tensors as they are, not detached. Defaults to False.
-            flatten (bool, optional): accepted for compatibility; the keys are always flattened.
-
-        Returns:
-            The filled dict (non-tensor entries are left out).
-
-        Examples:
-            >>> list(TensorDict({"a": 0, "b": {"c": 0}}, []).state_dict())
-            ['a', 'b.c']
-        """
-        out = OrderedDict() if destination is None else destination
-        for key in self.keys(True, True):
-            value = self.get(key, NO_DEFAULT)
-            if isinstance(value, torch.Tensor):
-                name = key if isinstance(key, str) else ".".join(key)
-                out[prefix + name] = value if keep_vars else value.detach()
-        return out
-
-    def load_state_dict(
-        self, state_dict: dict, strict: bool = True, assign: bool = False, from_flatten: bool = True
-    ):
-        """Copies the tensors of a :meth:`state_dict` into this tensordict, and returns it.
-
-        Keys starting with ``"__"`` are skipped. Existing tensors are copied into; others are set.
-
-        Args:
-            state_dict (dict): the tensors, keyed by ``"."``-joined keys.
-            strict (bool, optional): require every leaf of this tensordict in ``state_dict`` (extra
-                keys are still added). Defaults to True.
-            assign (bool, optional): rebind existing tensors instead of copying. Defaults to False.
-            from_flatten (bool, optional): split the keys at ``"."``. Defaults to True.
-
-        Returns:
-            The tensordict itself.
-
-        Raises:
-            RuntimeError: if ``strict`` and a leaf is missing from ``state_dict``; if a tensor does
-                not fit its entry or the batch size; if locked and a key would be added or rebound.
-            KeyError: if a key's path goes through an entry that is not a tensordict.
-
-        Examples:
-            >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
-            >>> td.load_state_dict({"a.b": torch.ones(2)})["a", "b"]
-            tensor([1., 1.])
-        """
-        wanted = {}
-        for key, value in state_dict.items():
-            if key.startswith("__"):
-                continue
-            parts = tuple(key.split(".")) if from_flatten else (key,)
-            wanted[parts[0] if len(parts) == 1 else parts] = value
-        if strict:
-            mine = {k if isinstance(k, tuple) else (k,) for k in self.keys(True, True)}
-            theirs = {k if isinstance(k, tuple) else (k,) for k in wanted}
-            missing = sorted(mine - theirs)
-            if missing:
-                msg = f"the state dict lacks the entries {missing} of the tensordict"
-                raise RuntimeError(msg)
-        for key, value in wanted.items():
-            current = self.get(key, None)
-            if isinstance(current, torch.Tensor) and not assign:
-                current.copy_(value)
-            else:
-                self.set(key, value)
-        return self
-
-    # ------------------------------------------------------------------ printing
-    def _fields_repr(self) -> str:
-        parts = []
-        for key, value in self._items_level():
-            if isinstance(value, NonTensorData):
-                parts.append(f"{key}: {type(value.data).__name__}")
-            elif isinstance(value, TensorDictBase) or getattr(
-                type(value), "_is_tensorclass", False
-            ):
-                inner = (
-                    value._fields_repr()
-                    if isinstance(value, TensorDictBase)
-                    else value._tensordict._fields_repr()
-                )
-                extra = list(value.batch_size[self.batch_dims :])
-                dims = f"{extra} " if extra else ""
-                parts.append(f"{key}: {dims}{inner}")
-            else:
-                feature = ",".join(str(s) for s in _shape_of(value)[self.batch_dims :])
-                parts.append(f"{key}: {_dtype_short(value.dtype)}[{feature}]")
-        return "{" + ", ".join(parts) + "}"
-
-    def __repr__(self) -> str:
-        extra = ""
-        if self.device is not None:
-            extra += f", device={self.device}"
-        if self.names is not None and any(n is not None for n in self.names):
-            extra += f", names={self.names}"
-        size = ",".join(str(s) for s in self.batch_size)
-        return f"{type(self).__name__}(batch_size=[{size}]{extra}, fields={self._fields_repr()})"
 
     # ------------------------------------------------------------------ misc
     def __bool__(self) -> bool:
@@ -1668,26 +1283,6 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, MemmapMixin, abc.ABC):
         return self.device is not None and self.device.type == "cuda"
 
 
-_DTYPE_SHORT = {
-    torch.float32: "f32",
-    torch.float64: "f64",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.int64: "i64",
-    torch.int32: "i32",
-    torch.int16: "i16",
-    torch.int8: "i8",
-    torch.uint8: "u8",
-    torch.bool: "bool",
-    torch.complex64: "c64",
-    torch.complex128: "c128",
-}
-
-
-def _dtype_short(dtype: torch.dtype) -> str:
-    return _DTYPE_SHORT.get(dtype, str(dtype).replace("torch.", ""))
-
-
 def _all_str(key: tuple) -> bool:
     for part in key:
         if type(part) is str:
@@ -1728,24 +1323,9 @@ def _as_value(key, value, device):
     return NonTensorData(value)
 
 
-def _shape_of(value) -> torch.Size:
-    """The shape of a tensor (a nested tensor's ragged dims read -1) or a collection's batch size."""
-    if not isinstance(value, torch.Tensor):
-        return value.batch_size
-    if value.is_nested:
-        sizes = value._nested_tensor_size()
-        inner = (
-            [int(col[0]) if bool((col == col[0]).all()) else -1 for col in sizes.unbind(1)]
-            if sizes.numel()
-            else []
-        )
-        return torch.Size([value.size(0), *inner])
-    return value.shape
-
-
 def _check_batch(key, value, batch_size: torch.Size) -> None:
     n = len(batch_size)
-    shape = _shape_of(value)
+    shape = shape_of(value)
     if shape[:n] != batch_size:
         msg = (
             f"batch dimension mismatch for key {key!r}: the tensordict has batch_size="

@@ -30,12 +30,13 @@ import torch
 from tensordict._collection import is_tensor_collection
 from tensordict._keys import _key_parts
 from tensordict._nontensor import NonTensorData
+from tensordict._ops.convert import dtype_short
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
 from tensordict._ops.torch_function import dispatch as _dispatch
 from tensordict._stack import cat as _td_cat
 from tensordict._stack import stack as _td_stack
 from tensordict._td import TensorDict
-from tensordict.base import TensorDictBase, _dtype_short
+from tensordict.base import TensorDictBase
 from tensordict.errors import (
     MemmapFormatError,
     MemmapNotFoundError,
@@ -607,8 +608,8 @@ def _entry_repr(value, batch_dims: int) -> str:
         try:
             feature = ",".join(str(s) for s in value.shape[batch_dims:])
         except RuntimeError:  # a nested tensor without a dense shape
-            return f"{_dtype_short(value.dtype)}[nested]"
-        return f"{_dtype_short(value.dtype)}[{feature}]"
+            return f"{dtype_short(value.dtype)}[nested]"
+        return f"{dtype_short(value.dtype)}[{feature}]"
     extra = list(value.batch_size[batch_dims:])
     dims = f"{extra} " if extra else ""
     if _is_tc(value):

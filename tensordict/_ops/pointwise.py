@@ -1,12 +1,15 @@
 """Values: conversions, arithmetic and comparison operators, elementwise math, reductions.
 
 The elementwise math methods are generated from one table (``_UNARY`` and
-``_BINARY``); each gets an in-place ``_`` form.
+``_BINARY``); each gets an in-place ``_`` form. The reductions are generated too. The
+docstrings of the generated methods are built by their factories from ``_UNARY_DOCS``,
+``_BINARY_DOCS`` and ``_REDUCTION_DOCS``, each with an example that runs as a doctest.
 """
 
 from __future__ import annotations
 
 import operator
+import textwrap
 
 import torch
 
@@ -38,6 +41,120 @@ _BINARY = (
 
 _NEEDS_FLOAT = frozenset({"exp", "log", "sqrt", "sigmoid"})
 
+# ---------------------------------------------------------- docstrings of the generated methods
+# name: (what it computes, example input, example output, the kind of dtype it refuses: _UNARY_RAISES)
+_UNARY_DOCS = {
+    "abs": ("the absolute value", "[-1.0, 2.0]", "tensor([1., 2.])", "bool"),
+    "acos": ("the inverse cosine", "[1.0]", "tensor([0.])", "float"),
+    "asin": ("the inverse sine", "[0.0]", "tensor([0.])", "float"),
+    "atan": ("the inverse tangent", "[0.0]", "tensor([0.])", "float"),
+    "ceil": ("rounding up to an integral value", "[0.5, -1.5]", "tensor([ 1., -1.])", "bool"),
+    "cos": ("the cosine", "[0.0]", "tensor([1.])", "float"),
+    "cosh": ("the hyperbolic cosine", "[0.0]", "tensor([1.])", "float"),
+    "erf": ("the error function", "[0.0]", "tensor([0.])", "float"),
+    "erfc": ("the complementary error function", "[0.0]", "tensor([1.])", "float"),
+    "exp": ("the exponential", "[0.0]", "tensor([1.])", "float"),
+    "expm1": ("``exp(x) - 1``", "[0.0]", "tensor([0.])", "float"),
+    "floor": ("rounding down to an integral value", "[0.5, -1.5]", "tensor([ 0., -2.])", "bool"),
+    "frac": ("the fractional part", "[1.5, -2.25]", "tensor([ 0.5000, -0.2500])", "real"),
+    "lgamma": ("the log of the absolute gamma function", "[1.0, 2.0]", "tensor([0., 0.])", "float"),
+    "log": ("the natural logarithm", "[1.0]", "tensor([0.])", "float"),
+    "log10": ("the base-10 logarithm", "[1.0, 100.0]", "tensor([0., 2.])", "float"),
+    "log1p": ("``log(1 + x)``", "[0.0]", "tensor([0.])", "float"),
+    "log2": ("the base-2 logarithm", "[1.0, 8.0]", "tensor([0., 3.])", "float"),
+    "neg": ("the negation", "[1.0, -2.0]", "tensor([-1.,  2.])", "bool"),
+    "reciprocal": ("``1 / x``", "[2.0, 4.0]", "tensor([0.5000, 0.2500])", "float"),
+    "round": ("rounding to the nearest integer, halves to even", "[0.4, 2.5]", "tensor([0., 2.])", "bool"),
+    "rsqrt": ("``1 / sqrt(x)``", "[4.0, 16.0]", "tensor([0.5000, 0.2500])", "float"),
+    "sigmoid": ("the logistic function", "[0.0]", "tensor([0.5000])", "float"),
+    "sign": ("the sign: -1, 0 or 1", "[-2.0, 0.0, 3.0]", "tensor([-1.,  0.,  1.])", "any"),
+    "sin": ("the sine", "[0.0]", "tensor([0.])", "float"),
+    "sinh": ("the hyperbolic sine", "[0.0]", "tensor([0.])", "float"),
+    "sqrt": ("the square root", "[4.0, 9.0]", "tensor([2., 3.])", "float"),
+    "tan": ("the tangent", "[0.0]", "tensor([0.])", "float"),
+    "tanh": ("the hyperbolic tangent", "[0.0]", "tensor([0.])", "float"),
+    "trunc": ("rounding towards zero", "[1.7, -1.7]", "tensor([ 1., -1.])", "bool"),
+    "logical_not": ("the logical negation", "[True, False]", "tensor([False,  True])", "logical"),
+    "bitwise_not": ("the bitwise negation", "[0, 5]", "tensor([-1, -6])", "int"),
+    "relu": ("``max(x, 0)``", "[-1.0, 2.0]", "tensor([0., 2.])", "bool"),
+    "square": ("``x * x``", "[2.0, -3.0]", "tensor([4., 9.])", "square"),
+    "exp2": ("``2 ** x``", "[3.0]", "tensor([8.])", "float"),
+    "sgn": ("the sign, extended to complex numbers as ``x / abs(x)``", "[-2.0, 3.0]", "tensor([-1.,  1.])", "any"),
+}  # fmt: skip
+
+_REFUSED = "for which torch does not implement it"
+# kind: (a sentence on the result dtype, the out-of-place Raises condition, the in-place one)
+_UNARY_RAISES = {
+    "float": (
+        " Integer and boolean leaves give floating-point results.",
+        None,
+        "if a leaf is an integer or boolean tensor, which cannot hold the floating-point result",
+    ),
+    "bool": ("", f"if a leaf is a boolean tensor, {_REFUSED}", f"if a leaf is a boolean tensor, {_REFUSED}"),
+    "real": ("", f"if a leaf is an integer or boolean tensor, {_REFUSED}", f"if a leaf is an integer or boolean tensor, {_REFUSED}"),
+    "int": ("", f"if a leaf is a floating-point tensor, {_REFUSED}", f"if a leaf is a floating-point tensor, {_REFUSED}"),
+    "square": (" Boolean leaves give int64 results.", None, "if a leaf is a boolean tensor, which cannot hold the integer result"),
+    "logical": (" The results are boolean tensors.", None, None),
+    "any": ("", None, None),
+}  # fmt: skip
+
+_NUMBER_OR_TENSOR = "number, torch.Tensor or TensorDictBase"
+_TENSOR_ONLY = "torch.Tensor or TensorDictBase"
+# name: (what it computes, the type of other, None or ("args" or "kwargs", the extra arguments it takes),
+#        example input, example arguments, example output)
+_BINARY_DOCS = {
+    "add": ("the sum", _NUMBER_OR_TENSOR, ("kwargs", "``alpha``, a multiplier of ``other`` (default 1)"), "[1.0, 4.0]", "2.0", "tensor([3., 6.])"),
+    "sub": ("the difference", _NUMBER_OR_TENSOR, ("kwargs", "``alpha``, a multiplier of ``other`` (default 1)"), "[1.0, 4.0]", "1.0", "tensor([0., 3.])"),
+    "mul": ("the product", _NUMBER_OR_TENSOR, None, "[1.0, 4.0]", "3.0", "tensor([ 3., 12.])"),
+    "div": ("the quotient", _NUMBER_OR_TENSOR, ("kwargs", "``rounding_mode``: None (true division), ``'trunc'`` or ``'floor'``"), "[1.0, 4.0]", "2.0", "tensor([0.5000, 2.0000])"),
+    "pow": ("the power", _NUMBER_OR_TENSOR, None, "[1.0, 4.0]", "2", "tensor([ 1., 16.])"),
+    "maximum": ("the elementwise maximum", _TENSOR_ONLY, None, "[1.0, 4.0]", "torch.tensor(2.0)", "tensor([2., 4.])"),
+    "minimum": ("the elementwise minimum", _TENSOR_ONLY, None, "[1.0, 4.0]", "torch.tensor(2.0)", "tensor([1., 2.])"),
+    "clamp_min": ("the leaf clamped from below", _NUMBER_OR_TENSOR, None, "[1.0, 4.0]", "2.0", "tensor([2., 4.])"),
+    "clamp_max": ("the leaf clamped from above", _NUMBER_OR_TENSOR, None, "[1.0, 4.0]", "2.0", "tensor([1., 2.])"),
+    "lerp": ("the linear interpolation", _TENSOR_ONLY, ("args", "the ``weight`` (required), a number or tensor; the result is ``leaf + weight * (other - leaf)``"), "[1.0, 4.0]", "torch.tensor([3.0, 0.0]), 0.5", "tensor([2., 2.])"),
+    "atan2": ("the angle in radians", _TENSOR_ONLY, None, "[0.0, 1.0]", "torch.tensor(1.0)", "tensor([0.0000, 0.7854])"),
+    "fmod": ("the remainder with the sign of the leaf", _NUMBER_OR_TENSOR, None, "[-3.0, 5.0]", "2.0", "tensor([-1.,  1.])"),
+    "remainder": ("the remainder with the sign of ``other``", _NUMBER_OR_TENSOR, None, "[-3.0, 5.0]", "2.0", "tensor([1., 1.])"),
+}  # fmt: skip
+
+_SUM_DATA = "[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]"
+_MAX_DATA = "[[1.0, 5.0, 2.0], [4.0, 3.0, 6.0]]"
+_STD_DATA = "[[1.0, 3.0, 5.0], [2.0, 2.0, 2.0]]"
+# name: (what it computes, example input, two (call, output) example pairs)
+_REDUCTION_DOCS = {
+    "sum": ("the sum", _SUM_DATA, '(1)["a"]', "tensor([ 3., 12.])", "(reduce=True)", "tensor(15.)"),
+    "mean": ("the mean", _SUM_DATA, '(1)["a"]', "tensor([1., 4.])", "(reduce=True)", "tensor(2.5000)"),
+    "nansum": ("the sum with NaN counted as zero", '[[1.0, float("nan")], [2.0, 3.0]]', '(1)["a"]', "tensor([1., 5.])", "(reduce=True)", "tensor(6.)"),
+    "nanmean": ("the mean of the values that are not NaN", '[[1.0, float("nan")], [2.0, 4.0]]', '(1)["a"]', "tensor([1., 3.])", "(reduce=True)", "tensor(2.3333)"),
+    "prod": ("the product", "[[1.0, 2.0], [3.0, 4.0]]", '(1)["a"]', "tensor([ 2., 12.])", "(reduce=True)", "tensor(24.)"),
+    "std": ("the standard deviation", _STD_DATA, '(1)["a"]', "tensor([2., 0.])", "(reduce=True)", "tensor(1.3784)"),
+    "var": ("the variance", _STD_DATA, '(1)["a"]', "tensor([4., 0.])", "(reduce=True)", "tensor(1.9000)"),
+    "max": ("the maximum", _MAX_DATA, '(1).values["a"]', "tensor([5., 6.])", '(1).indices["a"]', "tensor([1, 2])"),
+    "min": ("the minimum", _MAX_DATA, '(1).values["a"]', "tensor([1., 3.])", '(1).indices["a"]', "tensor([0, 1])"),
+    "amax": ("the maximum", _MAX_DATA, '(1)["a"]', "tensor([5., 6.])", "(reduce=True)", "tensor(6.)"),
+    "amin": ("the minimum", _MAX_DATA, '(1)["a"]', "tensor([1., 3.])", "(reduce=True)", "tensor(1.)"),
+    "logsumexp": ("the log-sum-exp", "[[0.0, 0.0], [1.0, 1.0]]", '(1)["a"]', "tensor([0.6931, 1.6931])", "(1, keepdim=True).batch_size", "torch.Size([2, 1])"),
+    "median": ("the median", _MAX_DATA, '(1)["a"]', "tensor([2., 4.])", "(reduce=True)", "tensor(3.)"),
+}  # fmt: skip
+
+_PER_DIM = "Several batch dims are reduced one after the other"
+_NAN_MEAN = "With ``reduce=True`` the mean runs over the elements of all the leaves together, integer and boolean ones cast to float32 first."
+_SAMPLE = "By default it is the sample estimate (``correction=1``); pass ``correction=0`` for the population one."
+_INDICES = "With an int ``dim`` and ``return_indices`` (the default), the result is a :class:`ValuesIndices` pair of tensordicts, ``.values`` and ``.indices`` (the positions along ``dim``); with a tuple of dims or ``return_indices=False``, only the values, computed like :meth:`{}`."
+# name: what sets the method apart, after the paragraph common to every reduction
+_REDUCTION_NOTES = {
+    "mean": _NAN_MEAN,
+    "nanmean": _NAN_MEAN,
+    "prod": f"{_PER_DIM}.",
+    "std": _SAMPLE,
+    "var": _SAMPLE,
+    "max": _INDICES.format("amax"),
+    "min": _INDICES.format("amin"),
+    "logsumexp": "``torch.logsumexp`` needs dims, so a call without ``dim`` raises TypeError, with or without ``reduce``.",
+    "median": f"Of an even count of values it takes the lower middle one, and it returns no indices. {_PER_DIM}, which gives a median of medians, not the median of all the elements.",
+}  # fmt: skip
+
 
 def _leaf_keys(td) -> set:
     return set(td.keys(True, True))
@@ -60,6 +177,17 @@ def _unwrap(other):
     return other._tensordict if getattr(type(other), "_is_tensorclass", False) else other
 
 
+def _fill(text: str, indent: str = "", hang: str = "") -> str:
+    """One paragraph or section entry of a generated docstring, wrapped at 88 columns."""
+    return textwrap.fill(text, width=88, initial_indent=indent, subsequent_indent=indent + hang)
+
+
+def _section(title: str, *entries) -> str:
+    """A section of a generated docstring from ``(name, text)`` entries; a None text is left out."""
+    lines = [_fill(f"{name}: {text}", "    ", "    ") for name, text in entries if text]
+    return f"{title}:\n" + "\n".join(lines) + "\n\n" if lines else ""
+
+
 def _make_unary(name: str):
     def method(self):
         return self._fast_apply(
@@ -73,11 +201,35 @@ def _make_unary(name: str):
                 fn(leaf)
         return self
 
+    what, data, out, kind = _UNARY_DOCS[name]
+    dtype_note, refused, refused_ = _UNARY_RAISES[kind]
+    setup = f'    >>> td = TensorDict({{"a": torch.tensor({data})}}, [{data.count(",") + 1}])\n'
     method.__name__ = name
-    method.__doc__ = f"Returns a tensordict with ``torch.{name}`` applied to every leaf."
+    method.__doc__ = (
+        f"Returns a tensordict with ``torch.{name}`` ({what}) applied to every leaf.\n\n"
+        + _fill(
+            f"Each tensor leaf, nested ones included, is replaced by ``torch.{name}(leaf)`` in "
+            "the result; non-tensor entries are kept as they are, and this tensordict is left "
+            f"unchanged.{dtype_note}"
+        )
+        + "\n\nReturns:\n    A new tensordict with the same keys, batch size, names and device.\n\n"
+        + _section("Raises", ("RuntimeError", refused and refused + "."))
+        + f'Examples:\n{setup}    >>> td.{name}()["a"]\n    {out}\n'
+    )
     method_.__name__ = name + "_"
     method_.__doc__ = (
-        f"Applies ``Tensor.{name}_`` to every leaf in place and returns the tensordict."
+        f"Applies ``Tensor.{name}_`` ({what}) to every leaf in place and returns the tensordict.\n\n"
+        + _fill(
+            "Each tensor leaf, nested ones included, is overwritten with its result in its own "
+            "dtype; non-tensor entries are skipped. No entry is rebound, so a locked tensordict "
+            "accepts it too."
+        )
+        + "\n\nReturns:\n    This tensordict.\n\n"
+        + _section(
+            "Raises",
+            ("RuntimeError", refused_ and refused_ + "; the leaves before it are already written."),
+        )
+        + f'Examples:\n{setup}    >>> td.{name}_() is td\n    True\n    >>> td["a"]\n    {out}\n'
     )
     return method, method_
 
@@ -106,10 +258,97 @@ def _make_binary(name: str):
                     fn(leaf, other, *args, **kwargs)
         return self
 
+    what, other_type, extra, data, call, out = _BINARY_DOCS[name]
+    hint = dict([extra]) if extra else {}
+    needs_tensor = other_type == _TENSOR_ONLY
+    args = _section(
+        "Args",
+        (
+            f"other ({other_type})",
+            f"the second operand. {'A tensor' if needs_tensor else 'A number or tensor'} is "
+            "combined with every leaf and broadcasts by torch's rules, aligned on the trailing "
+            "dims (the ``+``-style operators align a tensor on the leading batch dims instead); "
+            "a tensordict or tensorclass gives each leaf its own leaf at the same key.",
+        ),
+        (
+            "*args",
+            f"passed on to ``torch.{name}`` after ``other``: {hint.get('args', 'it takes none')}.",
+        ),
+        ("**kwargs", f"passed on to ``torch.{name}``: {hint.get('kwargs', 'it takes none')}."),
+    )
+    mismatch = (
+        "KeyMismatchError",
+        "if ``other`` is a tensordict whose leaf keys differ from these.",
+    )
+    type_error = (
+        "TypeError",
+        needs_tensor
+        and f"if ``other`` is a number (``torch.{name}`` needs a tensor)"
+        + (" or the weight is missing." if name == "lerp" else "."),
+    )
+    setup = f'    >>> td = TensorDict({{"a": torch.tensor({data})}}, [2])\n'
     method.__name__ = name
-    method.__doc__ = f"Returns ``torch.{name}(leaf, other)`` for every leaf; ``other`` is a scalar, tensor or tensordict."
+    method.__doc__ = (
+        f"Returns a tensordict of ``torch.{name}(leaf, other)``, {what}, for every leaf.\n\n"
+        "Non-tensor entries are kept as they are, and this tensordict is left unchanged.\n\n"
+        + args
+        + "Returns:\n    A new tensordict with the same keys, batch size, names and device.\n\n"
+        + _section(
+            "Raises",
+            mismatch,
+            type_error,
+            (
+                "RuntimeError",
+                "if a leaf and its operand do not broadcast, or torch refuses their dtypes.",
+            ),
+        )
+        + f'Examples:\n{setup}    >>> td.{name}({call})["a"]\n    {out}\n'
+    )
     method_.__name__ = name + "_"
-    method_.__doc__ = f"Applies ``Tensor.{name}_`` with ``other`` to every leaf in place and returns the tensordict."
+    if hasattr(torch.Tensor, name + "_"):
+        method_.__doc__ = (
+            f"Applies ``Tensor.{name}_(other)``, {what}, to every leaf in place and returns the "
+            "tensordict.\n\n"
+            + _fill(
+                f"Each tensor leaf, nested ones included, is overwritten with ``torch.{name}(leaf, "
+                "other)`` in its own dtype and shape; non-tensor entries are skipped. No entry is "
+                "rebound, so a locked tensordict accepts it too."
+            )
+            + "\n\n"
+            + args
+            + "Returns:\n    This tensordict.\n\n"
+            + _section(
+                "Raises",
+                mismatch,
+                type_error,
+                (
+                    "RuntimeError",
+                    "if an operand does not broadcast to its leaf's shape, or the result cannot be "
+                    "cast to the leaf's dtype (a floating-point result into an integer leaf, for "
+                    "instance); the leaves before it are already written.",
+                ),
+            )
+            + f'Examples:\n{setup}    >>> td.{name}_({call}) is td\n    True\n    >>> td["a"]\n    {out}\n'
+        )
+    else:  # torch has no such in-place method: the docstring tells the current failure
+        method_.__doc__ = (
+            f"Would write {what} with ``other`` into every leaf in place, but always raises "
+            "AttributeError.\n\n"
+            + _fill(
+                f"``torch.Tensor`` has no ``{name}_`` method, and this method looks it up before "
+                f"anything else, so every call fails and changes nothing. ``td.copy_(td.{name}("
+                "other))`` writes the same result in place."
+            )
+            + "\n\n"
+            + args
+            + "Returns:\n    Nothing, since every call raises; once fixed, this tensordict.\n\n"
+            + _section(
+                "Raises", ("AttributeError", f"always: ``torch.Tensor`` has no ``{name}_``.")
+            )
+            + f"Examples:\n{setup}    >>> td.{name}_({call})\n    Traceback (most recent call last):"
+            f"\n        ...\n    AttributeError: type object 'Tensor' has no attribute '{name}_'\n"
+            f'    >>> td.copy_(td.{name}({call}))["a"]\n    {out}\n'
+        )
     return method, method_
 
 
@@ -203,15 +442,99 @@ def _reduction(name: str):
 
         return self._fast_apply(op, batch_size=new, names=None)
 
+    what, data, call1, out1, call2, out2 = _REDUCTION_DOCS[name]
+    indices = name in ("max", "min")
+    summed = name in ("sum", "nansum")
+    if name == "logsumexp":
+        whole = "Without ``dim`` it raises, see below."
+    else:
+        whole = (
+            "Without ``dim`` (or with ``dim=...``), each leaf is reduced over all its dims, "
+            "feature dims included, into a tensordict with ``batch_size=[]``; with "
+            "``reduce=True`` as well, all the leaves are reduced together into one tensor ("
+            + ("the sum of the per-leaf results)." if summed else "their elements concatenated).")
+        )
+    floats_only = name in ("mean", "nanmean", "std", "var") and (
+        "if a leaf is an integer or boolean tensor"
+        + (" (``reduce=True`` casts them instead)." if "mean" in name else ".")
+    )
+    empty = "with ``reduce=True``, if there is no tensor leaf."
+    setup = f'    >>> td = TensorDict({{"a": torch.tensor({data})}}, [2, {data.split("]")[0].count(",") + 1}])\n'
     method.__name__ = name
     method.__doc__ = (
-        f"Returns ``torch.{name}`` of every leaf.\n\n"
-        "        Args:\n"
-        "            dim (int or tuple of int, optional): batch dims to reduce. Without it each leaf is\n"
-        "                reduced over all its dimensions and the result has ``batch_size=[]``.\n"
-        "            keepdim (bool, optional): keep the reduced dims with size 1.\n\n"
-        "        Keyword Args:\n"
-        "            reduce (bool, optional): with ``dim=None``, reduce all leaves to one tensor.\n"
+        f"Returns ``torch.{name}`` of every leaf over the batch dims ``dim``: {what}.\n\n"
+        + _fill(
+            "With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps "
+            "the other batch dims (and the reduced ones with size 1 if ``keepdim``). "
+            f"{whole} Non-tensor entries are kept; the result has no dim names."
+        )
+        + "\n\n"
+        + (_fill(_REDUCTION_NOTES[name]) + "\n\n" if name in _REDUCTION_NOTES else "")
+        + _section(
+            "Args",
+            (
+                "dim (int, tuple of int or Ellipsis, optional)",
+                "the batch dims to reduce; negative values count from the last batch dim. "
+                + (
+                    "Required: the default None raises."
+                    if name == "logsumexp"
+                    else "Defaults to None, which (like ``...``) reduces each leaf over all its dims."
+                ),
+            ),
+            (
+                "keepdim (bool, optional)",
+                "keep the reduced batch dims, with size 1. Defaults to False.",
+            ),
+        )
+        + _section(
+            "Keyword Args",
+            (
+                "reduce (bool, optional)",
+                "without ``dim``, reduce all the leaves together into one tensor; ignored with "
+                "``dim``. Defaults to None (off)."
+                if name != "logsumexp"
+                else "ignored: with ``dim`` it has no effect, and without it the call raises.",
+            ),
+            (
+                "return_indices (bool, optional)",
+                "with an int ``dim``, return the indices too. Defaults to True."
+                if indices
+                else "ignored: only ``max`` and ``min`` return indices. Defaults to True.",
+            ),
+            (
+                "**kwargs",
+                f"passed on to ``torch.{name}`` for every leaf"
+                + (
+                    " (not with an int ``dim``)."
+                    if indices
+                    else ", ``dtype`` for instance."
+                    if name in ("sum", "nansum", "mean", "nanmean", "prod")
+                    else "."
+                ),
+            ),
+        )
+        + "Returns:\n"
+        + (
+            "    A :class:`ValuesIndices` pair of tensordicts for an int ``dim`` with\n"
+            "    ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.\n\n"
+            if indices
+            else "    A tensordict.\n\n"
+            if name == "logsumexp"
+            else "    A tensordict, or a 0-dim tensor with ``reduce=True``.\n\n"
+        )
+        + _section(
+            "Raises",
+            (
+                "DimensionError",
+                "if an entry of ``dim`` is out of range for the batch dims (any ``dim`` when "
+                "there are no batch dims).",
+            ),
+            ("TypeError", name == "logsumexp" and "if ``dim`` is None or ``...``."),
+            ("RuntimeError", floats_only or summed and empty),
+            ("ValueError", not summed and name != "logsumexp" and empty),
+        )
+        + f"Examples:\n{setup}    >>> td.{name}{call1}\n    {out1}\n"
+        + f"    >>> td.{name}{call2}\n    {out2}\n"
     )
     return method
 
@@ -331,15 +654,80 @@ class PointwiseMixin:
     del _name
 
     def clamp(self, min=None, max=None):  # noqa: A002 - torch's argument names
-        """Returns every leaf clamped to ``[min, max]``."""
+        """Returns a tensordict with every tensor leaf clamped to ``[min, max]``.
+
+        Each leaf goes through ``Tensor.clamp(min, max)``; a bound left at None is not applied.
+        Non-tensor entries are kept as they are, and this tensordict is left unchanged.
+
+        Args:
+            min (number or torch.Tensor, optional): the lower bound. A tensor broadcasts against
+                each leaf by torch's rules (aligned on the trailing dims). Defaults to None.
+            max (number or torch.Tensor, optional): the upper bound, likewise. Defaults to None.
+
+        Returns:
+            A new tensordict with the same keys, batch size, names and device.
+
+        Raises:
+            RuntimeError: if both bounds are None, or a tensor bound does not broadcast against
+                a leaf.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([-2.0, 0.5, 3.0])}, [3])
+            >>> td.clamp(0.0, 1.0)["a"]
+            tensor([0.0000, 0.5000, 1.0000])
+        """
         return self._fast_apply(lambda x: x.clamp(min, max))
 
     def clamp_(self, min=None, max=None):  # noqa: A002
-        """Clamps every leaf to ``[min, max]`` in place and returns the tensordict."""
+        """Clamps every tensor leaf to ``[min, max]`` in place and returns the tensordict.
+
+        Each leaf goes through ``Tensor.clamp_(min, max)``, nested ones included; non-tensor
+        entries are skipped. No entry is rebound, so a locked tensordict accepts it too.
+
+        Args:
+            min (number or torch.Tensor, optional): the lower bound. Defaults to None.
+            max (number or torch.Tensor, optional): the upper bound. Defaults to None.
+
+        Returns:
+            This tensordict.
+
+        Raises:
+            RuntimeError: if both bounds are None, or a tensor bound does not broadcast to a
+                leaf's shape; the leaves before it are already clamped.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([-2.0, 3.0])}, [2])
+            >>> td.clamp_(max=1.0) is td
+            True
+            >>> td["a"]
+            tensor([-2.,  1.])
+        """
         return self.apply_(lambda x: x.clamp_(min, max))
 
     def norm(self, *args, **kwargs):
-        """Returns the norm of every leaf (a tensordict with ``batch_size=[]``)."""
+        """Returns the vector norm of every tensor leaf, as a tensordict with ``batch_size=[]``.
+
+        Each leaf goes through ``torch.linalg.vector_norm``, integer and boolean ones cast to
+        float32 first; by default that is the 2-norm of all the leaf's elements, feature dims
+        included. The result always has ``batch_size=[]`` and no dim names, whatever ``dim``
+        is given; non-tensor entries are kept.
+
+        Args:
+            *args: passed on to ``torch.linalg.vector_norm`` after the leaf: ``ord``, ``dim``,
+                ``keepdim``.
+            **kwargs: passed on likewise (``ord``, ``dim``, ``keepdim``, ``dtype``).
+
+        Returns:
+            A new tensordict of norms.
+
+        Raises:
+            IndexError: if ``dim`` names a dimension that a leaf does not have.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([3.0, 4.0]), "b": torch.tensor([1, -1])}, [2])
+            >>> td.norm()["a"], td.norm(1)["b"]
+            (tensor(5.), tensor(2.))
+        """
         return self._fast_apply(
             lambda x: torch.linalg.vector_norm(
                 x.float() if not x.is_floating_point() else x, *args, **kwargs
@@ -350,7 +738,30 @@ class PointwiseMixin:
 
     # boolean reductions
     def all(self, dim: int | None = None):
-        """True when every element of every leaf is True; with ``dim``, a tensordict reduced on that batch dim."""
+        """Returns True if every element of every tensor leaf is nonzero; with ``dim``, reduces that batch dim.
+
+        Without ``dim`` the answer is a Python bool, True when there is no tensor leaf. With
+        ``dim`` each leaf goes through ``Tensor.all(dim)``, and the result is a tensordict of
+        boolean tensors without that batch dim and without dim names.
+
+        Args:
+            dim (int, optional): the batch dim to reduce; negative values count from the last
+                batch dim. Defaults to None, which reduces everything.
+
+        Returns:
+            A bool, or a new tensordict when ``dim`` is given.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims (any ``dim`` when
+                there are no batch dims).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([[True, False], [True, True]])}, [2, 2])
+            >>> td.all()
+            False
+            >>> td.all(1)["a"]
+            tensor([False,  True])
+        """
         if dim is None:
             return all(
                 bool(v.all()) for v in self.values(True, True) if isinstance(v, torch.Tensor)
@@ -358,7 +769,30 @@ class PointwiseMixin:
         return self._bool_reduce("all", dim)
 
     def any(self, dim: int | None = None):
-        """True when any element of any leaf is True; with ``dim``, a tensordict reduced on that batch dim."""
+        """Returns True if any element of any tensor leaf is nonzero; with ``dim``, reduces that batch dim.
+
+        Without ``dim`` the answer is a Python bool, False when there is no tensor leaf. With
+        ``dim`` each leaf goes through ``Tensor.any(dim)``, and the result is a tensordict of
+        boolean tensors without that batch dim and without dim names.
+
+        Args:
+            dim (int, optional): the batch dim to reduce; negative values count from the last
+                batch dim. Defaults to None, which reduces everything.
+
+        Returns:
+            A bool, or a new tensordict when ``dim`` is given.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims (any ``dim`` when
+                there are no batch dims).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([[False, False], [True, False]])}, [2, 2])
+            >>> td.any()
+            True
+            >>> td.any(1)["a"]
+            tensor([False,  True])
+        """
         if dim is None:
             return any(
                 bool(v.any()) for v in self.values(True, True) if isinstance(v, torch.Tensor)
@@ -378,13 +812,39 @@ class PointwiseMixin:
     def to(self, *args, **kwargs):
         """Returns the tensordict moved to a device and/or cast to a dtype.
 
-        Accepts ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)`` and
-        the keyword forms ``device=``, ``dtype=``, ``non_blocking=``. Returns this
-        tensordict when nothing changes.
+        The positional arguments may be a device (a ``torch.device``, a string or an index),
+        a ``torch.dtype``, a tensor (its device and dtype) or a tensordict (its device only), in
+        any combination; each overrides what an earlier one, or a keyword, gave. The dtype cast
+        applies to every tensor leaf, integer and boolean ones included; non-tensor entries are
+        kept. With neither a device nor a dtype, or with only a device equal to
+        :attr:`device`, this tensordict itself is returned. Otherwise the result is new, and
+        its :attr:`device` is the target device when one was given.
+
+        Args:
+            *args: the devices, dtypes, tensors or tensordicts described above.
+
+        Keyword Args:
+            device (torch.device, str or int, optional): the target device.
+            dtype (torch.dtype, optional): the target dtype.
+            non_blocking (bool, optional): passed on to ``Tensor.to`` when a device is given.
+                Defaults to False.
+
+        Returns:
+            This tensordict, or a new one.
+
+        Raises:
+            TypeError: if another keyword is given, or a positional argument is none of the
+                above.
+            RuntimeError: if a string names no device, or the device cannot be used (an index
+                without an accelerator, for instance).
+            AssertionError: from torch, when moving to CUDA with a build that has no CUDA.
 
         Examples:
-            >>> TensorDict({"a": torch.zeros(2)}, [2]).to(torch.float64)["a"].dtype
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2], device="cpu")
+            >>> td.to(torch.float64)["a"].dtype
             torch.float64
+            >>> td.to("cpu") is td
+            True
         """
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
@@ -421,47 +881,187 @@ class PointwiseMixin:
         )
 
     def cpu(self):
-        """Returns the tensordict on the CPU."""
+        """Returns the tensordict on the CPU.
+
+        This is ``self.to("cpu")``: the tensordict itself when its :attr:`device` is already the
+        CPU, otherwise a new tensordict whose leaves are moved there and whose device is set to
+        the CPU, also when it was None (unset).
+
+        Returns:
+            This tensordict, or a new one.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.device is None, td.cpu().device
+            (True, device(type='cpu'))
+        """
         return self.to("cpu")
 
     def cuda(self, device=None):
-        """Returns the tensordict on a CUDA device."""
+        """Returns the tensordict on a CUDA device.
+
+        This is ``self.to(torch.device(device))``, with ``"cuda"`` (the current CUDA device) when
+        ``device`` is None: a new tensordict whose leaves are moved there, unless the
+        tensordict is already on that device.
+
+        Args:
+            device (int, str or torch.device, optional): the CUDA device. Defaults to None.
+
+        Returns:
+            This tensordict, or a new one.
+
+        Raises:
+            AssertionError: from torch, if it was built without CUDA.
+            RuntimeError: if no CUDA device is available, or ``device`` names no valid device.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.cuda().device.type if torch.cuda.is_available() else "cuda"
+            'cuda'
+        """
         return self.to(torch.device("cuda" if device is None else device))
 
     def float(self):
-        """Returns every leaf cast to float32."""
+        """Returns the tensordict with every tensor leaf cast to ``torch.float32``.
+
+        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
+        It is ``self.to(torch.float32)``: always a new tensordict, whose leaves that already
+        have this dtype are shared rather than copied.
+
+        Returns:
+            A new tensordict with the same keys, batch size, names and device.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
+            >>> td.float()["a"]
+            tensor([1., 2.])
+        """
         return self.to(torch.float32)
 
     def double(self):
-        """Returns every leaf cast to float64."""
+        """Returns the tensordict with every tensor leaf cast to ``torch.float64``.
+
+        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
+        It is ``self.to(torch.float64)``: always a new tensordict, whose leaves that already
+        have this dtype are shared rather than copied.
+
+        Returns:
+            A new tensordict with the same keys, batch size, names and device.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
+            >>> td.double()["a"]
+            tensor([1., 2.], dtype=torch.float64)
+        """
         return self.to(torch.float64)
 
     def half(self):
-        """Returns every leaf cast to float16."""
+        """Returns the tensordict with every tensor leaf cast to ``torch.float16``.
+
+        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
+        It is ``self.to(torch.float16)``: always a new tensordict, whose leaves that already
+        have this dtype are shared rather than copied.
+
+        Returns:
+            A new tensordict with the same keys, batch size, names and device.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
+            >>> td.half()["a"]
+            tensor([1., 2.], dtype=torch.float16)
+        """
         return self.to(torch.float16)
 
     def bfloat16(self):
-        """Returns every leaf cast to bfloat16."""
+        """Returns the tensordict with every tensor leaf cast to ``torch.bfloat16``.
+
+        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
+        It is ``self.to(torch.bfloat16)``: always a new tensordict, whose leaves that already
+        have this dtype are shared rather than copied.
+
+        Returns:
+            A new tensordict with the same keys, batch size, names and device.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
+            >>> td.bfloat16()["a"]
+            tensor([1., 2.], dtype=torch.bfloat16)
+        """
         return self.to(torch.bfloat16)
 
     def int(self):
-        """Returns every leaf cast to int32."""
+        """Returns the tensordict with every tensor leaf cast to ``torch.int32``.
+
+        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
+        It is ``self.to(torch.int32)``: always a new tensordict, whose leaves that already
+        have this dtype are shared rather than copied.
+
+        Returns:
+            A new tensordict with the same keys, batch size, names and device.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([1.5, -2.5])}, [2])
+            >>> td.int()["a"]
+            tensor([ 1, -2], dtype=torch.int32)
+        """
         return self.to(torch.int32)
 
     def long(self):
-        """Returns every leaf cast to int64."""
+        """Returns the tensordict with every tensor leaf cast to ``torch.int64``.
+
+        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
+        It is ``self.to(torch.int64)``: always a new tensordict, whose leaves that already
+        have this dtype are shared rather than copied.
+
+        Returns:
+            A new tensordict with the same keys, batch size, names and device.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([1.5, -2.5])}, [2])
+            >>> td.long()["a"]
+            tensor([ 1, -2])
+        """
         return self.to(torch.int64)
 
     def bool(self):
-        """Returns every leaf cast to bool."""
+        """Returns the tensordict with every tensor leaf cast to ``torch.bool``.
+
+        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
+        It is ``self.to(torch.bool)``: always a new tensordict, whose leaves that already
+        have this dtype are shared rather than copied.
+
+        Returns:
+            A new tensordict with the same keys, batch size, names and device.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([0.0, 2.5])}, [2])
+            >>> td.bool()["a"]
+            tensor([False,  True])
+        """
         return self.to(torch.bool)
 
     def clone(self, recurse: bool = True, **kwargs):
-        """Returns a copy; with ``recurse=False`` the copy shares the tensors.
+        """Returns a copy of the tensordict; with ``recurse=False`` the copy shares the tensors.
+
+        With ``recurse=True`` every tensor leaf, nested ones included, is cloned into new
+        memory. With ``recurse=False`` only the top level is copied: the copy holds the same
+        tensors and the same sub-tensordict objects, so adding or removing a key at its top
+        level leaves this tensordict alone, but in-place writes and changes made inside a
+        sub-tensordict show in both. The copy is unlocked and keeps the batch size, names and
+        device (the shared sub-tensordicts of ``recurse=False`` keep their own lock).
+
+        Args:
+            recurse (bool, optional): clone the tensors too. Defaults to True.
+            **kwargs: accepted and ignored.
+
+        Returns:
+            The new tensordict.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2)}, [2])
             >>> td.clone()["a"].data_ptr() != td["a"].data_ptr()
+            True
+            >>> td.clone(recurse=False)["a"] is td["a"]
             True
         """
         if not recurse:
@@ -469,29 +1069,106 @@ class PointwiseMixin:
         return self._fast_apply(torch.Tensor.clone)
 
     def contiguous(self):
-        """Returns a tensordict whose leaves are contiguous."""
+        """Returns a tensordict whose tensor leaves are contiguous in memory.
+
+        Each leaf goes through ``Tensor.contiguous``: the leaves that are already contiguous
+        are shared, the others copied. The result is always a new tensordict, with the same
+        keys, batch size, names and device; non-tensor entries are kept.
+
+        Returns:
+            A new tensordict.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).permute(1, 0)
+            >>> td["a"].is_contiguous(), td.contiguous()["a"].is_contiguous()
+            (False, True)
+        """
         return self._fast_apply(torch.Tensor.contiguous)
 
     def detach(self):
-        """Returns a tensordict whose leaves are detached from the autograd graph."""
+        """Returns a tensordict whose tensor leaves are detached from the autograd graph.
+
+        Each leaf goes through ``Tensor.detach``: the new leaves share memory with the old ones
+        but no longer require gradients. Non-tensor entries are kept.
+
+        Returns:
+            A new tensordict with the same keys, batch size, names and device.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.ones(2, requires_grad=True)}, [2])
+            >>> td.detach()["a"].requires_grad
+            False
+        """
         return self._fast_apply(torch.Tensor.detach)
 
     def detach_(self):
-        """Detaches every leaf in place and returns the tensordict."""
+        """Detaches every tensor leaf from the autograd graph in place and returns the tensordict.
+
+        Each leaf, nested ones included, goes through ``Tensor.detach_``; non-tensor entries
+        are skipped, and a locked tensordict accepts it too.
+
+        Returns:
+            This tensordict.
+
+        Raises:
+            RuntimeError: if a leaf is a view (of an indexed tensordict, for instance) that
+                autograd tracks, which torch cannot detach in place; the leaves before it are
+                already detached.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.ones(2, requires_grad=True) * 2}, [2])
+            >>> td.detach_()["a"].requires_grad
+            False
+        """
         for leaf in self.values(True, True):
             if isinstance(leaf, torch.Tensor):
                 leaf.detach_()
         return self
 
     def zero_(self):
-        """Fills every leaf with zeros in place and returns the tensordict."""
+        """Fills every tensor leaf with zeros in place and returns the tensordict.
+
+        Each leaf, nested ones included, goes through ``Tensor.zero_``; non-tensor entries are
+        skipped. No entry is rebound, so a locked tensordict accepts it too.
+
+        Returns:
+            This tensordict.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.ones(2), "b": {"c": torch.ones(2)}}, [2])
+            >>> td.zero_()["b", "c"]
+            tensor([0., 0.])
+        """
         for leaf in self.values(True, True):
             if isinstance(leaf, torch.Tensor):
                 leaf.zero_()
         return self
 
     def fill_(self, key, value):
-        """Fills the entry at ``key`` (a tensor or every leaf of a sub-tensordict) with ``value``."""
+        """Fills the entry at ``key`` with ``value`` in place and returns the tensordict.
+
+        A tensor entry is filled whole; for a sub-tensordict, each of its tensor leaves is. The
+        tensors are written in place, so a locked tensordict accepts it too.
+
+        Args:
+            key (NestedKey): the key of the entry.
+            value (number or torch.Tensor): the value; a tensor must have no dims.
+
+        Returns:
+            This tensordict.
+
+        Raises:
+            KeyError: if ``key`` is missing.
+            ValueError: if ``key`` goes through an entry that is not a tensordict.
+            TypeError: if ``key`` is not a string or a tuple of strings.
+            RuntimeError: if ``value`` is a tensor with dims.
+            AttributeError: if the entry is a non-tensor entry (:class:`NonTensorData`).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
+            >>> td.fill_("b", 3.0)["b", "c"]
+            tensor([3., 3.])
+        """
         target = self.get(key, NO_DEFAULT)
         if is_tensor_collection(target):
             for leaf in target.values(True, True):
@@ -502,11 +1179,64 @@ class PointwiseMixin:
         return self
 
     def copy_(self, tensordict, non_blocking: bool = False):
-        """Copies the entries of ``tensordict`` into this one in place and returns it."""
+        """Copies the entries of ``tensordict`` into the matching entries of this one, in place, and returns it.
+
+        This is :meth:`update_`: each entry of the source, nested ones included, is written
+        into the existing entry at the same key, which keeps its own tensor, dtype and device.
+        Entries that the source lacks are left unchanged. No entry is rebound, so a locked
+        tensordict accepts it too.
+
+        Args:
+            tensordict (TensorDictBase or dict): the source.
+            non_blocking (bool, optional): accepted and ignored. Defaults to False.
+
+        Returns:
+            This tensordict.
+
+        Raises:
+            KeyError: if an entry of the source does not exist here; the entries before it are
+                already copied.
+            BatchSizeError: if a source tensor does not broadcast to the shape of its entry.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2), "b": torch.zeros(2)}, [2])
+            >>> td.copy_({"a": torch.ones(2)})["a"]
+            tensor([1., 1.])
+        """
         return self.update_(tensordict)
 
     def empty(self, recurse: bool = False, *, batch_size=None, device=None, names=None):
-        """Returns a tensordict with the same batch size and no leaves (sub-tensordicts kept when ``recurse``)."""
+        """Returns a tensordict without leaves, of the same batch size (keeping sub-tensordicts, emptied, with ``recurse``).
+
+        With ``recurse=False`` the result has no entries at all, and the batch size
+        ``batch_size`` (this one by default). With ``recurse=True`` it keeps the structure:
+        each sub-tensordict becomes an empty one of its own batch size, non-tensor entries
+        are dropped, and the result has this batch size (``batch_size`` is ignored). The result
+        is unlocked, has this device, and keeps the dim names when its batch size is this one;
+        the ``device`` and ``names`` keywords are accepted but have no effect.
+
+        Args:
+            recurse (bool, optional): keep the sub-tensordicts, emptied. Defaults to False.
+
+        Keyword Args:
+            batch_size (sequence of int, optional): the batch size of the result, with
+                ``recurse=False``. Defaults to None, this batch size.
+            device (optional): ignored.
+            names (optional): ignored.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            TypeError: if ``batch_size`` is not a sequence of ints.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
+            >>> td.empty().sorted_keys, td.empty(recurse=True).sorted_keys
+            ([], ['b'])
+            >>> td.empty(batch_size=[]).batch_size
+            torch.Size([])
+        """
         if recurse:
             out = self._new_like({}, self.batch_size)
             for key, value in self._items_level():
@@ -525,19 +1255,118 @@ class PointwiseMixin:
         )
 
     def new_zeros(self, *size, **kwargs):
-        """Returns a tensordict of zeros with batch size ``size`` and the same keys, dtypes and feature shapes."""
+        """Returns a tensordict of zeros with batch size ``size`` and the keys, dtypes and feature shapes of this one.
+
+        Each tensor leaf becomes ``leaf.new_zeros(size + feature_shape)``, so it keeps its dtype
+        and device unless ``kwargs`` say otherwise; sub-tensordicts get the new batch size
+        followed by their own extra batch dims, and non-tensor entries keep their value with
+        the new batch size. The result has no dim names and keeps this :attr:`device`, even
+        when ``device=`` moves the leaves.
+
+        Args:
+            *size (int or sequence of int): the new batch size, as ints or as one sequence.
+            **kwargs: passed on to ``Tensor.new_zeros`` for every leaf: ``dtype``, ``device``,
+                ``requires_grad``...
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            RuntimeError: if a size is negative.
+            TypeError: if a size is not an int.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.ones(2, 3)}, [2])
+            >>> zeros = td.new_zeros(4)
+            >>> zeros["a"].shape, zeros["a"].sum().item()
+            (torch.Size([4, 3]), 0.0)
+        """
         return self._new_factory(torch.Tensor.new_zeros, size, kwargs)
 
     def new_ones(self, *size, **kwargs):
-        """Returns a tensordict of ones with batch size ``size`` and the same keys, dtypes and feature shapes."""
+        """Returns a tensordict of ones with batch size ``size`` and the keys, dtypes and feature shapes of this one.
+
+        Each tensor leaf becomes ``leaf.new_ones(size + feature_shape)``, so it keeps its dtype
+        and device unless ``kwargs`` say otherwise; sub-tensordicts get the new batch size
+        followed by their own extra batch dims, and non-tensor entries keep their value with
+        the new batch size. The result has no dim names and keeps this :attr:`device`, even
+        when ``device=`` moves the leaves.
+
+        Args:
+            *size (int or sequence of int): the new batch size, as ints or as one sequence.
+            **kwargs: passed on to ``Tensor.new_ones`` for every leaf: ``dtype``, ``device``,
+                ``requires_grad``...
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            RuntimeError: if a size is negative.
+            TypeError: if a size is not an int.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, dtype=torch.int64)}, [2])
+            >>> td.new_ones([1, 2])["a"]
+            tensor([[[1, 1, 1],
+                     [1, 1, 1]]])
+        """
         return self._new_factory(torch.Tensor.new_ones, size, kwargs)
 
     def new_empty(self, *size, **kwargs):
-        """Returns an uninitialised tensordict with batch size ``size`` and the same keys and dtypes."""
+        """Returns a tensordict of uninitialised tensors with batch size ``size`` and the keys, dtypes and feature shapes of this one.
+
+        Each tensor leaf becomes ``leaf.new_empty(size + feature_shape)``, whose values are
+        whatever the memory held; it keeps its dtype and device unless ``kwargs`` say
+        otherwise. Sub-tensordicts get the new batch size followed by their own extra batch
+        dims, and non-tensor entries keep their value with the new batch size. The result has
+        no dim names and keeps this :attr:`device`, even when ``device=`` moves the leaves.
+
+        Args:
+            *size (int or sequence of int): the new batch size, as ints or as one sequence.
+            **kwargs: passed on to ``Tensor.new_empty`` for every leaf: ``dtype``, ``device``,
+                ``requires_grad``...
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            RuntimeError: if a size is negative.
+            TypeError: if a size is not an int.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2])
+            >>> td.new_empty(5)["a"].shape
+            torch.Size([5, 3])
+        """
         return self._new_factory(torch.Tensor.new_empty, size, kwargs)
 
     def new_full(self, size, fill_value, **kwargs):
-        """Returns a tensordict filled with ``fill_value`` with batch size ``size`` and the same keys."""
+        """Returns a tensordict filled with ``fill_value``, with batch size ``size`` and the keys, dtypes and feature shapes of this one.
+
+        Each tensor leaf becomes ``leaf.new_full(size + feature_shape, fill_value)``, so it
+        keeps its dtype and device unless ``kwargs`` say otherwise; sub-tensordicts get the
+        new batch size followed by their own extra batch dims, and non-tensor entries keep
+        their value with the new batch size. The result has no dim names and keeps this
+        :attr:`device`, even when ``device=`` moves the leaves.
+
+        Args:
+            size (int or sequence of int): the new batch size.
+            fill_value (number): the value of every element, cast to each leaf's dtype.
+            **kwargs: passed on to ``Tensor.new_full`` for every leaf: ``dtype``, ``device``,
+                ``requires_grad``...
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            RuntimeError: if a size is negative.
+            TypeError: if a size is not an int.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, dtype=torch.int64)}, [2])
+            >>> td.new_full([3], 7)["a"]
+            tensor([7, 7, 7])
+        """
         return self._new_factory(
             lambda x, s, **kw: x.new_full(s, fill_value, **kw), (size,), kwargs
         )

@@ -47,7 +47,25 @@ class ShapeMixin:
         return self._batch_op(lambda x, extra: x.reshape(new_batch_size + extra), new_batch_size)
 
     def reshape(self, *shape):
-        """Returns a tensordict whose batch dims are reshaped to ``shape`` (-1 is inferred).
+        """Returns a tensordict whose batch dims are reshaped to ``shape``, feature dims untouched.
+
+        Each leaf goes through ``reshape(shape + feature_shape)``: a view when torch can make
+        one, a copy otherwise. Sub-tensordicts are reshaped the same way and non-tensor entries
+        take the new batch size. One entry of ``shape`` may be -1, inferred from the others.
+        When the new batch size is the current one, this tensordict itself is returned;
+        otherwise the result has no dim names.
+
+        Args:
+            *shape (int or sequence of int): the new batch size, as ints or as one sequence.
+
+        Returns:
+            This tensordict, or a new one.
+
+        Raises:
+            RuntimeError: if ``shape`` does not hold as many elements as the batch size, or has
+                more than one -1.
+            TypeError: if an entry of ``shape`` is not a number or a string.
+            ValueError: if an entry of ``shape`` is a string that is not an integer.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3])
@@ -62,8 +80,29 @@ class ShapeMixin:
     def view(self, *shape):
         """Returns a tensordict whose leaves are views with the batch dims reshaped to ``shape``.
 
+        Like :meth:`reshape`, but each leaf goes through ``Tensor.view``, so the result always
+        shares memory with this tensordict. When the new batch size is the current one, this
+        tensordict itself is returned; otherwise the result has no dim names. Viewing as a
+        dtype (``view(torch.int32)``) is not supported.
+
+        Args:
+            *shape (int or sequence of int): the new batch size, as ints or as one sequence.
+
+        Returns:
+            This tensordict, or a new one.
+
         Raises:
-            RuntimeError: if a leaf cannot be viewed with the new shape.
+            RuntimeError: if ``shape`` does not fit the batch size, or the memory layout of a
+                leaf does not allow the view (:meth:`reshape` copies then).
+            TypeError: if an entry of ``shape`` is not a number or a string.
+            ValueError: if an entry of ``shape`` is a string that is not an integer.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2, 3])
+            >>> td.view(3, 2)["a"]
+            tensor([[0, 1],
+                    [2, 3],
+                    [4, 5]])
         """
         new = _dummy(self.batch_size).reshape(_shape_args(shape)).shape
         if new == self.batch_size:
@@ -71,7 +110,21 @@ class ShapeMixin:
         return self._batch_op(lambda x, extra: x.view(new + extra), new)
 
     def permute(self, *dims):
-        """Returns a tensordict with the batch dims permuted.
+        """Returns a tensordict with the batch dims put in the order ``dims``.
+
+        Each leaf is permuted on its batch dims while its feature dims stay last, in their
+        order; the leaves are views. The dim names follow their dims.
+
+        Args:
+            *dims (int or sequence of int): each batch dim once, in the new order; negative
+                values count from the last batch dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+            ValueError: if ``dims`` does not name each batch dim exactly once.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3])
@@ -91,7 +144,27 @@ class ShapeMixin:
         )
 
     def transpose(self, dim0: int, dim1: int):
-        """Returns a tensordict with two batch dims swapped."""
+        """Returns a tensordict with the batch dims ``dim0`` and ``dim1`` swapped.
+
+        This is :meth:`permute` with those two dims exchanged: the leaves are views, and the
+        dim names follow their dims. The result is new even when the two dims are the same.
+
+        Args:
+            dim0 (int): a batch dim; negative values count from the last batch dim.
+            dim1 (int): the other batch dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3], names=["x", "y"])
+            >>> swapped = td.transpose(0, -1)
+            >>> swapped.names, swapped["a"].shape
+            (['y', 'x'], torch.Size([3, 2, 4]))
+        """
         ndim = self.batch_dims
         d0, d1 = _norm_dim(dim0, ndim), _norm_dim(dim1, ndim)
         order = list(range(ndim))
@@ -99,7 +172,28 @@ class ShapeMixin:
         return self.permute(*order)
 
     def squeeze(self, dim: int | None = None):
-        """Returns a tensordict without the batch dims of size 1 (or without ``dim`` if it has size 1)."""
+        """Returns a tensordict without the batch dims of size 1, or without ``dim`` if its size is 1.
+
+        Without ``dim`` every batch dim of size 1 goes; with ``dim`` only that one, and only
+        if its size is 1. Feature dims are never squeezed. The leaves are reshaped and the
+        names of the remaining dims kept. When no dim goes, this tensordict itself is returned.
+
+        Args:
+            dim (int, optional): the batch dim to remove; negative values count from the last
+                batch dim. Defaults to None, every dim of size 1.
+
+        Returns:
+            This tensordict, or a new one.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims (any ``dim`` when
+                there are no batch dims).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(1, 3, 1, 2)}, [1, 3, 1])
+            >>> td.squeeze().batch_size, td.squeeze(0).batch_size
+            (torch.Size([3]), torch.Size([3, 1]))
+        """
         size = self.batch_size
         if dim is None:
             keep = [i for i, s in enumerate(size) if s != 1]
@@ -120,9 +214,24 @@ class ShapeMixin:
     def unsqueeze(self, dim: int):
         """Returns a tensordict with a batch dim of size 1 inserted at ``dim``.
 
+        ``dim`` may range from ``-batch_dims - 1`` to ``batch_dims``; a negative value counts
+        from the end of the batch dims, so -1 appends a dim after the last batch dim and before
+        the feature dims. Each leaf gets the new dim at that position (a view). The new dim
+        has no name; the others keep theirs.
+
+        Args:
+            dim (int): the position of the new dim among the batch dims.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if ``dim`` is out of that range.
+
         Examples:
-            >>> TensorDict({"a": torch.zeros(3, 2)}, [3]).unsqueeze(-1).batch_size
-            torch.Size([3, 1])
+            >>> td = TensorDict({"a": torch.zeros(3, 2)}, [3])
+            >>> td.unsqueeze(-1).batch_size, td.unsqueeze(-1)["a"].shape
+            (torch.Size([3, 1]), torch.Size([3, 1, 2]))
         """
         ndim = self.batch_dims
         if not -ndim - 1 <= dim <= ndim:
@@ -140,7 +249,29 @@ class ShapeMixin:
         return self._batch_op(lambda x, extra: x.unsqueeze(d), new, new_names)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
-        """Returns a tensordict with batch dims ``start_dim`` to ``end_dim`` merged into one."""
+        """Returns a tensordict with the batch dims ``start_dim`` to ``end_dim`` merged into one.
+
+        The merged dim has the product of their sizes; the leaves are reshaped (views when
+        possible) and the result has no dim names. When ``start_dim`` does not come before
+        ``end_dim`` nothing is merged and this tensordict itself is returned (where torch
+        would raise for a start after the end). A tensordict without batch dims gets one
+        batch dim of size 1.
+
+        Args:
+            start_dim (int, optional): the first batch dim to merge. Defaults to 0.
+            end_dim (int, optional): the last batch dim to merge. Defaults to -1.
+
+        Returns:
+            This tensordict, or a new one.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4, 5)}, [2, 3, 4])
+            >>> td.flatten(1).batch_size, td.flatten(0, 1)["a"].shape
+            (torch.Size([2, 12]), torch.Size([6, 4, 5]))
+        """
         ndim = self.batch_dims
         if ndim == 0:
             return self.unsqueeze(0)
@@ -154,7 +285,30 @@ class ShapeMixin:
         return self._reshape_batch(size[:s] + torch.Size((merged,)) + size[e + 1 :])
 
     def unflatten(self, dim: int, unflattened_size):
-        """Returns a tensordict with batch dim ``dim`` split into ``unflattened_size``."""
+        """Returns a tensordict with the batch dim ``dim`` split into the dims ``unflattened_size``.
+
+        The sizes must multiply to the size of ``dim``; one of them may be -1, inferred from
+        the others. The leaves are reshaped (views when possible) and the result has no dim
+        names.
+
+        Args:
+            dim (int): the batch dim to split; negative values count from the last batch dim.
+            unflattened_size (sequence of int): the sizes that replace it.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims.
+            RuntimeError: if the sizes do not multiply to the size of ``dim``.
+            TypeError: if an entry of ``unflattened_size`` is not a number or a string.
+            ValueError: if an entry of ``unflattened_size`` is a string that is not an integer.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(6, 2)}, [6])
+            >>> td.unflatten(0, (2, -1))["a"].shape
+            torch.Size([2, 3, 2])
+        """
         ndim = self.batch_dims
         d = _norm_dim(dim, ndim)
         size = self.batch_size
@@ -164,8 +318,27 @@ class ShapeMixin:
     def expand(self, *shape):
         """Returns a tensordict whose batch dims are expanded (broadcast) to ``shape``.
 
+        As with ``Tensor.expand``, ``shape`` may add leading dims and grow the dims of size 1,
+        while -1 keeps the size of an existing dim. The leaves are expanded views: no memory is
+        copied, and the elements along a grown dim share memory, so write into them with care.
+        The result has no dim names.
+
+        Args:
+            *shape (int or sequence of int): the new batch size, as ints or as one sequence.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            RuntimeError: if ``shape`` has fewer dims than the batch size, asks a dim whose
+                size is not 1 for another size, or has -1 on a new leading dim (raised by torch
+                from the first tensor leaf).
+            TypeError: if an entry of ``shape`` is not a number or a string.
+            ValueError: if an entry of ``shape`` is a string that is not an integer.
+
         Examples:
-            >>> TensorDict({"a": torch.zeros(3, 2)}, [3]).expand(4, 3)["a"].shape
+            >>> td = TensorDict({"a": torch.zeros(3, 2)}, [3])
+            >>> td.expand(4, 3)["a"].shape
             torch.Size([4, 3, 2])
         """
         target = list(_shape_args(shape))
@@ -186,11 +359,52 @@ class ShapeMixin:
         return self._batch_op(lambda x, extra: x.expand(new + extra), new)
 
     def expand_as(self, other):
-        """Returns this tensordict expanded to the batch size of ``other``."""
+        """Returns this tensordict expanded to the batch size of ``other``, or to its shape for a tensor.
+
+        This is ``self.expand(other.batch_size)``, or ``self.expand(other.shape)`` when
+        ``other`` has no batch size, so the whole shape of a tensor counts; see :meth:`expand`.
+
+        Args:
+            other (TensorDictBase or torch.Tensor): the object whose size to match.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            AttributeError: if ``other`` has neither ``batch_size`` nor ``shape``.
+            RuntimeError: if the batch size cannot be expanded to that size.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3)}, [3])
+            >>> td.expand_as(torch.zeros(2, 3)).batch_size
+            torch.Size([2, 3])
+        """
         return self.expand(other.batch_size if hasattr(other, "batch_size") else other.shape)
 
     def repeat(self, *repeats):
-        """Returns a tensordict whose batch dims are tiled ``repeats`` times (like ``Tensor.repeat``)."""
+        """Returns a tensordict whose batch dims are tiled ``repeats`` times, like ``Tensor.repeat``.
+
+        Batch dim ``i`` becomes ``repeats[i]`` times longer, the whole dim repeated end to end;
+        the feature dims are left as they are. The leaves are copies and the result has no dim
+        names.
+
+        Args:
+            *repeats (int or sequence of int): one count per batch dim, as ints or as one
+                sequence.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            ValueError: if the number of counts differs from the number of batch dims.
+            RuntimeError: if a count is negative.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([[1, 2]])}, [1, 2])
+            >>> td.repeat(2, 2)["a"]
+            tensor([[1, 2, 1, 2],
+                    [1, 2, 1, 2]])
+        """
         reps = _shape_args(repeats)
         if len(reps) != self.batch_dims:
             msg = (
@@ -201,7 +415,32 @@ class ShapeMixin:
         return self._batch_op(lambda x, extra: x.repeat(*reps, *(1,) * len(extra)), new)
 
     def repeat_interleave(self, repeats, dim: int = 0):
-        """Repeats each element along batch dim ``dim`` ``repeats`` times."""
+        """Returns a tensordict in which each element along batch dim ``dim`` is repeated ``repeats`` times in a row.
+
+        Like ``Tensor.repeat_interleave`` on that dim: an int repeats every element the same
+        number of times, a 1-d tensor gives one count per element. The leaves are copies and
+        the result has no dim names.
+
+        Args:
+            repeats (int or torch.Tensor): the count, or one count per element along ``dim``.
+            dim (int, optional): the batch dim; negative values count from the last batch dim.
+                Defaults to 0.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims.
+            RuntimeError: if a count is negative, or a tensor of counts does not have one count
+                per element along ``dim``.
+            AttributeError: if the tensordict holds a non-tensor entry (:class:`NonTensorData`
+                has no ``repeat_interleave``).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
+            >>> td.repeat_interleave(2)["a"], td.repeat_interleave(torch.tensor([0, 3]))["a"]
+            (tensor([1, 1, 2, 2]), tensor([2, 2, 2]))
+        """
         d = _norm_dim(dim, self.batch_dims)
         new = _dummy(self.batch_size).repeat_interleave(repeats, d).shape
         return self._batch_op(lambda x, extra: x.repeat_interleave(repeats, d), new)
@@ -211,31 +450,109 @@ class ShapeMixin:
         return self._batch_op_multi(lambda x, extra: fn(x), sizes)
 
     def split(self, split_size, dim: int = 0) -> tuple:
-        """Splits the batch dim ``dim`` into parts of ``split_size`` (an int or a list of sizes).
+        """Splits the tensordict along batch dim ``dim`` into parts of ``split_size`` elements, or of the listed sizes.
+
+        Like ``Tensor.split``: an int gives parts of that many elements, the last one shorter
+        if needed; a list gives one part per size, and the sizes must add up to the size of
+        ``dim``. The parts are views of this tensordict and have no dim names.
+
+        Args:
+            split_size (int or list of int): the size of each part, or the list of sizes.
+            dim (int, optional): the batch dim; negative values count from the last batch dim.
+                Defaults to 0.
+
+        Returns:
+            A tuple of tensordicts.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims.
+            RuntimeError: if the listed sizes do not add up to the size of ``dim``, or an int
+                ``split_size`` is negative (or 0 for a dim that is not empty).
 
         Examples:
-            >>> [t.batch_size[0] for t in TensorDict({"a": torch.zeros(5)}, [5]).split(2)]
-            [2, 2, 1]
+            >>> td = TensorDict({"a": torch.zeros(5)}, [5])
+            >>> [t.batch_size[0] for t in td.split(2)], [t.batch_size[0] for t in td.split([1, 4])]
+            ([2, 2, 1], [1, 4])
         """
         d = _norm_dim(dim, self.batch_dims)
         return self._split_op(lambda x: x.split(split_size, d))
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
-        """Splits the batch dim ``dim`` into ``chunks`` parts (like ``Tensor.chunk``)."""
+        """Splits the tensordict along batch dim ``dim`` into ``chunks`` parts, like ``Tensor.chunk``.
+
+        Each part has ``ceil(size / chunks)`` elements and the last one may have fewer, so
+        there may be fewer than ``chunks`` parts. The parts are views of this tensordict and
+        have no dim names.
+
+        Args:
+            chunks (int): the number of parts wanted.
+            dim (int, optional): the batch dim; negative values count from the last batch dim.
+                Defaults to 0.
+
+        Returns:
+            A tuple of tensordicts.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims.
+            RuntimeError: if ``chunks`` is smaller than 1.
+
+        Examples:
+            >>> parts = TensorDict({"a": torch.arange(5)}, [5]).chunk(2)
+            >>> [part["a"].tolist() for part in parts]
+            [[0, 1, 2], [3, 4]]
+        """
         d = _norm_dim(dim, self.batch_dims)
         return self._split_op(lambda x: x.chunk(chunks, d))
 
     def unbind(self, dim: int = 0) -> tuple:
-        """Returns the tensordicts along the batch dim ``dim``, without that dimension."""
+        """Returns the tensordicts along batch dim ``dim``, each without that dim.
+
+        There is one tensordict per index along ``dim``, a view of this one, without dim names.
+
+        Args:
+            dim (int, optional): the batch dim; negative values count from the last batch dim.
+                Defaults to 0.
+
+        Returns:
+            A tuple of tensordicts.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims.
+
+        Examples:
+            >>> tds = TensorDict({"a": torch.tensor([[1, 2], [3, 4]])}, [2, 2]).unbind(1)
+            >>> [td["a"].tolist() for td in tds]
+            [[1, 3], [2, 4]]
+        """
         d = _norm_dim(dim, self.batch_dims)
         return self._split_op(lambda x: x.unbind(d))
 
     def gather(self, dim: int, index: torch.Tensor, out=None):
-        """Gathers values along batch dim ``dim`` at ``index`` (like ``torch.gather`` on the batch dims).
+        """Gathers the elements at ``index`` along batch dim ``dim``, like ``torch.gather`` on the batch dims.
+
+        The result has the batch size ``index.shape``; along ``dim`` its element ``i`` is the
+        element ``index[i]`` of this tensordict, and along the other dims the positions are
+        kept. The index is expanded over the feature dims of each leaf, so every feature is
+        gathered. The result has no dim names. With ``out``, it is copied into ``out`` (with
+        :meth:`update_`), which is returned.
 
         Args:
-            dim (int): the batch dimension.
-            index (torch.Tensor): a long tensor with as many dims as the batch.
+            dim (int): the batch dim to gather along; negative values count from the last
+                batch dim.
+            index (torch.Tensor): an integer tensor with as many dims as the batch.
+            out (TensorDictBase, optional): a tensordict to write the result into. Defaults to
+                None.
+
+        Returns:
+            A new tensordict, or ``out``.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims.
+            RuntimeError: if ``index`` does not have as many dims as the batch, is larger than
+                the batch on a dim other than ``dim``, or holds a position out of range.
+            KeyError: if ``out`` lacks an entry of the result.
+            AttributeError: if the tensordict holds a non-tensor entry (:class:`NonTensorData`
+                has no ``gather``).
 
         Examples:
             >>> td = TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2, 3])
@@ -263,26 +580,120 @@ class ShapeMixin:
         return result
 
     def masked_fill(self, mask: torch.Tensor, value):
-        """Returns a copy with ``value`` written where ``mask`` (over the batch dims) is True."""
+        """Returns a copy of the tensordict with ``value`` written where ``mask`` is True.
+
+        The mask covers the leading batch dims: it gets dims of size 1 appended to reach the
+        dims of each leaf, so one element of the mask covers all the features under it, and
+        torch broadcasting does the rest. Non-tensor entries are kept, the dim names too, and
+        this tensordict is left unchanged.
+
+        Args:
+            mask (torch.Tensor): a boolean tensor over the batch dims (or their leading ones).
+            value (number or torch.Tensor): the value to write; a tensor must have no dims.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            RuntimeError: if ``mask`` is not boolean or does not broadcast against a leaf, or
+                ``value`` is a tensor with dims.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2])
+            >>> td.masked_fill(torch.tensor([True, False]), 1.0)["a"]
+            tensor([[1., 1., 1.],
+                    [0., 0., 0.]])
+        """
         return self._fast_apply(lambda x: x.masked_fill(_trailing(mask, x), value))
 
     def masked_fill_(self, mask: torch.Tensor, value):
-        """Writes ``value`` where ``mask`` (over the batch dims) is True, in place; returns the tensordict."""
+        """Writes ``value`` where ``mask`` is True into every tensor leaf, in place, and returns the tensordict.
+
+        The mask covers the leading batch dims as in :meth:`masked_fill`. Each leaf, nested
+        ones included, goes through ``Tensor.masked_fill_``; non-tensor entries are skipped.
+        No entry is rebound, so a locked tensordict accepts it too.
+
+        Args:
+            mask (torch.Tensor): a boolean tensor over the batch dims (or their leading ones).
+            value (number or torch.Tensor): the value to write; a tensor must have no dims.
+
+        Returns:
+            This tensordict.
+
+        Raises:
+            RuntimeError: if ``mask`` is not boolean or does not broadcast to a leaf's shape,
+                or ``value`` is a tensor with dims; the leaves before it are already written.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3)}, [3])
+            >>> td.masked_fill_(torch.tensor([False, True, True]), 2.0) is td
+            True
+            >>> td["a"]
+            tensor([0., 2., 2.])
+        """
         for x in self.values(True, True):
             if isinstance(x, torch.Tensor):
                 x.masked_fill_(_trailing(mask, x), value)
         return self
 
     def masked_select(self, mask: torch.Tensor):
-        """Returns the rows where ``mask`` (over the batch dims) is True, flattened into one batch dim."""
+        """Returns the rows where ``mask`` is True, gathered into one batch dim: ``self[mask]``.
+
+        The mask covers the leading batch dims; their True positions become one batch dim, in
+        order, followed by the remaining batch dims. The leaves are copies and the result has
+        no dim names. An integer tensor would index positions instead, as ``self[mask]``
+        does.
+
+        Args:
+            mask (torch.Tensor): a boolean tensor whose shape is the leading batch dims.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            IndexError: if the shape of ``mask`` does not match the batch dims it covers.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([[1, 2], [3, 4], [5, 6]])}, [3, 2])
+            >>> td.masked_select(torch.tensor([True, False, True]))["a"]
+            tensor([[1, 2],
+                    [5, 6]])
+        """
         return self[mask]
 
     def where(self, condition: torch.Tensor, other, *, out=None, pad=None):
-        """Returns entries from this tensordict where ``condition`` is True, else from ``other``.
+        """Returns a tensordict with the elements of this one where ``condition`` is True, and of ``other`` elsewhere.
+
+        Each leaf goes through ``torch.where(condition, leaf, other_leaf)``. The condition gets
+        dims of size 1 appended to reach the dims of the leaf, so one element covers all the
+        features under it, and torch broadcasting does the rest. A tensordict ``other`` gives
+        the leaf at the same key: a key it lacks raises, an extra key is ignored. Non-tensor
+        entries, the batch size and the dim names are kept from this tensordict.
 
         Args:
-            condition (torch.Tensor): a bool tensor over the batch dims.
-            other: a tensordict with the same keys, a tensor or a scalar.
+            condition (torch.Tensor): a boolean tensor over the batch dims (or their leading
+                ones).
+            other (TensorDictBase, torch.Tensor or number): the values where ``condition`` is
+                False.
+
+        Keyword Args:
+            out (TensorDictBase, optional): a tensordict to copy the result into (with
+                :meth:`update_`), which is returned. Defaults to None.
+            pad (optional): accepted and ignored: missing keys are not padded.
+
+        Returns:
+            A new tensordict, or ``out``.
+
+        Raises:
+            KeyError: if ``other`` is a tensordict without one of this tensordict's keys, or
+                ``out`` lacks an entry of the result.
+            RuntimeError: if ``condition`` is not boolean, or does not broadcast against a leaf
+                and its operand.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([1, 2, 3])}, [3])
+            >>> td.where(torch.tensor([True, False, True]), 0)["a"]
+            tensor([1, 0, 3])
         """
 
         def pick(x, *rest):
