@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import inspect
 import os
 import pkgutil
 
@@ -44,3 +45,21 @@ def test_docstring_examples_run(name, tmp_path, monkeypatch):
     for test in finder.find(module, name, globs=namespace):
         runner.run(test, out=failures.append)
     assert not failures, "".join(failures)
+
+
+PUBLIC_CLASSES = (tensordict.TensorDictBase, tensordict.MemoryMappedTensor)
+
+
+@pytest.mark.parametrize("cls", PUBLIC_CLASSES, ids=lambda c: c.__name__)
+def test_every_public_method_is_documented_with_an_example(cls):
+    """Each public method of TensorDictBase and MemoryMappedTensor says what it does and shows it."""
+    names = [n for n in dir(cls) if not n.startswith("_")]
+    if cls is tensordict.MemoryMappedTensor:
+        names = [n for n in names if n in vars(cls)]  # torch.Tensor's own methods are torch's
+    assert len(names) >= 10
+    missing = []
+    for name in names:
+        doc = inspect.getdoc(getattr(cls, name)) or ""
+        if not doc.strip() or "Examples:" not in doc:
+            missing.append(name)
+    assert not missing, f"{cls.__name__} methods without a summary and an example: {missing}"
