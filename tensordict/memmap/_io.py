@@ -363,6 +363,14 @@ def _write_tensor(path: str | None, tensor: torch.Tensor, shape_path: str | None
     return MemoryMappedTensor.from_tensor(tensor.detach(), filename=path, copy_existing=True)
 
 
+def _remove_written(jobs: list) -> None:
+    """Removes the files that a failed :func:`write_tree` wrote for ``jobs``."""
+    for path, _, shape_path in jobs:
+        for created in (path, shape_path):
+            if created is not None and os.path.lexists(created):
+                os.unlink(created)
+
+
 def _write_nontensor(folder: str, value: NonTensorData) -> None:
     os.makedirs(folder, exist_ok=True)
     data = value.data
@@ -395,11 +403,23 @@ def write_tree(
         for level_folder, level_obj in plan.folders:
             _remove_stale(level_folder, level_obj._memmap_names(robust_key), robust_key)
     jobs = plan.tensors
-    if num_threads and num_threads > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(num_threads) as pool:
-            written = list(pool.map(lambda job: _write_tensor(*job, like), jobs))
-    else:
-        written = [_write_tensor(*job, like) for job in jobs]
+    done: list = []  # the jobs whose files this call wrote
+
+    def write(job):
+        out = _write_tensor(*job, like)
+        if out is not job[1]:
+            done.append(job)
+        return out
+
+    try:
+        if num_threads and num_threads > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(num_threads) as pool:
+                written = list(pool.map(write, jobs))
+        else:
+            written = [write(job) for job in jobs]
+    except BaseException:
+        _remove_written(done)  # a failed call (a full disk) keeps none of its files
+        raise
     replacement = {id(tensor): new for (_, tensor, _), new in zip(jobs, written)}
     for nt_folder, value in plan.nontensors:
         _write_nontensor(nt_folder, value)

@@ -32,6 +32,7 @@ Pickling
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import secrets
@@ -269,16 +270,38 @@ def _new_flat(
             for chunk in chunks:
                 _write_all(fd, chunk)
             if not chunks:
-                os.ftruncate(fd, nbytes)
+                _reserve(fd, nbytes)
         finally:
             os.close(fd)
         if tmp is not None:
             os.replace(tmp, filename)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(OSError):
             os.unlink(tmp if tmp is not None else filename)
+        if isinstance(err, OSError) and err.errno in _NO_SPACE:
+            msg = f"no space left to create {filename!r} ({nbytes} bytes); nothing was kept"
+            raise OSError(err.errno, msg, filename) from err
         raise
     return torch.from_file(filename, True, numel, dtype=dtype)
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _reserve(fd: int, nbytes: int) -> None:
+    """Sizes a new file to ``nbytes`` with its space reserved now, so that a full disk
+    fails here (``ENOSPC``) and never as a ``SIGBUS`` at a later write into the mapping.
+
+    A file system that cannot reserve space (``EOPNOTSUPP``, ``EINVAL``) gets a sparse file.
+    """
+    if nbytes == 0:
+        return
+    try:
+        os.posix_fallocate(fd, 0, nbytes)
+    except OSError as err:
+        if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+        os.ftruncate(fd, nbytes)
 
 
 def _map_file(
