@@ -506,29 +506,33 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
     lstat, from_file, S_ISREG, mmt = os.lstat, torch.from_file, _stat.S_ISREG, MemoryMappedTensor
     parse, file_name, suffix = fmt.parse_tensor_record, fmt.file_name, fmt.MEMMAP_SUFFIX
     n = len(batch_size)
+    b0 = batch_size[0] if n else 0
     fields = fmt.LEVEL_FIELDS
     for key, record in meta.items():
         if key in fields:
             continue
-        before = None if previous is None else previous.get(key)
         if (type(record) is not dict or "type" in record) and fmt.parse_record(
             folder, key, record
         ) is not None:
+            before = None if previous is None else previous.get(key)
             value = _load_sub(folder, key, record, options, before, batch_size)
             if value is not None:
                 data[key] = value
             continue
-        if (
-            old is not None
-            and isinstance(before, _Tensor)
-            and old.meta.get(key) == record
-            and _still_same_file(before, old.inodes.get(key))
-        ):
-            data[key] = before
-            inodes[key] = old.inodes[key]
-            continue
+        if old is not None:
+            before = previous.get(key)
+            if (
+                isinstance(before, _Tensor)
+                and old.meta.get(key) == record
+                and _still_same_file(before, old.inodes.get(key))
+            ):
+                data[key] = before
+                inodes[key] = old.inodes[key]
+                continue
         dtype, shape, nested = parse(folder, key, record)
-        if not nested and shape[:n] != batch_size:
+        if not nested and (
+            (not shape or shape[0] != b0) if n == 1 else (n and shape[:n] != batch_size)
+        ):
             fmt.check_batch_prefix(folder, key, shape, batch_size)
         if nested or robust_key is False:
             value = _load_tensor(folder, key, dtype, shape, nested, robust_key)
@@ -555,7 +559,7 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
         except RuntimeError:  # a read-only file: _open_file maps it copy-on-write
             data[key] = _open_file(path, dtype, shape)
             continue
-        if len(shape) != 1:
+        if len(shape) != 1:  # view(*shape): faster than view(shape) for a torch.Size
             flat = flat.view(*shape) if shape else flat.view(shape)
         tensor = flat.as_subclass(mmt)
         tensor._filename = path

@@ -684,11 +684,12 @@ def parse_tensor_record(folder: str, key: str, record: dict) -> tuple:
     if (
         dtype is not None
         and type(shape) is list
-        and all(type(s) is int and 0 <= s <= _MAX_SIZE for s in shape)
+        and all(type(s) is int for s in shape)
         and (nested is False or (nested is True and len(shape) == 2))
     ):
-        size = torch.Size(shape)
-        if size.numel() * dtype.itemsize <= _MAX_SIZE:
+        fits = not shape or (min(shape) >= 0 and max(shape) <= _MAX_SIZE)
+        size = torch.Size(shape) if fits else None
+        if size is not None and size.numel() * dtype.itemsize <= _MAX_SIZE:
             return dtype, size, nested
         msg = f"{meta_path(folder)!r}, entry {key!r}: shape {shape} of {name} needs more bytes than a file can hold"
         raise MemmapFormatError(msg)
