@@ -691,6 +691,13 @@ class LazyStackedTensorDict(TensorDictBase):
         self._mm.meta, self._mm.stat = meta, stat
         return True
 
+    def _memmap_missing(self, robust_key) -> None:
+        for i, member in enumerate(self.tensordicts):
+            if member._mm is None:
+                member.memmap_(os.path.join(self._mm.path, str(i)))
+            elif not member.is_memmap():
+                member._memmap_missing(robust_key)
+
     def _memmap_load_into(self, loaded) -> None:
         self.tensordicts = loaded.tensordicts
         self._stack_dim = loaded._stack_dim

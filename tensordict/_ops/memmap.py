@@ -15,7 +15,8 @@ from concurrent.futures import Future
 import torch
 
 from tensordict._keys import _key_parts
-from tensordict.errors import NotMemmapError, warn
+from tensordict._nontensor import NonTensorData
+from tensordict.errors import EntryExistsError, NotMemmapError, warn
 from tensordict.memmap import _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor, _storage_filename
@@ -270,9 +271,12 @@ class MemmapMixin:
         folder = self._memmap_folder()
         if prefix is None:
             prefix = folder
-        if folder is not None and os.path.abspath(os.fspath(prefix)) == folder and self.is_memmap():
-            # Already memory-mapped there: nothing is written, so nothing another writer
-            # recorded meanwhile can be lost.
+        if folder is not None and os.path.abspath(os.fspath(prefix)) == folder:
+            # Already memory-mapped there: only what is not mapped yet is written, entry by
+            # entry, so that nothing another writer recorded meanwhile can be lost.
+            if not self.is_memmap():
+                level = self._require_memmap("memmap_()")
+                self._memmap_missing(level.robust_key if robust_key is None else robust_key)
             self.lock_()
             return _done(self) if return_early else self
         return _write(self, prefix, False, True, num_threads, existsok, robust_key, return_early)
@@ -376,6 +380,41 @@ class MemmapMixin:
             out.update_(loaded)
             return out
         return loaded
+
+    def _memmap_missing(self, robust_key) -> None:
+        """Maps into the tensordict's own folder only the entries that are not mapped there.
+
+        Each missing tensor is added as :meth:`make_memmap_from_tensor` adds one, and a
+        new non-tensor value or sub-tensordict is written and then recorded: a key
+        another writer recorded meanwhile is an error, and nothing else on disk changes.
+        """
+        inner = self._tensordict_of()
+        level = inner._mm
+        folder = level.path
+        for key, value in list(inner._items_level()):
+            if isinstance(value, torch.Tensor):
+                mapped = getattr(value, "_filename", None)
+                if mapped is not None and os.path.dirname(mapped) == folder:
+                    continue
+                inner._del_str(key)
+                try:
+                    inner.make_memmap_from_tensor(key, value, robust_key=robust_key)
+                except BaseException:
+                    inner._store_entry(key, value)
+                    raise
+            elif isinstance(value, NonTensorData):
+                if key not in level.meta:
+                    path = os.path.join(folder, fmt.file_name(key, "", robust_key))
+                    _io.write_nontensor(path, value)
+                    level.add(key, {"type": "NonTensorData"})
+            elif value._mm is not None and value._memmap_folder() is not None:
+                value._memmap_missing(robust_key)
+            else:
+                if key in level.meta:
+                    msg = f"cannot memory-map the new sub-tensordict {key!r}: {folder!r} records an entry of that key"
+                    raise EntryExistsError(msg)
+                value.memmap_(os.path.join(folder, fmt.file_name(key, "", robust_key)))
+                level.add(key, {"type": value._memmap_record_type()})
 
     @classmethod
     def _memmap_load_as(cls, folder: str, meta: dict, stat, options):
@@ -740,7 +779,7 @@ class MemmapMixin:
         taken = _taken_names(node._tensordict_of())
         for name in fmt.entry_names(key, kind, robust_key):
             other = taken.get(name)
-            if other is not None:
+            if other is not None and other != key:  # the same key's is a stale name of ours
                 msg = (
                     f"cannot add {key!r} in {folder!r}: its file name {name!r} is already used by the "
                     f"entry {other!r}; rename one of them"

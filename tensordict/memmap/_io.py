@@ -371,7 +371,7 @@ def _remove_written(jobs: list) -> None:
                 os.unlink(created)
 
 
-def _write_nontensor(folder: str, value: NonTensorData) -> None:
+def write_nontensor(folder: str, value: NonTensorData) -> None:
     os.makedirs(folder, exist_ok=True)
     data = value.data
     pickled = not fmt.json_compatible(data)
@@ -422,7 +422,7 @@ def write_tree(
         raise
     replacement = {id(tensor): new for (_, tensor, _), new in zip(jobs, written)}
     for nt_folder, value in plan.nontensors:
-        _write_nontensor(nt_folder, value)
+        write_nontensor(nt_folder, value)
     out = obj._memmap_rebuild(folder, replacement, inplace, robust_key)
     if folder is not None:
         out._memmap_write_meta(folder, robust_key)

@@ -169,3 +169,32 @@ def test_three_writers_that_memmap_then_add_lose_no_entry(tmp_path, children):
     loaded = TensorDict.load_memmap(folder)
     assert len(loaded.keys()) == 300
     assert all(loaded[f"w{w}_99"].tolist() == [99.0] * 3 for w in range(3))
+
+
+def test_memmap_after_setting_new_keys_adds_them_and_keeps_another_writers_entry(tmp_path):
+    """A loaded tensordict given new keys, then memmap_(): its keys are added, nothing else changes."""
+    folder = tmp_path / "d"
+    TensorDict({"a": torch.zeros(3)}, [3]).memmap(folder)
+    mine = TensorDict.load_memmap(folder)
+    other = TensorDict.load_memmap(folder)
+    other.make_memmap("theirs", (3,)).fill_(7)
+    mine["new"] = torch.ones(3)
+    mine["note"] = "hello"
+    mine["sub"] = {"x": torch.full((3, 2), 2.0)}
+    mine.memmap_()
+    assert mine.is_memmap() and mine.is_locked
+    loaded = TensorDict.load_memmap(folder)
+    assert set(loaded.keys()) == {"a", "theirs", "new", "note", "sub"}
+    assert loaded["theirs"].tolist() == [7.0] * 3 and loaded["new"].tolist() == [1.0] * 3
+    assert loaded["note"] == "hello" and loaded["sub", "x"].tolist() == [[2.0, 2.0]] * 3
+
+
+def test_memmap_after_rebinding_a_key_replaces_its_file_on_purpose(tmp_path):
+    """Rebinding a loaded entry then memmap_() writes the new value in that entry's place."""
+    folder = tmp_path / "d"
+    TensorDict({"a": torch.zeros(3), "b": torch.zeros(3)}, [3]).memmap(folder)
+    td = TensorDict.load_memmap(folder)
+    td["a"] = torch.arange(3.0)
+    td.memmap_()
+    assert TensorDict.load_memmap(folder)["a"].tolist() == [0.0, 1.0, 2.0]
+    assert [p.name for p in folder.iterdir() if p.name.startswith("%tmp")] == []
