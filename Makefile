@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint format
+.PHONY: test demo bench soak lint format
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -17,6 +17,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench.py $(BENCH_ARGS)
+
+soak: $(STAMP)
+	$(PY) benchmarks/soak.py $(SOAK_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

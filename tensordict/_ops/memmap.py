@@ -571,7 +571,7 @@ class MemmapMixin:
         if inner._get_str(parts[-1], None) is not None:
             full = parts[0] if len(parts) == 1 else parts
             msg = f"cannot add {full!r}: the key already exists in the memory-mapped tensordict"
-            raise RuntimeError(msg)
+            raise EntryExistsError(msg)
         return parts, node, folder, len(parts) - 1
 
     def _tensordict_of(self):
