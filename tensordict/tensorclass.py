@@ -30,7 +30,7 @@ import torch
 from tensordict._collection import is_tensor_collection
 from tensordict._keys import _key_parts
 from tensordict._nontensor import NonTensorData
-from tensordict._ops.convert import dtype_short
+from tensordict._ops.convert import collection_repr, dtype_short
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
 from tensordict._ops.torch_function import dispatch as _dispatch
 from tensordict._stack import cat as _td_cat
@@ -474,14 +474,7 @@ class _TensorClassMethods:
         return type(self)._from_tensordict(self._tensordict.clone())
 
     def __repr__(self) -> str:
-        td = self._tensordict
-        extra = ""
-        if td.device is not None:
-            extra += f", device={td.device}"
-        if td.names is not None and any(n is not None for n in td.names):
-            extra += f", names={td.names}"
-        size = ",".join(str(s) for s in td.batch_size)
-        return f"{type(self).__name__}(batch_size=[{size}]{extra}, fields={_fields_repr(self)})"
+        return collection_repr(type(self).__name__, self._tensordict, _fields_repr(self))
 
     # ------------------------------------------------------------------ torch functions
     @classmethod

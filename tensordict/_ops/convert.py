@@ -55,6 +55,17 @@ def dtype_short(dtype: torch.dtype) -> str:
     return _DTYPE_SHORT.get(dtype, str(dtype).replace("torch.", ""))
 
 
+def collection_repr(name: str, td, fields: str) -> str:
+    """``Name(batch_size=[...], device=..., names=..., fields={...})`` of a tensordict ``td``."""
+    extra = ""
+    if td.device is not None:
+        extra += f", device={td.device}"
+    if td.names is not None and any(n is not None for n in td.names):
+        extra += f", names={td.names}"
+    size = ",".join(str(s) for s in td.batch_size)
+    return f"{name}(batch_size=[{size}]{extra}, fields={fields})"
+
+
 class ConvertMixin:
     """Conversions and printing of every tensordict class (see ``TensorDictBase``)."""
 
@@ -222,10 +233,4 @@ class ConvertMixin:
         return "{" + ", ".join(parts) + "}"
 
     def __repr__(self) -> str:
-        extra = ""
-        if self.device is not None:
-            extra += f", device={self.device}"
-        if self.names is not None and any(n is not None for n in self.names):
-            extra += f", names={self.names}"
-        size = ",".join(str(s) for s in self.batch_size)
-        return f"{type(self).__name__}(batch_size=[{size}]{extra}, fields={self._fields_repr()})"
+        return collection_repr(type(self).__name__, self, self._fields_repr())
