@@ -664,7 +664,8 @@ class LazyStackedTensorDict(TensorDictBase):
                 "_class": fmt.LAZY_CLASS,
                 "stack_dim": self._stack_dim,
                 "stack_dim_name": self._stack_dim_name,
-            }
+            },
+            folder,
         )
 
     def _memmap_refresh(self, options) -> None:

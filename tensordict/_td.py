@@ -922,7 +922,7 @@ class TensorDict(TensorDictBase):
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
         meta = _io.records_of(self._tensordict.items(), folder, robust_key)
         meta.update(fmt.level_meta(self._batch_size, self._device))
-        self._mm.write(meta)
+        self._mm.write(meta, folder)
 
     def _memmap_refresh(self, options) -> None:
         changed = _io.refresh_entries(self._mm, self._tensordict, options)

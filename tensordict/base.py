@@ -249,7 +249,7 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, ApplyMixin, ConvertMixin, Memma
 
     @abc.abstractmethod
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
-        """Writes the ``meta.json`` files of this tensordict's levels, children first."""
+        """Writes the ``meta.json`` files of this tensordict's levels into ``folder``, children first."""
 
     @abc.abstractmethod
     def _memmap_refresh(self, options) -> None:

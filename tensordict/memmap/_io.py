@@ -19,7 +19,8 @@ Hooks (``obj`` is a tensordict, a lazy stack or a tensorclass instance):
 * ``obj._memmap_rebuild(folder, replacement, inplace, robust_key)``: ``obj`` with
   each tensor replaced by ``replacement[id(tensor)]``, and its :class:`Level` set;
 * ``obj._memmap_write_meta(folder, robust_key)``: writes the ``meta.json`` files
-  of ``obj``'s levels, children first;
+  of ``obj``'s levels into ``folder``, children first (``folder`` is the staging
+  folder while a new tree is built, not the levels' own);
 * ``obj._memmap_refresh(options)``: re-reads ``obj``'s folder in place;
 * ``obj._memmap_refresh_from(meta, stat, options)``: the same from a parsed
   ``meta.json``; returns False, changing nothing, when the folder now holds
@@ -89,11 +90,15 @@ class Level:
             self.text = ", ".join(fmt.dumps_record(k, v) for k, v in self.meta.items())
         return self.text
 
-    def write(self, meta: dict) -> None:
-        """Replaces this level's ``meta.json`` with ``meta`` (atomically) and remembers it."""
+    def write(self, meta: dict, where: str | None = None) -> None:
+        """Replaces this level's ``meta.json`` with ``meta`` (atomically) and remembers it.
+
+        ``where`` is the folder to write it in when the level is being staged there
+        (see :func:`write_tree`); it defaults to the level's own folder.
+        """
         self.meta = meta
         self.text = None
-        self.stat = fmt.write_meta(self.path, [self.body()])
+        self.stat = fmt.write_meta(self.path if where is None else where, [self.body()])
 
     def add(self, key: str, record: dict, renames=()) -> None:
         """Records a new entry under the folder lock, first moving its files into place.
@@ -389,26 +394,107 @@ def write_tree(
 ):
     """Memory-maps ``obj`` into ``prefix`` (or anonymous shared memory) and returns the result.
 
-    Everything is checked first; tensors are written next (in ``num_threads``
-    threads), then each level's ``meta.json``, children before parents, each
-    atomically. ``inplace`` swaps the leaves of ``obj`` itself; otherwise a new tree
-    is returned. The result is locked.
+    Everything is checked first. A tree with a folder is then written whole into a
+    staging folder beside ``prefix`` (tensors in ``num_threads`` threads, then each
+    level's ``meta.json``, children first) and put in place in one step: renamed to
+    ``prefix``, or exchanged with the older tree there, which is then removed. Killed
+    at any moment, ``prefix`` holds the old tree or the new one; a failure leaves the
+    old one untouched. (A folder that also holds files its ``meta.json`` does not
+    record is written in place instead, so that those files stay.) ``inplace`` swaps
+    the leaves of ``obj`` itself; otherwise a new tree is returned. The result is locked.
     """
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
     plan = Plan()
     obj._memmap_plan(folder, plan, robust_key, existsok, like)
-    if folder is not None:
+    stage = None if folder is None else _staging_folder(folder, plan)
+    if stage is None and folder is not None:
         for level_folder, _ in plan.folders:
             os.makedirs(level_folder, exist_ok=True)
         for level_folder, level_obj in plan.folders:
             _remove_stale(level_folder, level_obj._memmap_names(robust_key), robust_key)
+    where = (lambda path: path) if stage is None else (lambda path: stage + path[len(folder) :])
+    try:
+        out = _write_files(
+            obj, plan, folder, where, stage is not None, like, inplace, num_threads, robust_key
+        )
+        if folder is not None:
+            out._memmap_write_meta(where(folder), robust_key)
+            if stage is not None:
+                _put_in_place(stage, folder)
+    except BaseException:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        raise
+    out.lock_()
+    return out
+
+
+def _staging_folder(folder: str, plan: Plan) -> str | None:
+    """A new empty folder beside ``folder`` to build the tree in, or None to write in place.
+
+    None when a level folder that exists holds a name its ``meta.json`` does not
+    record (not ours to move), or when the file system cannot exchange folders.
+    """
+    for level_folder, _ in plan.folders:
+        if os.path.isdir(level_folder) and not _only_recorded_names(level_folder):
+            return None
+    if not fmt.can_exchange(os.path.dirname(folder)):
+        return None
+    stage = fmt.temporary_name(folder + ".")
+    os.mkdir(stage)
+    return stage
+
+
+def _only_recorded_names(folder: str) -> bool:
+    """True when every name in ``folder`` is one its tensordict ``meta.json`` records (or ours)."""
+    try:
+        meta, _ = fmt.read_meta(folder)
+        kind = fmt.level_kind(folder, meta)
+    except (OSError, ValueError):
+        return not os.listdir(folder)
+    if kind == fmt.KIND_LAZY:
+        names = {n for n in os.listdir(folder) if n.isdigit()}
+    elif kind == fmt.KIND_TENSORCLASS:
+        names = {fmt.TENSORCLASS_DATA}
+    elif kind == fmt.KIND_TD:
+        names = set()
+        for key, record in fmt.entries(meta):
+            kind_of = "folder" if type(record) is dict and "type" in record else "nested"
+            try:
+                names.update(fmt.entry_names(key, kind_of, None))
+                names.update(fmt.entry_names(key, kind_of, False))
+            except ValueError:
+                pass
+    else:  # a non-tensor value's folder
+        names = {fmt.PICKLE_FILE}
+    return all(n in names or fmt.is_own_file(n) for n in os.listdir(folder))
+
+
+def _write_files(
+    obj, plan: Plan, folder, where, staged: bool, like, inplace, num_threads, robust_key
+):
+    """Writes the plan's files at ``where(path)`` and returns the rebuilt tree (final paths)."""
+    if folder is not None:
+        for level_folder, _ in plan.folders:
+            os.makedirs(where(level_folder), exist_ok=True)
     jobs = plan.tensors
     done: list = []  # the jobs whose files this call wrote
 
     def write(job):
-        out = _write_tensor(*job, like)
-        if out is not job[1]:
+        path, tensor, shape_path = job
+        if staged and path is not None and not like and _is_file_of(tensor, path):
+            _link_into(path, where(path), shape_path, where)  # the same file: no copy
+            return tensor
+        out = _write_tensor(
+            None if path is None else where(path),
+            tensor,
+            None if shape_path is None else where(shape_path),
+            like,
+        )
+        if out is not tensor:
             done.append(job)
+            if path is not None and out._filename is not None:
+                out._filename = path  # where the file lies once the tree is in place
         return out
 
     try:
@@ -418,16 +504,37 @@ def write_tree(
         else:
             written = [write(job) for job in jobs]
     except BaseException:
-        _remove_written(done)  # a failed call (a full disk) keeps none of its files
+        if not staged:  # a staged tree is removed whole by the caller
+            _remove_written(done)  # a failed call (a full disk) keeps none of its files
         raise
     replacement = {id(tensor): new for (_, tensor, _), new in zip(jobs, written)}
     for nt_folder, value in plan.nontensors:
-        write_nontensor(nt_folder, value)
-    out = obj._memmap_rebuild(folder, replacement, inplace, robust_key)
-    if folder is not None:
-        out._memmap_write_meta(folder, robust_key)
-    out.lock_()
-    return out
+        write_nontensor(where(nt_folder), value)
+    return obj._memmap_rebuild(folder, replacement, inplace, robust_key)
+
+
+def _link_into(path: str, target: str, shape_path, where) -> None:
+    os.link(path, target)
+    if shape_path is not None:
+        os.link(shape_path, where(shape_path))
+
+
+def _put_in_place(stage: str, folder: str) -> None:
+    """Moves the staged tree to ``folder`` in one step; an older tree there is then removed.
+
+    Holds the older tree's lock, so that a writer adding an entry to it either finishes
+    first or then finds the new tree.
+    """
+    if not os.path.isdir(folder):
+        try:
+            os.rename(stage, folder)
+            return
+        except OSError:
+            if not os.path.isdir(folder):
+                raise
+    with fmt.locked(folder):
+        fmt.exchange(stage, folder)
+    shutil.rmtree(stage)  # the older tree, now at the staging name
 
 
 # ====================================================================== loading

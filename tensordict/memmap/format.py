@@ -85,6 +85,8 @@ on, so the two agree on every folder.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import fcntl
 import functools
 import hashlib
@@ -225,6 +227,64 @@ def temporary_name(path: str) -> str:
     return os.path.join(
         os.path.dirname(path), f"{DATA_TMP_PREFIX}{os.getpid()}.{os.urandom(6).hex()}"
     )
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _renameat2():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        function = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    return function
+
+
+_RENAMEAT2 = _renameat2()
+_AT_FDCWD = -100
+
+
+def exchange(a: str, b: str) -> None:
+    """Swaps the folders ``a`` and ``b`` in one atomic step (Linux ``renameat2``).
+
+    Raises:
+        OSError: if the file system cannot (``EINVAL``), or either path is missing.
+    """
+    if _RENAMEAT2 is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not available", a)
+    if _RENAMEAT2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), a, None, b)
+
+
+@functools.lru_cache(maxsize=64)
+def can_exchange(parent: str) -> bool:
+    """True when folders in ``parent`` can be exchanged atomically (checked once per parent)."""
+    if _RENAMEAT2 is None:
+        return False
+    try:
+        a = temporary_name(os.path.join(parent, "x"))
+        b = temporary_name(os.path.join(parent, "y"))
+        os.mkdir(a)
+        os.mkdir(b)
+    except OSError:
+        return False
+    try:
+        exchange(a, b)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.rmdir(a)
+        os.rmdir(b)
 
 
 def is_own_file(name: str) -> bool:

@@ -98,3 +98,14 @@ def test_adding_an_entry_that_does_not_fit_records_nothing(small_fs, method):
     assert (small_fs / "td" / "meta.json").read_text() == before
     assert "big" not in json.loads(before) and "big" not in td.keys()
     assert [n for n in _names(small_fs / "td") if n != "meta%lock"] == ["a.memmap", "meta.json"]
+
+
+def test_memmap_over_an_older_tree_that_does_not_fit_leaves_the_old_tree(small_fs):
+    """memmap(prefix) of a tree too big for the disk: ENOSPC, and the older tree there still loads."""
+    TensorDict({"a": torch.arange(4.0), "sub": {"b": torch.ones(4)}}, [4]).memmap(small_fs / "td")
+    with pytest.raises(OSError) as info:
+        TensorDict({"a": torch.zeros(4, MIB)}, [4]).memmap(small_fs / "td")
+    assert info.value.errno == errno.ENOSPC
+    old = TensorDict.load_memmap(small_fs / "td")
+    assert old["a"].tolist() == [0.0, 1.0, 2.0, 3.0] and old["sub", "b"].tolist() == [1.0] * 4
+    assert [p.name for p in small_fs.iterdir()] == ["td"]
