@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tensordict import NonTensorData, TensorDict, lazy_stack
+from tensordict.cli import main
 
 from conftest import FIXTURES
 
@@ -549,3 +552,36 @@ def test_lazy_members_of_different_batch_sizes_are_refused_naming_the_folder(tmp
     TensorDict({"a": torch.zeros(3)}, [3]).memmap(tmp_path / "s" / "1")
     with pytest.raises(ValueError, match=r"members of different batch sizes: \[\(2,\), \(3,\)\]"):
         TensorDict.load_memmap(tmp_path / "s")
+
+
+# ------------------------------------------------------------------ any meta.json field value
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_FIELDS = ["shape", "device", "_type", "_class", "_format_version"]
+_RECORD_FIELDS = ["shape", "dtype", "is_nested", "device", "type"]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(
+    level=st.dictionaries(st.sampled_from(_FIELDS), _JSON, max_size=3),
+    record=st.dictionaries(st.sampled_from(_RECORD_FIELDS), _JSON, max_size=3),
+)
+def test_any_value_in_a_meta_json_field_loads_or_raises_a_clear_error(
+    tmp_path_factory, level, record
+):
+    """Whatever JSON a field holds, load_memmap and verify either work or raise ValueError/OSError."""
+    folder = _write(tmp_path_factory.mktemp("td") / "td")
+    meta = _meta(folder)
+    meta.update(level)
+    meta["a"] = {**meta["a"], **record}
+    _set_meta(folder, meta)
+    try:
+        TensorDict.load_memmap(folder)
+    except (ValueError, OSError) as err:
+        assert str(folder) in str(err) or "meta.json" in str(err), err
+    assert main(["verify", str(folder)]) in (0, 1)
