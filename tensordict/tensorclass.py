@@ -580,6 +580,9 @@ class _TensorClassMethods:
     def _memmap_refresh(self, options) -> None:
         self._tensordict._memmap_refresh(options)
 
+    def _memmap_missing(self, robust_key) -> None:
+        self._tensordict._memmap_missing(robust_key)
+
     def _memmap_refresh_from(self, meta: dict, stat, options) -> bool:
         if meta.get("_type") != str(type(self)) or self._memmap_folder() is None:
             return False

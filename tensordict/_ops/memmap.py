@@ -274,9 +274,8 @@ class MemmapMixin:
         if folder is not None and os.path.abspath(os.fspath(prefix)) == folder:
             # Already memory-mapped there: only what is not mapped yet is written, entry by
             # entry, so that nothing another writer recorded meanwhile can be lost.
-            if not self.is_memmap():
-                level = self._require_memmap("memmap_()")
-                self._memmap_missing(level.robust_key if robust_key is None else robust_key)
+            level = self._require_memmap("memmap_()")
+            self._memmap_missing(level.robust_key if robust_key is None else robust_key)
             self.lock_()
             return _done(self) if return_early else self
         return _write(self, prefix, False, True, num_threads, existsok, robust_key, return_early)
@@ -393,9 +392,11 @@ class MemmapMixin:
         folder = level.path
         for key, value in list(inner._items_level()):
             if isinstance(value, torch.Tensor):
-                mapped = getattr(value, "_filename", None)
-                if mapped is not None and os.path.dirname(mapped) == folder:
-                    continue
+                own = fmt.entry_path(folder, key, fmt.MEMMAP_SUFFIX, robust_key)
+                if _io.is_file_of(value, own) or (
+                    value.is_nested and getattr(value, "_filename", None) == own
+                ):
+                    continue  # this entry's own file, whole
                 inner._del_str(key)
                 try:
                     inner.make_memmap_from_tensor(key, value, robust_key=robust_key)
@@ -404,6 +405,7 @@ class MemmapMixin:
                     raise
             elif isinstance(value, NonTensorData):
                 if key not in level.meta:
+                    level.claim(key)  # before writing: never over another writer's value
                     path = os.path.join(folder, fmt.file_name(key, "", robust_key))
                     _io.write_nontensor(path, value)
                     level.add(key, {"type": "NonTensorData"})
@@ -413,6 +415,7 @@ class MemmapMixin:
                 if key in level.meta:
                     msg = f"cannot memory-map the new sub-tensordict {key!r}: {folder!r} records an entry of that key"
                     raise EntryExistsError(msg)
+                level.claim(key)  # before writing: never over another writer's entry
                 value.memmap_(os.path.join(folder, fmt.file_name(key, "", robust_key)))
                 level.add(key, {"type": value._memmap_record_type()})
 
@@ -610,8 +613,9 @@ class MemmapMixin:
                 os.makedirs(sub_folder, exist_ok=True)
             sub._mm = _io.Level(sub_folder, robust_key=robust_key)
             if sub_folder is not None:
+                parent_level.claim(part)  # another writer's entry of that key: refused
                 sub._mm.update(fmt.level_meta(sub.batch_size, sub.device))
-                parent_level.update({part: {"type": sub._memmap_record_type()}})
+                parent_level.add(part, {"type": sub._memmap_record_type()})
             if parent_level.taken is not None:
                 parent_level.taken[fmt.file_name(part, "", robust_key)] = part
             inner._store_entry(part, sub)

@@ -35,6 +35,7 @@ refresh skips every level whose file did not change).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import shutil
@@ -114,16 +115,29 @@ class Level:
         """
         ours = key in self.meta  # a stale record of this tensordict's: replaced on purpose
         with fmt.locked(self.path):
-            self._reread()
-            if key in self.meta and not ours:
-                msg = (
-                    f"cannot add {key!r} in {self.path!r}: another writer added it meanwhile "
-                    "(refresh with memmap_refresh_() to see it); its files were left alone"
-                )
-                raise EntryExistsError(msg)
+            self._check_not_taken(key, ours)
             for temporary, final in renames:
                 os.replace(temporary, final)
             self._apply({key: record})
+
+    def claim(self, key: str) -> None:
+        """Refuses, before anything is written, a key another writer recorded meanwhile.
+
+        Raises:
+            EntryExistsError: naming the key and the folder.
+        """
+        ours = key in self.meta
+        with fmt.locked(self.path):
+            self._check_not_taken(key, ours)
+
+    def _check_not_taken(self, key: str, ours: bool) -> None:
+        self._reread()
+        if key in self.meta and not ours:
+            msg = (
+                f"cannot add {key!r} in {self.path!r}: another writer added it meanwhile "
+                "(refresh with memmap_refresh_() to see it); its files were left alone"
+            )
+            raise EntryExistsError(msg)
 
     def update(self, changes: dict) -> None:
         """Applies ``{key: record or None}`` to this level's meta.json under the folder lock.
@@ -234,7 +248,7 @@ def plan_entries(
             shape_path = None
             if value.is_nested:
                 shape_path = os.path.join(folder, fmt.file_name(key, fmt.SHAPE_SUFFIX, robust_key))
-            if not existsok and not _is_file_of(value, path) and os.path.lexists(path):
+            if not existsok and not is_file_of(value, path) and os.path.lexists(path):
                 msg = f"cannot memory-map the entry {key!r}: {path!r} already exists and existsok=False"
                 raise ExistingFileError(msg)
             plan.tensors.append((path, value, shape_path))
@@ -268,7 +282,7 @@ def rebuild_entries(items, folder, replacement: dict, inplace: bool, robust_key)
     data = {}
     for key, value in items:
         if isinstance(value, _Tensor):
-            data[key] = replacement[id(value)]
+            data[key] = replacement[id(value)].pop(0)  # one per occurrence, in plan order
         elif isinstance(value, NonTensorData):
             data[key] = value
         else:
@@ -292,14 +306,22 @@ def records_of(items, folder: str, robust_key) -> dict:
     return meta
 
 
-def _is_file_of(value, path: str) -> bool:
+def is_file_of(value, path: str) -> bool:
+    """True when ``value`` maps all of the file at ``path`` (not a view of part of it)."""
     filename = getattr(value, "_filename", None)
-    if filename is None:
+    if filename is None or value.is_nested:
         return False
     try:
-        return os.path.samefile(filename, path)
+        same = os.path.samefile(filename, path)
+        size = os.path.getsize(path)
     except OSError:
         return False
+    return (
+        same
+        and value.storage_offset() == 0
+        and value.is_contiguous()
+        and size == value.numel() * value.element_size()
+    )
 
 
 def _remove_stale(folder: str, keep: set, robust_key) -> None:
@@ -346,7 +368,7 @@ def _write_tensor(path: str | None, tensor: torch.Tensor, shape_path: str | None
         if isinstance(tensor, MemoryMappedTensor) and tensor._filename is None:
             return tensor
         return MemoryMappedTensor.from_tensor(tensor.detach())
-    if not like and _is_file_of(tensor, path):
+    if not like and is_file_of(tensor, path):
         return tensor
     if not tensor.is_nested and tensor.numel() == 0:
         if os.path.lexists(path):
@@ -432,16 +454,29 @@ def write_tree(
 def _staging_folder(folder: str, plan: Plan) -> str | None:
     """A new empty folder beside ``folder`` to build the tree in, or None to write in place.
 
-    None when a level folder that exists holds a name its ``meta.json`` does not
-    record (not ours to move), or when the file system cannot exchange folders.
+    None when the older tree there holds a name its ``meta.json`` files do not record
+    (not ours to move), when ``folder`` is a mount point, or when the file system
+    cannot exchange folders.
+
+    Raises:
+        SymlinkError: if ``folder`` is a symbolic link.
     """
-    for level_folder, _ in plan.folders:
-        if os.path.isdir(level_folder) and not _only_recorded_names(level_folder):
-            return None
-    if not fmt.can_exchange(os.path.dirname(folder)):
+    if os.path.islink(folder):
+        msg = f"refusing to memory-map into {folder!r}: it is a symbolic link"
+        raise SymlinkError(msg)
+    if os.path.isdir(folder) and not _only_recorded_names(folder):
+        return None  # unrecorded files are not ours to move: the tree is written in place
+    parent = os.path.dirname(folder)
+    os.makedirs(parent, exist_ok=True)
+    if os.path.ismount(folder) or not fmt.can_exchange(parent):
         return None
     stage = fmt.temporary_name(folder + ".")
     os.mkdir(stage)
+    if os.path.isdir(folder):  # the new tree's folder keeps the old one's mode and group
+        info = os.stat(folder)
+        with contextlib.suppress(OSError):
+            os.chown(stage, -1, info.st_gid)
+        os.chmod(stage, _stat.S_IMODE(info.st_mode))
     return stage
 
 
@@ -467,7 +502,15 @@ def _only_recorded_names(folder: str) -> bool:
                 pass
     else:  # a non-tensor value's folder
         names = {fmt.PICKLE_FILE}
-    return all(n in names or fmt.is_own_file(n) for n in os.listdir(folder))
+    for name in os.listdir(folder):
+        if fmt.is_own_file(name):
+            continue
+        if name not in names:
+            return False
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path) and not _only_recorded_names(path):
+            return False  # the old tree's sub-folders are removed with it: nothing unrelated there
+    return True
 
 
 def _write_files(
@@ -482,7 +525,7 @@ def _write_files(
 
     def write(job):
         path, tensor, shape_path = job
-        if staged and path is not None and not like and _is_file_of(tensor, path):
+        if staged and path is not None and not like and is_file_of(tensor, path):
             _link_into(path, where(path), shape_path, where)  # the same file: no copy
             return tensor
         out = _write_tensor(
@@ -507,7 +550,9 @@ def _write_files(
         if not staged:  # a staged tree is removed whole by the caller
             _remove_written(done)  # a failed call (a full disk) keeps none of its files
         raise
-    replacement = {id(tensor): new for (_, tensor, _), new in zip(jobs, written)}
+    replacement: dict = {}  # id(tensor) -> its written copies, in plan order (a tensor may repeat)
+    for (_, tensor, _), new in zip(jobs, written):
+        replacement.setdefault(id(tensor), []).append(new)
     for nt_folder, value in plan.nontensors:
         write_nontensor(where(nt_folder), value)
     return obj._memmap_rebuild(folder, replacement, inplace, robust_key)

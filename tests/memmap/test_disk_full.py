@@ -109,3 +109,10 @@ def test_memmap_over_an_older_tree_that_does_not_fit_leaves_the_old_tree(small_f
     old = TensorDict.load_memmap(small_fs / "td")
     assert old["a"].tolist() == [0.0, 1.0, 2.0, 3.0] and old["sub", "b"].tolist() == [1.0] * 4
     assert [p.name for p in small_fs.iterdir()] == ["td"]
+
+
+def test_a_mount_point_as_the_folder_is_written_in_place(small_fs):
+    """memmap() into a mount point (a volume) writes there: a mount point cannot be exchanged."""
+    TensorDict({"a": torch.arange(3.0)}, [3]).memmap(small_fs)
+    TensorDict({"a": torch.ones(3)}, [3]).memmap(small_fs)
+    assert TensorDict.load_memmap(small_fs)["a"].tolist() == [1.0, 1.0, 1.0]
