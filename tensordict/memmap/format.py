@@ -763,6 +763,17 @@ def parse_tensor_record(folder: str, key: str, record: dict) -> tuple:
     raise MemmapFormatError(msg)
 
 
+_ESCAPE = re.compile(r"%([0-9A-F]{2})")
+
+
+def _is_encoded_stem(stem: str) -> bool:
+    """True when ``stem`` is what :func:`encode_key` gives for some key."""
+    if stem == "%":
+        return True
+    decoded = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), stem)
+    return encode_key(decoded) == stem
+
+
 def check_batch_prefix(folder: str, key: str, shape, batch_size) -> None:
     """Refuses an entry whose shape (a sub-level's batch size) does not start with the level's batch size.
 
@@ -804,7 +815,13 @@ def entry_path(folder: str, key: str, suffix: str, robust_key: bool | None = Tru
             raw = file_name(key, suffix, False)
         except ValueError:
             raw = name
-        if raw != name and os.path.lexists(os.path.join(folder, raw)):
+        # The unencoded name is used only when it cannot be another key's encoded name.
+        stem = raw[: len(raw) - len(suffix)] if suffix else raw
+        if (
+            raw != name
+            and not _is_encoded_stem(stem)
+            and os.path.lexists(os.path.join(folder, raw))
+        ):
             path = os.path.join(folder, raw)
     if os.path.islink(path):
         msg = f"refusing to follow the symbolic link {path!r}"

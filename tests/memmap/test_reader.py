@@ -89,3 +89,13 @@ def test_legacy_unencoded_file_names_still_load(tmp_path):
     )
     assert (tmp_path / "f" / "a b.memmap").exists()
     assert sorted(TensorDict.load_memmap(tmp_path / "f").keys()) == ["a b", "c"]
+
+
+def test_the_legacy_name_of_one_key_is_never_another_keys_file(tmp_path):
+    """Key "%" (no file: no elements) beside key "" (file "%.memmap"): "%" is not read from "%.memmap"."""
+    td = TensorDict(
+        {"": torch.ones((), dtype=torch.bool), "%": torch.zeros(0, dtype=torch.bool)}, []
+    )
+    td.memmap(tmp_path / "f")
+    loaded = TensorDict.load_memmap(tmp_path / "f")
+    assert loaded[""].item() is True and loaded["%"].shape == torch.Size([0])
