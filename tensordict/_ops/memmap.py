@@ -392,10 +392,11 @@ class MemmapMixin:
         folder = level.path
         for key, value in list(inner._items_level()):
             if isinstance(value, torch.Tensor):
-                own = fmt.entry_path(folder, key, fmt.MEMMAP_SUFFIX, robust_key)
-                if _io.is_file_of(value, own) or (
-                    value.is_nested and getattr(value, "_filename", None) == own
-                ):
+                own = os.path.join(folder, fmt.file_name(key, fmt.MEMMAP_SUFFIX, robust_key))
+                mapped = getattr(value, "_filename", None)
+                if mapped is not None and mapped != own:  # maybe a legacy unencoded name
+                    own = fmt.entry_path(folder, key, fmt.MEMMAP_SUFFIX, robust_key)
+                if mapped == own and (value.is_nested or _io.is_file_of(value, own)):
                     continue  # this entry's own file, whole
                 inner._del_str(key)
                 try:

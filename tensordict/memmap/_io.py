@@ -312,7 +312,7 @@ def is_file_of(value, path: str) -> bool:
     if filename is None or value.is_nested:
         return False
     try:
-        same = os.path.samefile(filename, path)
+        same = filename == path or os.path.samefile(filename, path)
         size = os.path.getsize(path)
     except OSError:
         return False
