@@ -17,6 +17,8 @@ from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.indexing import normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
+from tensordict._ops.printing import RaggedLeaf, collection_repr
+from tensordict._options import GET_DEFAULT
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase, _as_value, _check_batch
 from tensordict.errors import DimensionError, LockedError
@@ -320,7 +322,7 @@ class LazyStackedTensorDict(TensorDictBase):
             return NonTensorData([v.data for v in values], self._batch_size)
         return LazyStackedTensorDict(*values, stack_dim=self._stack_dim)
 
-    def get(self, key, default=None, *, as_nested_tensor: bool = False):
+    def get(self, key, default=GET_DEFAULT, *, as_nested_tensor: bool = False):
         """Returns the entry at ``key`` with the members' values stacked along :attr:`stack_dim`.
 
         A key that one member lacks is missing. Tensors are stacked into a new
@@ -610,18 +612,39 @@ class LazyStackedTensorDict(TensorDictBase):
         """
         return self.contiguous().to_dict(**kwargs)
 
-    def __repr__(self) -> str:
-        size = ",".join(str(s) for s in self._batch_size)
-        return (
-            f"LazyStackedTensorDict(batch_size=[{size}], stack_dim={self._stack_dim}, "
-            f"fields={self._fields_repr()}, members={len(self.tensordicts)})"
-        )
+    # Its compact repr inside another names the class: ``LazyStackedTensorDict[3]{...}``.
+    _repr_named = True
 
-    def _fields_repr(self) -> str:
-        try:
-            return self.contiguous()._fields_repr()
-        except RuntimeError:
-            return "{" + ", ".join(self._keys_level()) + "}"
+    def _stored_tensors(self):
+        for member in self.tensordicts:
+            yield from member._stored_tensors()
+
+    def _repr_items(self):
+        items = []
+        for key in self._keys_level():
+            values = [m._get_str(key, None) for m in self.tensordicts]
+            if isinstance(values[0], torch.Tensor) and any(
+                v.shape != values[0].shape for v in values
+            ):
+                # Members' tensors that cannot stack: show the shape, -1 where they differ.
+                items.append((key, RaggedLeaf(values, self._stack_dim)))
+            else:
+                items.append((key, self._get_str(key, NO_DEFAULT)))
+        return items
+
+    def _repr_detail_extra(self) -> dict:
+        common = set(self._keys_level())
+        exclusive = [
+            (str(i), [(k, v) for k, v in m._items_level() if k not in common])
+            for i, m in enumerate(self.tensordicts)
+        ]
+        return {
+            "exclusive": [(i, items) for i, items in exclusive if items],
+            "tail": [f"stack_dim={self._stack_dim}"],
+        }
+
+    def __repr__(self) -> str:
+        return collection_repr(self, tail=f"stack_dim={self._stack_dim}")
 
     # ------------------------------------------------------------------ memory mapping
     def _store_entry(self, key: str, value) -> None:

@@ -27,6 +27,9 @@ _Size = torch.Size
 _EMPTY = torch.Size(())
 
 
+_CPU = torch.device("cpu")
+
+
 def _fill(td, source: dict, batch_size: torch.Size, device) -> dict:
     """Validates the entries of a plain dict for a new tensordict (the hot path of construction)."""
     data = {}
@@ -911,11 +914,13 @@ class TensorDict(TensorDictBase):
         data = _io.rebuild_entries(
             self._tensordict.items(), folder, replacement, inplace, robust_key
         )
+        # Memory-mapped tensors live in host memory: the result's device is the CPU.
         if inplace:
             self._tensordict.update(data)
+            self._device = _CPU
             out = self
         else:
-            out = TensorDict._new_unsafe(data, self._batch_size, self._device, self._names)
+            out = TensorDict._new_unsafe(data, self._batch_size, _CPU, self._names)
         out._mm = _io.Level(folder, robust_key=robust_key)
         return out
 

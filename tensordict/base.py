@@ -26,6 +26,7 @@ from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
 from tensordict._ops.torch_function import dispatch
+from tensordict._options import GET_DEFAULT, resolve_get_default
 from tensordict.errors import (
     BatchSizeError,
     InvalidSourceError,
@@ -489,14 +490,15 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, ApplyMixin, ConvertMixin, Memma
         msg = f"key {full!r} not found in {type(self).__name__}{where}; existing keys at that level: {existing}"
         return MissingKeyError(msg)
 
-    def get(self, key: NestedKey, default=None):
+    def get(self, key: NestedKey, default=GET_DEFAULT):
         """Returns the entry at ``key``, or ``default`` when the key is missing, like ``dict.get``.
 
         Unlike ``td[key]``, a missing key is no error and a non-tensor entry comes as NonTensorData.
 
         Args:
             key (NestedKey): a string, or a tuple of strings for a nested entry.
-            default: returned when the key is missing. Defaults to None; ``NO_DEFAULT`` raises.
+            default: returned when the key is missing. Defaults to None (a KeyError after
+                ``set_get_defaults_to_none(False)``); ``NO_DEFAULT`` raises.
 
         Returns:
             A tensor, a sub-tensordict, a NonTensorData entry, or ``default``.
@@ -517,10 +519,12 @@ class TensorDictBase(ShapeMixin, PointwiseMixin, ApplyMixin, ConvertMixin, Memma
             value = self._get_str(key, None)
             if value is not None:
                 return value
+            default = resolve_get_default(default, NO_DEFAULT)
             if default is not NO_DEFAULT:
                 return default
             raise self._missing((key,), 0, self)
         parts = _key_parts(key)
+        default = resolve_get_default(default, NO_DEFAULT)
         level = self
         last = len(parts) - 1
         for depth, part in enumerate(parts):

@@ -30,9 +30,10 @@ import torch
 from tensordict._collection import is_tensor_collection
 from tensordict._keys import _key_parts
 from tensordict._nontensor import NonTensorData
-from tensordict._ops.convert import collection_repr, dtype_short
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
+from tensordict._ops.printing import collection_repr
 from tensordict._ops.torch_function import dispatch as _dispatch
+from tensordict._options import GET_DEFAULT
 from tensordict._stack import cat as _td_cat
 from tensordict._stack import stack as _td_stack
 from tensordict._td import TensorDict
@@ -391,7 +392,7 @@ class _TensorClassMethods:
 
     ndim = batch_dims
 
-    def get(self, key, default=None):
+    def get(self, key, default=GET_DEFAULT):
         """Returns the value at ``key`` (a field, or a nested key), ``default`` when missing.
 
         A non-tensor field reads back as its Python value.
@@ -474,7 +475,17 @@ class _TensorClassMethods:
         return type(self)._from_tensordict(self._tensordict.clone())
 
     def __repr__(self) -> str:
-        return collection_repr(type(self).__name__, self._tensordict, _fields_repr(self))
+        return collection_repr(self)
+
+    def _repr_items(self) -> list:
+        # Every declared field, None when unset, then the keys that are not fields.
+        td = self._tensordict
+        fields = type(self)._tc_fields
+        items = [(name, td._get_str(name, None)) for name in fields]
+        return items + [(k, v) for k, v in td._items_level() if k not in fields]
+
+    def _repr_detail_extra(self) -> dict:
+        return {}
 
     # ------------------------------------------------------------------ torch functions
     @classmethod
@@ -593,33 +604,6 @@ class _TensorClassMethods:
 for _name in SHARED_WITH_TENSORCLASS:
     setattr(_TensorClassMethods, _name, vars(MemmapMixin)[_name])
 del _name
-
-
-def _entry_repr(value, batch_dims: int) -> str:
-    if value is None:
-        return "None"
-    if isinstance(value, NonTensorData):
-        return type(value.data).__name__
-    if isinstance(value, torch.Tensor):
-        try:
-            feature = ",".join(str(s) for s in value.shape[batch_dims:])
-        except RuntimeError:  # a nested tensor without a dense shape
-            return f"{dtype_short(value.dtype)}[nested]"
-        return f"{dtype_short(value.dtype)}[{feature}]"
-    extra = list(value.batch_size[batch_dims:])
-    dims = f"{extra} " if extra else ""
-    if _is_tc(value):
-        return f"{dims}{type(value).__name__}{_fields_repr(value)}"
-    return f"{dims}{value._fields_repr()}"
-
-
-def _fields_repr(obj) -> str:
-    td = obj._tensordict
-    bd = td.batch_dims
-    fields = type(obj)._tc_fields
-    parts = [f"{name}: {_entry_repr(td._get_str(name, None), bd)}" for name in fields]
-    parts += [f"{k}: {_entry_repr(v, bd)}" for k, v in td._items_level() if k not in fields]
-    return "{" + ", ".join(parts) + "}"
 
 
 # ====================================================================== loading

@@ -414,8 +414,8 @@ def test_keys_items_and_repr():
     f = frame()
     assert dict(f.items())["label"] is f.label
     assert repr(f) == (
-        "Frame(batch_size=[4], fields={pixels: u8[2,2], label: i64[], source: str, "
-        "extra: None, info: None})"
+        "Frame(batch_size=[4], fields={\n    extra: None,\n    info: None,\n    label: i64[],\n"
+        "    pixels: u8[2,2],\n    source: str})"
     )
 
 

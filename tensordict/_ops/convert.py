@@ -8,6 +8,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT
 from tensordict._nontensor import NonTensorData
+from tensordict._ops.printing import collection_repr, compact_fields, dtype_short  # noqa: F401
 
 
 def _is_tensordict(value) -> bool:
@@ -33,37 +34,6 @@ def shape_of(value) -> torch.Size:
         )
         return torch.Size([value.size(0), *inner])
     return value.shape
-
-
-_DTYPE_SHORT = {
-    torch.float32: "f32",
-    torch.float64: "f64",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.int64: "i64",
-    torch.int32: "i32",
-    torch.int16: "i16",
-    torch.int8: "i8",
-    torch.uint8: "u8",
-    torch.bool: "bool",
-    torch.complex64: "c64",
-    torch.complex128: "c128",
-}
-
-
-def dtype_short(dtype: torch.dtype) -> str:
-    return _DTYPE_SHORT.get(dtype, str(dtype).replace("torch.", ""))
-
-
-def collection_repr(name: str, td, fields: str) -> str:
-    """``Name(batch_size=[...], device=..., names=..., fields={...})`` of a tensordict ``td``."""
-    extra = ""
-    if td.device is not None:
-        extra += f", device={td.device}"
-    if td.names is not None and any(n is not None for n in td.names):
-        extra += f", names={td.names}"
-    size = ",".join(str(s) for s in td.batch_size)
-    return f"{name}(batch_size=[{size}]{extra}, fields={fields})"
 
 
 class ConvertMixin:
@@ -213,24 +183,16 @@ class ConvertMixin:
         return self
 
     # ------------------------------------------------------------------ printing
+    def _repr_items(self):
+        """The ``(key, value)`` pairs that the ``repr`` shows."""
+        return self._items_level()
+
+    def _repr_detail_extra(self) -> dict:
+        """Extra blocks and trailing parts of the detailed ``repr`` (a lazy stack has some)."""
+        return {}
+
     def _fields_repr(self) -> str:
-        parts = []
-        for key, value in self._items_level():
-            if isinstance(value, NonTensorData):
-                parts.append(f"{key}: {type(value.data).__name__}")
-            elif _is_tensordict(value) or getattr(type(value), "_is_tensorclass", False):
-                inner = (
-                    value._fields_repr()
-                    if _is_tensordict(value)
-                    else value._tensordict._fields_repr()
-                )
-                extra = list(value.batch_size[self.batch_dims :])
-                dims = f"{extra} " if extra else ""
-                parts.append(f"{key}: {dims}{inner}")
-            else:
-                feature = ",".join(str(s) for s in shape_of(value)[self.batch_dims :])
-                parts.append(f"{key}: {dtype_short(value.dtype)}[{feature}]")
-        return "{" + ", ".join(parts) + "}"
+        return compact_fields(self)
 
     def __repr__(self) -> str:
-        return collection_repr(type(self).__name__, self, self._fields_repr())
+        return collection_repr(self)

@@ -920,9 +920,8 @@ class MemmapMixin:
             >>> td.is_shared(), td.is_locked
             (True, True)
         """
-        for value in self.values(True, True):
-            if isinstance(value, torch.Tensor):
-                value.share_memory_()
+        for value in self._stored_tensors():
+            value.share_memory_()
         return self.lock_()
 
     def is_shared(self) -> bool:
@@ -933,8 +932,18 @@ class MemmapMixin:
             >>> td.is_shared(), td.memmap().is_shared()
             (False, True)
         """
-        leaves = [v for v in self.values(True, True) if isinstance(v, torch.Tensor)]
+        leaves = list(self._stored_tensors())
         return bool(leaves) and all(v.is_shared() or getattr(v, "_filename", None) for v in leaves)
+
+    def _stored_tensors(self):
+        """The tensors this tensordict holds (a lazy stack's: its members', never stacked copies)."""
+        for _, value in self._items_level():
+            if isinstance(value, torch.Tensor):
+                yield value
+            elif getattr(type(value), "_is_tensorclass", False):
+                yield from value._tensordict._stored_tensors()
+            elif hasattr(value, "_stored_tensors"):
+                yield from value._stored_tensors()
 
 
 def _taken_names(td) -> dict:
