@@ -15,18 +15,24 @@ __all__ = [
     "BatchSizeError",
     "DimensionError",
     "EntryExistsError",
+    "EntryTypeError",
     "ExistingFileError",
+    "InvalidArgumentError",
     "InvalidSourceError",
     "KeyMismatchError",
     "LockedError",
+    "MaskError",
     "MemmapFormatError",
     "MemmapNotFoundError",
     "MissingKeyError",
     "NotMemmapError",
+    "NotTensorCollectionError",
+    "PaddingError",
     "PathThroughLeafError",
     "ReservedFieldError",
     "SymlinkError",
     "TensorDictError",
+    "TooFewInputsError",
     "UnknownFieldError",
     "warn",
 ]
@@ -113,6 +119,34 @@ class UnknownFieldError(TensorDictError, AttributeError, TypeError, ValueError):
 
 class ReservedFieldError(TensorDictError, AttributeError):
     """A field is named like a tensordict method or attribute, and ``shadow`` is off."""
+
+
+class NotTensorCollectionError(TensorDictError, TypeError, AttributeError):
+    """A function over tensordicts was given something that is not one (a tensor, a dict, ...).
+
+    Also an ``AttributeError``, what the well-known API raises when it reaches for
+    a tensordict attribute on such a value.
+    """
+
+
+class TooFewInputsError(TensorDictError, RuntimeError):
+    """A function that combines tensordicts got fewer than it needs (none, or one to merge)."""
+
+
+class PaddingError(TensorDictError, RuntimeError):
+    """Padding is impossible: a bad ``pad_size``, a negative size, a scalar, or shapes that differ."""
+
+
+class InvalidArgumentError(TensorDictError, ValueError):
+    """An argument has a value the function does not accept (a side, a missing dimension, options that clash)."""
+
+
+class MaskError(InvalidArgumentError):
+    """A padding mask is missing, has the wrong shape or dtype, or marks a row that is not one run."""
+
+
+class EntryTypeError(TensorDictError, TypeError):
+    """An entry is of a kind the function cannot use (a sub-tensordict, values that cannot be sorted)."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
