@@ -12,10 +12,13 @@ import sys
 import warnings
 
 __all__ = [
+    "AbstractClassError",
     "BatchSizeError",
+    "ClassFlagError",
     "DimensionError",
     "EntryExistsError",
     "ExistingFileError",
+    "FieldCastError",
     "InvalidSourceError",
     "KeyMismatchError",
     "LockedError",
@@ -113,6 +116,22 @@ class UnknownFieldError(TensorDictError, AttributeError, TypeError, ValueError):
 
 class ReservedFieldError(TensorDictError, AttributeError):
     """A field is named like a tensordict method or attribute, and ``shadow`` is off."""
+
+
+class AbstractClassError(TensorDictError, NotImplementedError):
+    """An abstract class (``TensorCollection``, ``TensorClass``) was instantiated."""
+
+
+class ClassFlagError(TensorDictError, TypeError):
+    """A tensorclass was defined with flags that do not exist or do not go together."""
+
+
+class FieldCastError(TensorDictError, TypeError, ValueError):
+    """With ``autocast``, a value could not be cast to the annotation of its field.
+
+    A ``TypeError`` (what the well-known API raises when the annotation is a tensor
+    type) and a ``ValueError`` (what it lets through from ``int("x")`` and the like).
+    """
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
