@@ -4,9 +4,14 @@ A *tensor collection* is a tensordict, a tensorclass instance or a non-tensor
 entry. Each such class says so with the class flag ``_is_tensor_collection``, so
 that the bottom layers (storage, the operation mixins) recognise collections
 without importing the classes that define them.
+
+:class:`TensorCollection` is the abstract base class of the tensordicts and of
+the subclasses of ``TensorClass``, for ``isinstance`` checks and type hints.
 """
 
 from __future__ import annotations
+
+from tensordict.errors import AbstractClassError
 
 
 class _NoDefault:
@@ -21,6 +26,39 @@ class _NoDefault:
 
 NO_DEFAULT = _NoDefault()
 """Passed as ``default`` to say "raise instead of returning a default"."""
+
+
+class TensorCollection:
+    """The abstract base class of every tensordict and of every ``TensorClass`` subclass.
+
+    Use it in ``isinstance`` checks and type hints meaning "a tensordict or a
+    tensorclass". It cannot be instantiated. A class decorated with
+    ``@tensorclass`` does not inherit from it (only subclasses of ``TensorClass``
+    do); :func:`is_tensor_collection` recognises both.
+
+    Raises:
+        AbstractClassError: when instantiated (a ``NotImplementedError``).
+
+    Examples:
+        >>> isinstance(TensorDict(), TensorCollection)
+        True
+        >>> isinstance(torch.zeros(2), TensorCollection)
+        False
+        >>> TensorCollection()
+        Traceback (most recent call last):
+            ...
+        tensordict.errors.AbstractClassError: TensorCollection is an abstract base class ...
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *args, **kwargs) -> None:
+        msg = (
+            f"TensorCollection is an abstract base class and cannot be instantiated "
+            f"(called through {type(self).__name__}); build a TensorDict or a TensorClass "
+            "subclass instead"
+        )
+        raise AbstractClassError(msg)
 
 
 def is_tensor_collection(obj) -> bool:

@@ -52,7 +52,9 @@ def _env_flag(name: str) -> bool | None:
         return True
     if raw.strip().lower() in _FALSE:
         return False
-    warn(f"the environment variable {name}={raw!r} is not a truth value; it is ignored")
+    warn(
+        f"the environment variable {name}={raw!r} is not a truth value; it is ignored", UserWarning
+    )
     return None
 
 

@@ -17,7 +17,12 @@ from collections.abc import Callable, Iterator, Mapping
 import numpy as np
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_leaf_class, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_leaf_class,
+    is_tensor_collection,
+)
 from tensordict._keys import NestedKey, _key_parts, unravel_key
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.apply import ApplyMixin
@@ -111,7 +116,9 @@ class _KeysView:
         return f"_KeysView({list(self)})"
 
 
-class TensorDictBase(ShapeMixin, PointwiseMixin, ApplyMixin, ConvertMixin, MemmapMixin, abc.ABC):
+class TensorDictBase(
+    ShapeMixin, PointwiseMixin, ApplyMixin, ConvertMixin, MemmapMixin, abc.ABC, TensorCollection
+):
     """The abstract base of every tensordict class.
 
     A tensordict maps string keys to tensors or to other tensordicts. Every entry

@@ -12,11 +12,14 @@ import sys
 import warnings
 
 __all__ = [
+    "AbstractClassError",
     "BatchSizeError",
+    "ClassFlagError",
     "DimensionError",
     "EntryExistsError",
     "EntryTypeError",
     "ExistingFileError",
+    "FieldCastError",
     "InvalidArgumentError",
     "InvalidSourceError",
     "KeyMismatchError",
@@ -147,6 +150,22 @@ class MaskError(InvalidArgumentError):
 
 class EntryTypeError(TensorDictError, TypeError):
     """An entry is of a kind the function cannot use (a sub-tensordict, values that cannot be sorted)."""
+
+
+class AbstractClassError(TensorDictError, NotImplementedError):
+    """An abstract class (``TensorCollection``, ``TensorClass``) was instantiated."""
+
+
+class ClassFlagError(TensorDictError, TypeError):
+    """A tensorclass was defined with flags that do not exist or do not go together."""
+
+
+class FieldCastError(TensorDictError, TypeError, ValueError):
+    """With ``autocast``, a value could not be cast to the annotation of its field.
+
+    A ``TypeError`` (what the well-known API raises when the annotation is a tensor
+    type) and a ``ValueError`` (what it lets through from ``int("x")`` and the like).
+    """
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

@@ -23,11 +23,13 @@ import dataclasses
 import functools
 import inspect
 import os
+import typing
 from collections.abc import Mapping
 
 import torch
 
-from tensordict._collection import is_tensor_collection
+from tensordict import _tensorclass_options as _options
+from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._keys import _key_parts
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
@@ -39,6 +41,7 @@ from tensordict._stack import stack as _td_stack
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
+    ClassFlagError,
     MemmapFormatError,
     MemmapNotFoundError,
     ReservedFieldError,
@@ -107,17 +110,12 @@ class _Field:
         obj._set_field(self.name, value)
 
 
-def _field_value(cls, value):
-    """What a field stores for ``value`` (``None`` stores nothing)."""
-    if value is None or isinstance(value, (torch.Tensor, TensorDictBase, NonTensorData)):
-        return value
-    if _is_tc(value):
-        return value
-    if isinstance(value, Mapping):
-        return NonTensorData(value)  # a dict is a value of the field, not a sub-tensordict
-    if cls._tc_nocast and isinstance(value, (bool, int, float, complex, str)):
-        return NonTensorData(value)
-    return value  # the tensordict converts numbers and arrays to tensors, the rest to NonTensorData
+def _batch_dims(batch_size) -> int:
+    if batch_size is None:
+        return 0
+    if isinstance(batch_size, int):
+        return 1
+    return len(batch_size)
 
 
 def _unknown_field(cls, name: str, what: str) -> UnknownFieldError:
@@ -140,11 +138,10 @@ def _check_key(cls, key, what: str) -> None:
 _RAW_RESULT = frozenset({"pop", "setdefault", "get_non_tensor"})
 
 # Methods that add keys: key argument position (and keyword name), checked against the fields.
+# The make_memmap* methods take any key, as in the well-known API: the entry is kept
+# in the instance's tensordict, written to its folder and loaded back with it.
 _KEY_ADDERS = {
     "setdefault": (0, "key"),
-    "make_memmap": (0, "key"),
-    "make_memmap_from_tensor": (0, "key"),
-    "make_memmap_from_storage": (0, "key"),
     "rename_key_": (1, "new_key"),
 }
 
@@ -294,8 +291,13 @@ class _TensorClassMethods:
             if key not in cls._tc_field_set:
                 raise _unknown_field(cls, key, "cannot set")
         source = {}
+        dims = _batch_dims(batch_size)
         for key, value in input_dict.items():
-            value = value if isinstance(value, Mapping) else _field_value(cls, value)
+            value = (
+                value
+                if isinstance(value, Mapping)
+                else _options.stored_value(cls, key, value, dims)
+            )
             if value is not None:
                 source[key] = value
         td = TensorDict(source, batch_size=batch_size, device=device)
@@ -311,8 +313,8 @@ class _TensorClassMethods:
 
     # ------------------------------------------------------------------ attributes
     def _set_field(self, name: str, value) -> None:
-        value = _field_value(type(self), value)
         td = self._tensordict
+        value = _options.stored_value(type(self), name, value, td.batch_dims)
         if value is None:
             if td._get_str(name, None) is not None:
                 td._del_str(name)
@@ -321,10 +323,11 @@ class _TensorClassMethods:
 
     def __setattr__(self, name: str, value) -> None:
         cls = type(self)
+        if cls._tc_frozen:
+            # As a frozen dataclass: no attribute at all can be assigned after __init__.
+            msg = f"cannot assign to field {name!r}: {cls.__name__} is frozen"
+            raise dataclasses.FrozenInstanceError(msg)
         if name in cls._tc_field_set:
-            if cls._tc_frozen:
-                msg = f"cannot assign to field {name!r}: {cls.__name__} is frozen"
-                raise dataclasses.FrozenInstanceError(msg)
             self._set_field(name, value)
         elif name.startswith("_") or hasattr(cls, name):
             object.__setattr__(self, name, value)
@@ -410,12 +413,13 @@ class _TensorClassMethods:
         cls = type(self)
         _check_key(cls, key, "cannot set")
         if type(key) is str and not inplace:
-            if cls._tc_frozen:
-                msg = f"cannot assign to field {key!r}: {cls.__name__} is frozen"
-                raise dataclasses.FrozenInstanceError(msg)
-            self._set_field(key, value)
+            self._set_field(key, value)  # a frozen instance's tensordict is locked: LockedError
         else:
-            self._tensordict.set(key, _field_value(cls, _unwrap(value)), inplace=inplace, **kwargs)
+            name = key if type(key) is str else None
+            value = _unwrap(value)
+            if name is not None:
+                value = _options.stored_value(cls, name, value, self._tensordict.batch_dims)
+            self._tensordict.set(key, value, inplace=inplace, **kwargs)
         return self
 
     def update(self, input_dict_or_td, clone: bool = False, inplace: bool = False, **kwargs):
@@ -651,20 +655,28 @@ def _user_defined(cls, name: str) -> bool:
     return False
 
 
+_INIT_OPTIONS = ("batch_size", "device", "names")
+
+
 def _make_init(cls, fields: list):
     init_fields = [f for f in fields if f.init]
     positional = [f.name for f in init_fields if not f.kw_only]
     required = [f.name for f in init_fields if _is_required(f)]
     field_set = frozenset(f.name for f in init_fields)
     n_pos = len(positional)
+    # With shadow=True a field may be named batch_size, device or names: it takes the keyword.
+    options = tuple(n for n in _INIT_OPTIONS if n not in field_set)
 
-    def __init__(self, *args, batch_size=None, device=None, names=None, **kwargs):  # noqa: N807
+    def __init__(self, *args, **kwargs):  # noqa: N807
         if len(args) > n_pos:
             msg = (
                 f"{cls.__name__}.__init__() takes {n_pos + 1} positional arguments but "
                 f"{len(args) + 1} were given (batch_size, device and names are keyword-only)"
             )
             raise TypeError(msg)
+        batch_size, device, names = (
+            kwargs.pop(n, None) if n in options else None for n in _INIT_OPTIONS
+        )
         values = dict(zip(positional, args))
         for key, value in kwargs.items():
             if key not in field_set:
@@ -681,6 +693,7 @@ def _make_init(cls, fields: list):
             msg = f"{cls.__name__}.__init__() missing {len(missing)} required argument(s): {listed}"
             raise TypeError(msg)
         source = {}
+        dims = _batch_dims(batch_size)
         for field in fields:
             if field.name in values:
                 value = values[field.name]
@@ -690,7 +703,7 @@ def _make_init(cls, fields: list):
                 value = field.default
             else:
                 value = None
-            value = _field_value(cls, value)
+            value = _options.stored_value(cls, field.name, value, dims)
             if value is not None:
                 source[field.name] = value
         td = TensorDict(source, batch_size=batch_size, device=device, names=names)
@@ -710,7 +723,7 @@ def _make_init(cls, fields: list):
         )
         default = inspect.Parameter.empty if _is_required(field) else _default_of(field)
         params.append(inspect.Parameter(field.name, kind, default=default))
-    for extra in ("batch_size", "device", "names"):
+    for extra in options:
         params.append(inspect.Parameter(extra, inspect.Parameter.KEYWORD_ONLY, default=None))
     params.sort(key=lambda p: p.kind)  # keyword-only after positional, order kept otherwise
     __init__.__signature__ = inspect.Signature(params)
@@ -734,9 +747,12 @@ def tensorclass(
     cls=None,
     /,
     *,
+    autocast: bool = False,
     frozen: bool = False,
     nocast: bool = False,
     shadow: bool = False,
+    tensor_only: bool = False,
+    skip_post_init_on_rebuild: bool = False,
     kw_only: bool = False,
 ):
     """Turns an annotated class into a tensorclass: a dataclass whose data lives in a tensordict.
@@ -750,6 +766,8 @@ def tensorclass(
     dicts, any object) are stored as :class:`NonTensorData` and read back as the
     value. Every :class:`TensorDict` method is available on an instance, and
     returns an instance of the class where it would return a tensordict.
+    Subclassing :class:`TensorClass` does the same, with the flags as class
+    keywords; a decorated class does not inherit from :class:`TensorCollection`.
 
     The class is registered under ``str(cls)`` so that ``TensorDict.load_memmap``
     recognises its folders; ``Cls.load_memmap`` loads a folder as ``Cls`` directly.
@@ -759,12 +777,22 @@ def tensorclass(
             ``@tensorclass(frozen=True)``).
 
     Keyword Args:
-        frozen (bool, optional): fields cannot be reassigned and the tensordict is
-            locked after ``__init__``. Defaults to False.
-        nocast (bool, optional): store Python numbers and strings as non-tensor
-            values instead of converting numbers to tensors. Defaults to False.
+        autocast (bool, optional): cast each value to the annotation of its field
+            when that is a class (``int``, ``str``, ``torch.Tensor``, a tensordict or
+            tensorclass type, ...). Defaults to False.
+        frozen (bool, optional): no attribute can be assigned after ``__init__``
+            (``dataclasses.FrozenInstanceError``) and the tensordict is locked.
+            Defaults to False.
+        nocast (bool, optional): keep Python numbers and numpy arrays as they are
+            (non-tensor values) instead of converting them to tensors. Defaults to False.
         shadow (bool, optional): allow fields named like a tensordict method or
-            attribute (the field hides it). Defaults to False.
+            attribute, ``batch_size``, ``device`` and ``names`` included (the field
+            hides it). Defaults to False.
+        tensor_only (bool, optional): every field must be annotated with a tensor
+            type, a tensor collection type or an optional of these. Defaults to False.
+        skip_post_init_on_rebuild (bool, optional): accepted for compatibility:
+            ``__post_init__`` never runs when an instance is made from another one
+            (indexing, ``clone``, ...). Defaults to False.
         kw_only (bool, optional): every field is keyword-only. Defaults to False.
 
     Returns:
@@ -773,6 +801,8 @@ def tensorclass(
     Raises:
         ReservedFieldError: if a field is named like a tensordict attribute and
             ``shadow`` is False (an ``AttributeError``).
+        ClassFlagError: if two of ``autocast``, ``nocast`` and ``tensor_only`` are
+            set, or a ``tensor_only`` field has another annotation (a ``TypeError``).
 
     Examples:
         >>> @tensorclass
@@ -787,29 +817,71 @@ def tensorclass(
         torch.Size([2, 4])
         >>> frame.source
         'camera'
+        >>> @tensorclass(autocast=True)
+        ... class Step:
+        ...     count: int
+        >>> Step(count=torch.tensor(3)).count
+        3
     """
-    options = {"frozen": frozen, "nocast": nocast, "shadow": shadow, "kw_only": kw_only}
+    options = {
+        "autocast": autocast,
+        "frozen": frozen,
+        "nocast": nocast,
+        "shadow": shadow,
+        "tensor_only": tensor_only,
+        "skip_post_init_on_rebuild": skip_post_init_on_rebuild,
+        "kw_only": kw_only,
+    }
     if cls is None:
         return functools.partial(_decorate, **options)
     return _decorate(cls, **options)
 
 
-def _decorate(cls, *, frozen: bool, nocast: bool, shadow: bool, kw_only: bool):
+def _hide_inherited_members(cls) -> None:
+    """Keeps dataclass from taking an inherited tensorclass member as a field's default.
+
+    With ``shadow``, a field of a subclass may be named like a member that the
+    parent tensorclass got from us (``batch_size``, ...); dataclass would read that
+    member as the field's default.
+    """
+    ours = {id(v) for v in vars(_TensorClassMethods).values()}
+    for name in cls.__dict__.get("__annotations__", {}):
+        if name not in cls.__dict__ and id(inspect.getattr_static(cls, name, None)) in ours:
+            setattr(cls, name, dataclasses.MISSING)
+
+
+def _decorate(
+    cls,
+    *,
+    autocast: bool,
+    frozen: bool,
+    nocast: bool,
+    shadow: bool,
+    tensor_only: bool,
+    skip_post_init_on_rebuild: bool,
+    kw_only: bool,
+):
     if not isinstance(cls, type):
         msg = f"@tensorclass decorates a class, got {type(cls).__name__}"
         raise TypeError(msg)
-    cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only)
+    flags = {"autocast": autocast, "nocast": nocast, "tensor_only": tensor_only}
+    _options.check_flags(cls.__name__, flags)
+    if shadow:
+        _hide_inherited_members(cls)
+    cls = dataclasses.dataclass(
+        cls, init=False, repr=False, eq=False, kw_only=kw_only, frozen=frozen
+    )
     fields = dataclasses.fields(cls)
     for field in fields:
+        if field.name == "_tensordict":
+            msg = f"the field name {field.name!r} of {cls.__name__} is used by every tensorclass"
+            raise ReservedFieldError(msg)
         if field.name in _RESERVED and not shadow:
             msg = (
                 f"the field {field.name!r} of {cls.__name__} is named like a tensordict "
-                "attribute; rename it, or pass shadow=True (@tensorclass(shadow=True)) to let "
-                "the field hide it"
+                "attribute; rename it, or pass shadow=True (@tensorclass(shadow=True) or "
+                "TensorClass['shadow']) to let the field hide it"
             )
-            raise ReservedFieldError(msg)
-        if field.name in ("_tensordict", "batch_size", "device", "names"):
-            msg = f"the field name {field.name!r} of {cls.__name__} is used by every tensorclass"
             raise ReservedFieldError(msg)
     for name, value in vars(_TensorClassMethods).items():
         if name in _CLASS_METADATA:
@@ -829,17 +901,133 @@ def _decorate(cls, *, frozen: bool, nocast: bool, shadow: bool, kw_only: bool):
     cls.__init__ = _make_init(cls, fields)
     cls._tc_fields = tuple(f.name for f in dataclasses.fields(cls))
     cls._tc_field_set = frozenset(cls._tc_fields)
+    cls._tc_autocast = autocast
     cls._tc_frozen = frozen
     cls._tc_nocast = nocast
+    cls._tc_shadow = shadow
+    cls._tc_tensor_only = tensor_only
+    cls._tc_skip_post_init_on_rebuild = skip_post_init_on_rebuild
+    if tensor_only:
+        _options.check_tensor_only(cls)
     key = str(cls)
     _REGISTRY[key] = cls
     _io.LOADERS[key] = functools.partial(_load_as, cls)
     return cls
 
 
+# ====================================================================== the subclassing form
+class _TensorClassMeta(type):
+    """Makes every subclass of :class:`TensorClass` a tensorclass, with its flags as class keywords.
+
+    A flag left out (``None``) is inherited from the base class. ``Cls[flags]`` is
+    a new subclass of ``Cls`` with those flags set.
+    """
+
+    def __new__(
+        mcs,
+        name,
+        bases,
+        namespace,
+        *,
+        autocast=None,
+        frozen=None,
+        nocast=None,
+        shadow=None,
+        tensor_only=None,
+        skip_post_init_on_rebuild=None,
+        kw_only: bool = False,
+        **kwargs,
+    ):
+        if kwargs and all("__init_subclass__" not in vars(b) for b in _mro_of(bases)):
+            msg = (
+                f"class {name}: unknown class keyword(s) {sorted(kwargs)}; a TensorClass "
+                f"takes the flags {list(_options.FLAGS)} and kw_only"
+            )
+            raise ClassFlagError(msg)
+        cls = super().__new__(mcs, name, bases, namespace, **kwargs)
+        if namespace.get("_tc_root", False):
+            return cls
+        given = {
+            "autocast": autocast,
+            "frozen": frozen,
+            "nocast": nocast,
+            "shadow": shadow,
+            "tensor_only": tensor_only,
+            "skip_post_init_on_rebuild": skip_post_init_on_rebuild,
+        }
+        flags = {
+            flag: bool(getattr(cls, f"_tc_{flag}", False) if value is None else value)
+            for flag, value in given.items()
+        }
+        return _decorate(cls, kw_only=kw_only, **flags)
+
+    def __init__(cls, name, bases, namespace, **kwargs) -> None:
+        super().__init__(name, bases, namespace)
+
+    def __getitem__(cls, item):
+        if not _options.is_flag_item(item) and issubclass(cls, typing.Generic):
+            return typing.Generic.__dict__["__class_getitem__"].__get__(None, cls)(item)
+        flags = _options.parse_flag_items(cls.__name__, item)
+        name = f"{cls.__name__}_{'_'.join(flags)}"
+        namespace = {"__module__": cls.__module__, "__qualname__": name}
+        return _TensorClassMeta(name, (cls,), namespace, **dict.fromkeys(flags, True))
+
+
+def _mro_of(bases) -> list:
+    seen = []
+    for base in bases:
+        seen.extend(k for k in base.__mro__ if k is not object and k not in seen)
+    return seen
+
+
+class TensorClass(TensorCollection, metaclass=_TensorClassMeta):
+    """The base class of tensorclasses: subclass it and annotate the fields, as with a dataclass.
+
+    A subclass is what :func:`tensorclass` makes of a class (the two share one
+    implementation), and it also inherits from :class:`TensorCollection`. The flags
+    of :func:`tensorclass` are given as class keywords
+    (``class Foo(TensorClass, autocast=True)``) or by name in brackets
+    (``class Foo(TensorClass["nocast", "frozen"])``); a subclass inherits the
+    flags of its base and may add more. ``TensorClass`` itself cannot be
+    instantiated.
+
+    Raises:
+        ClassFlagError: for an unknown flag or class keyword, or two exclusive
+            flags (a ``TypeError``).
+        AbstractClassError: when ``TensorClass`` itself is instantiated.
+
+    Examples:
+        >>> class Pose(TensorClass):
+        ...     position: torch.Tensor
+        ...     name: str = "base"
+        >>> pose = Pose(position=torch.zeros(4, 3), batch_size=[4])
+        >>> pose[1:].batch_size, pose.name
+        (torch.Size([3]), 'base')
+        >>> isinstance(pose, TensorCollection)
+        True
+        >>> class Counter(TensorClass["nocast"]):
+        ...     steps: int
+        >>> Counter(steps=3).steps
+        3
+    """
+
+    _tc_root = True
+    _is_tensorclass = True
+    _is_tensor_collection = True
+    _tc_fields = ()
+    _tc_autocast = False
+    _tc_frozen = False
+    _tc_nocast = False
+    _tc_shadow = False
+    _tc_tensor_only = False
+    _tc_skip_post_init_on_rebuild = False
+
+
 __all__ = [
     "NonTensorData",
     "ReservedFieldError",
+    "TensorClass",
+    "TensorCollection",
     "UnknownFieldError",
     "is_tensor_collection",
     "is_tensorclass",

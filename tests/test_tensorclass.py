@@ -680,18 +680,6 @@ def test_make_memmap_from_storage_forwards_to_the_tensordict(tmp_path):
         reader.make_memmap_from_storage("info", storage, (4, 3), dtype=torch.float32)
 
 
-def test_make_memmap_refuses_keys_that_are_not_fields(tmp_path):
-    """make_memmap*/make_memmap_from_storage with a key that is no field raise and write nothing."""
-    f = frame().memmap(tmp_path / "f")
-    with pytest.raises(TypeError, match="'zz'.*no such field"):
-        f.make_memmap("zz", (4,))
-    with pytest.raises(TypeError, match="'zz'"):
-        f.make_memmap_from_storage("zz", torch.UntypedStorage(16), (4,))
-    assert not (tmp_path / "f" / "_tensordict" / "zz.memmap").exists()
-    assert f.make_memmap("extra", (4, 2)).shape == (4, 2) and f.extra.shape == (4, 2)
-    assert torch.equal(f.make_memmap_from_tensor("info", torch.ones(4)), torch.ones(4))
-
-
 def test_memmap_refresh_keeps_identity_and_requires_memmap(tmp_path):
     """memmap_refresh_ returns the same instance; on a plain instance it raises RuntimeError."""
     f = frame().memmap(tmp_path / "f")
