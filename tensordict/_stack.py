@@ -64,6 +64,8 @@ def stack(tds, dim: int = 0, *, out=None):
     """
     tds = _collections(tds, "stack")
     first = tds[0]
+    if out is None and getattr(type(first), "_is_typed", False):
+        return type(first)._combine_members(stack, tds, dim)
     if out is not None and type(out) is not TensorDict:
         out.update_(stack(tds, dim))  # a lazy stack or tensorclass: write through its own path
         return out
@@ -170,6 +172,8 @@ def cat(tds, dim: int = 0, *, out=None):
     """
     tds = _collections(tds, "concatenate")
     first = tds[0]
+    if out is None and getattr(type(first), "_is_typed", False):
+        return type(first)._combine_members(cat, tds, dim)
     if getattr(type(first), "_is_tensorclass", False):
         return type(first)._cat_members(tds, dim, out=out)
     ndim = first.batch_dims

@@ -21,6 +21,7 @@ __all__ = [
     "LockedError",
     "MemmapFormatError",
     "MemmapNotFoundError",
+    "MissingFieldError",
     "MissingKeyError",
     "NotMemmapError",
     "PathThroughLeafError",
@@ -28,6 +29,7 @@ __all__ = [
     "SymlinkError",
     "TensorDictError",
     "UnknownFieldError",
+    "UnsetFieldError",
     "warn",
 ]
 
@@ -113,6 +115,14 @@ class UnknownFieldError(TensorDictError, AttributeError, TypeError, ValueError):
 
 class ReservedFieldError(TensorDictError, AttributeError):
     """A field is named like a tensordict method or attribute, and ``shadow`` is off."""
+
+
+class MissingFieldError(TensorDictError, TypeError):
+    """A required field of a typed tensordict was not given (a ``TypeError``, as for a missing argument)."""
+
+
+class UnsetFieldError(TensorDictError, AttributeError):
+    """A declared field of a typed tensordict, without a default, is read while it is not set."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
