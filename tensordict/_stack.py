@@ -14,6 +14,7 @@ from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.torch_function import implements
 from tensordict._td import TensorDict
+from tensordict._unbatched import is_unbatched
 from tensordict.errors import DimensionError, KeyMismatchError
 
 
@@ -128,7 +129,9 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
     for key, value in first._items_level():
         values = [td._get_str(key, None) for td in tds]
         target = None if out is None else out._get_str(key, None)
-        if isinstance(value, torch.Tensor):
+        if is_unbatched(value):
+            result[key] = value.rebatched(new_size)
+        elif isinstance(value, torch.Tensor):
             try:
                 if target is not None:
                     torch.stack(values, d, out=target)
@@ -198,7 +201,9 @@ def cat(tds, dim: int = 0, *, out=None):
     for key, value in first._items_level():
         values = [td._get_str(key, None) for td in tds]
         target = None if out is None else out._get_str(key, None)
-        if isinstance(value, torch.Tensor):
+        if is_unbatched(value):
+            result[key] = value.rebatched(new_size)
+        elif isinstance(value, torch.Tensor):
             result[key] = (
                 torch.cat(values, d, out=target) if target is not None else torch.cat(values, d)
             )

@@ -28,6 +28,7 @@ __all__ = [
     "ReservedFieldError",
     "SymlinkError",
     "TensorDictError",
+    "UnbatchedMemmapError",
     "UnknownFieldError",
     "UnsetFieldError",
     "warn",
@@ -123,6 +124,10 @@ class MissingFieldError(TensorDictError, TypeError):
 
 class UnsetFieldError(TensorDictError, AttributeError):
     """A declared field of a typed tensordict, without a default, is read while it is not set."""
+
+
+class UnbatchedMemmapError(TensorDictError, NotImplementedError):
+    """An ``UnbatchedTensor`` entry was to be memory-mapped, which is not supported yet."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

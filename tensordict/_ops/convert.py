@@ -8,6 +8,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT
 from tensordict._nontensor import NonTensorData
+from tensordict._unbatched import is_unbatched
 
 
 def _is_tensordict(value) -> bool:
@@ -228,7 +229,8 @@ class ConvertMixin:
                 dims = f"{extra} " if extra else ""
                 parts.append(f"{key}: {dims}{inner}")
             else:
-                feature = ",".join(str(s) for s in shape_of(value)[self.batch_dims :])
+                dims = 0 if is_unbatched(value) else self.batch_dims  # its whole shape is its own
+                feature = ",".join(str(s) for s in shape_of(value)[dims:])
                 parts.append(f"{key}: {dtype_short(value.dtype)}[{feature}]")
         return "{" + ", ".join(parts) + "}"
 
