@@ -14,6 +14,7 @@ from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.torch_function import implements
 from tensordict._td import TensorDict
+from tensordict._unbatched import is_unbatched
 from tensordict.errors import DimensionError, KeyMismatchError
 
 
@@ -64,6 +65,8 @@ def stack(tds, dim: int = 0, *, out=None):
     """
     tds = _collections(tds, "stack")
     first = tds[0]
+    if out is None and getattr(type(first), "_is_typed", False):
+        return type(first)._combine_members(stack, tds, dim)
     if out is not None and type(out) is not TensorDict:
         out.update_(stack(tds, dim))  # a lazy stack or tensorclass: write through its own path
         return out
@@ -126,7 +129,9 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
     for key, value in first._items_level():
         values = [td._get_str(key, None) for td in tds]
         target = None if out is None else out._get_str(key, None)
-        if isinstance(value, torch.Tensor):
+        if is_unbatched(value):
+            result[key] = value.rebatched(new_size)
+        elif isinstance(value, torch.Tensor):
             try:
                 if target is not None:
                     torch.stack(values, d, out=target)
@@ -170,6 +175,8 @@ def cat(tds, dim: int = 0, *, out=None):
     """
     tds = _collections(tds, "concatenate")
     first = tds[0]
+    if out is None and getattr(type(first), "_is_typed", False):
+        return type(first)._combine_members(cat, tds, dim)
     if getattr(type(first), "_is_tensorclass", False):
         return type(first)._cat_members(tds, dim, out=out)
     ndim = first.batch_dims
@@ -194,7 +201,9 @@ def cat(tds, dim: int = 0, *, out=None):
     for key, value in first._items_level():
         values = [td._get_str(key, None) for td in tds]
         target = None if out is None else out._get_str(key, None)
-        if isinstance(value, torch.Tensor):
+        if is_unbatched(value):
+            result[key] = value.rebatched(new_size)
+        elif isinstance(value, torch.Tensor):
             result[key] = (
                 torch.cat(values, d, out=target) if target is not None else torch.cat(values, d)
             )

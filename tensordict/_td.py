@@ -15,8 +15,10 @@ from tensordict._ops.indexing import (
     normalize_index,
 )
 from tensordict._ops.torch_function import dispatch
+from tensordict._unbatched import UnbatchedTensor as _Unbatched
+from tensordict._unbatched import is_unbatched
 from tensordict.base import TensorDictBase, _as_value, _check_batch, _source_items
-from tensordict.errors import BatchSizeError, LockedError
+from tensordict.errors import BatchSizeError, LockedError, UnbatchedMemmapError
 from tensordict.memmap import _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
@@ -236,7 +238,7 @@ class TensorDict(TensorDictBase):
             _check_batch(key, value, batch_size)
             if device is not None and value.device != device:
                 value = value.to(device)
-            return value
+            return value.rebatched(batch_size) if is_unbatched(value) else value
         if isinstance(value, Mapping) and not is_tensor_collection(value):
             return TensorDict(value, batch_size, device)
         value = _as_value(key, value, device)
@@ -597,6 +599,8 @@ class TensorDict(TensorDictBase):
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 res = fn(value)
+                if type(res) is _Unbatched:
+                    res = res.rebatched(self._batch_size)
             elif isinstance(value, NonTensorData):
                 res = value
             else:
@@ -626,11 +630,20 @@ class TensorDict(TensorDictBase):
         else:
             leaf_index, new_size = normalize_index(index, batch_size)
         if new_size is not None:
-            out = {key: value[leaf_index] for key, value in self._tensordict.items()}
+            out = {
+                key: value[leaf_index]
+                if type(value) is not _Unbatched
+                else value.rebatched(new_size)
+                for key, value in self._tensordict.items()
+            }
         else:
             out = {}
             first = None
+            unbatched = []
             for key, value in self._tensordict.items():
+                if type(value) is _Unbatched:
+                    unbatched.append(key)
+                    continue
                 res = out[key] = value[leaf_index]
                 if first is None and isinstance(res, _Tensor):
                     first = (value, res)
@@ -638,6 +651,8 @@ class TensorDict(TensorDictBase):
                 new_size = batch_size_from_leaf(first[0], first[1], len(batch_size))
             else:
                 new_size = batch_size_from_dummy(batch_size, leaf_index)
+            for key in unbatched:
+                out[key] = self._tensordict[key].rebatched(new_size)
         names = None
         if self._names is not None:
             names = index_names(self._names, leaf_index, len(new_size))
@@ -657,12 +672,14 @@ class TensorDict(TensorDictBase):
             with _no_subclass_dispatch():  # shapes of memory-mapped leaves, read cheaply
                 for key, sub in items:
                     current = data[key]
-                    if type(sub) is _Tensor and type(current) is not NonTensorData:
+                    if type(sub) is _Tensor and type(current) not in (NonTensorData, _Unbatched):
                         if sub.shape[vbd:] != current.shape[bd:]:
                             _check_feature_shape(key, sub.shape[vbd:], current.shape[bd:])
             for key, sub in items:
                 current = data[key]
-                if type(sub) is _Tensor and isinstance(current, _Tensor):
+                if is_unbatched(current):
+                    current.copy_(sub)  # the whole batch shares it: written whole
+                elif type(sub) is _Tensor and isinstance(current, _Tensor):
                     current[leaf_index] = sub
                 elif isinstance(current, NonTensorData):
                     current[leaf_index] = sub
@@ -683,7 +700,11 @@ class TensorDict(TensorDictBase):
             bd = len(self._batch_size)
             for key, sub in items:
                 current = data.get(key)
-                if isinstance(current, _Tensor) and isinstance(sub, _Tensor):
+                if (
+                    isinstance(current, _Tensor)
+                    and isinstance(sub, _Tensor)
+                    and not is_unbatched(current)
+                ):
                     vbd = len(value.batch_size) if hasattr(value, "batch_size") else indexed
                     if sub.shape[vbd:] != current.shape[bd:]:
                         _check_feature_shape(key, sub.shape[vbd:], current.shape[bd:])
@@ -694,13 +715,15 @@ class TensorDict(TensorDictBase):
                     data[key] = current
                 if isinstance(current, NonTensorData):
                     current[leaf_index] = sub
+                elif is_unbatched(current):
+                    current.copy_(sub)  # the whole batch shares it: written whole
                 elif isinstance(current, _Tensor):
                     current[leaf_index] = sub if not isinstance(sub, NonTensorData) else sub.data
                 else:
                     current[leaf_index] = sub
             return
         for current in data.values():
-            if isinstance(current, NonTensorData):
+            if isinstance(current, NonTensorData) or is_unbatched(current):
                 continue
             current[leaf_index] = value
 
@@ -708,6 +731,9 @@ class TensorDict(TensorDictBase):
         bd = len(self._batch_size)
         out = {}
         for key, value in self._tensordict.items():
+            if is_unbatched(value):
+                out[key] = value.rebatched(batch_size)
+                continue
             extra = value.shape[bd:] if isinstance(value, _Tensor) else value.batch_size[bd:]
             out[key] = op(value, extra)
         return TensorDict._new_unsafe(out, batch_size, self._device, names)
@@ -716,6 +742,10 @@ class TensorDict(TensorDictBase):
         bd = len(self._batch_size)
         parts = [{} for _ in batch_sizes]
         for key, value in self._tensordict.items():
+            if is_unbatched(value):
+                for part, size in zip(parts, batch_sizes):
+                    part[key] = value.rebatched(size)
+                continue
             extra = value.shape[bd:] if isinstance(value, _Tensor) else value.batch_size[bd:]
             for i, piece in enumerate(op(value, extra)):
                 parts[i][key] = piece
@@ -863,7 +893,7 @@ class TensorDict(TensorDictBase):
             if isinstance(value, TensorDict):
                 value.auto_batch_size_()
                 shapes.append(value.batch_size)
-            elif isinstance(value, _Tensor):
+            elif isinstance(value, _Tensor) and not is_unbatched(value):
                 shapes.append(value.shape)
         common = []
         if shapes:
@@ -875,9 +905,11 @@ class TensorDict(TensorDictBase):
         if batch_dims is not None:
             common = common[:batch_dims]
         new = torch.Size(common)
-        for value in self._tensordict.values():
+        for key, value in self._tensordict.items():
             if isinstance(value, NonTensorData):
                 value.batch_size = new
+            elif is_unbatched(value):
+                self._tensordict[key] = value.rebatched(new)
         self._batch_size = new
         self._names = None
         return self
@@ -905,6 +937,13 @@ class TensorDict(TensorDictBase):
 
     # ------------------------------------------------------------------ memmap hooks
     def _memmap_plan(self, folder, plan, robust_key, existsok: bool, like: bool) -> None:
+        for key, value in self._tensordict.items():
+            if is_unbatched(value):
+                msg = (
+                    f"UnbatchedTensor entries cannot be memory-mapped yet, but {key!r} is one; "
+                    f"exclude it first, e.g. with td.exclude({key!r})"
+                )
+                raise UnbatchedMemmapError(msg)
         _io.plan_entries(self, self._tensordict.items(), folder, plan, robust_key, existsok, like)
 
     def _memmap_names(self, robust_key) -> set:

@@ -32,6 +32,7 @@ from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
 from tensordict._ops.torch_function import dispatch
 from tensordict._options import GET_DEFAULT, resolve_get_default
+from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     BatchSizeError,
     InvalidSourceError,
@@ -1335,6 +1336,8 @@ def _as_value(key, value, device):
 
 
 def _check_batch(key, value, batch_size: torch.Size) -> None:
+    if is_unbatched(value):
+        return  # it has no batch dimensions to check
     n = len(batch_size)
     shape = shape_of(value)
     if shape[:n] != batch_size:

@@ -27,6 +27,7 @@ __all__ = [
     "MaskError",
     "MemmapFormatError",
     "MemmapNotFoundError",
+    "MissingFieldError",
     "MissingKeyError",
     "NotMemmapError",
     "NotTensorCollectionError",
@@ -36,7 +37,9 @@ __all__ = [
     "SymlinkError",
     "TensorDictError",
     "TooFewInputsError",
+    "UnbatchedMemmapError",
     "UnknownFieldError",
+    "UnsetFieldError",
     "warn",
 ]
 
@@ -166,6 +169,18 @@ class FieldCastError(TensorDictError, TypeError, ValueError):
     A ``TypeError`` (what the well-known API raises when the annotation is a tensor
     type) and a ``ValueError`` (what it lets through from ``int("x")`` and the like).
     """
+
+
+class MissingFieldError(TensorDictError, TypeError):
+    """A required field of a typed tensordict was not given (a ``TypeError``, as for a missing argument)."""
+
+
+class UnsetFieldError(TensorDictError, AttributeError):
+    """A declared field of a typed tensordict, without a default, is read while it is not set."""
+
+
+class UnbatchedMemmapError(TensorDictError, NotImplementedError):
+    """An ``UnbatchedTensor`` entry was to be memory-mapped, which is not supported yet."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

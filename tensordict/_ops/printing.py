@@ -13,6 +13,7 @@ import torch
 
 from tensordict._nontensor import NonTensorData
 from tensordict._options import get_printoptions
+from tensordict._unbatched import is_unbatched
 
 _INDENT = "    "
 
@@ -216,6 +217,8 @@ def _compact_leaf(value, batch_dims: int, options: dict) -> str:
         return "None"
     if isinstance(value, NonTensorData):
         return type(value.data).__name__
+    if is_unbatched(value):
+        batch_dims = 0  # its whole shape is its own
     if value.is_nested:
         feature = _nested_feature(value, batch_dims)
     else:
