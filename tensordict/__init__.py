@@ -1,7 +1,34 @@
-"""tensordict: a nested dict of tensors that shares batch dimensions and behaves like one tensor."""
+"""tensordict: a nested dict of tensors that shares batch dimensions and behaves like one tensor.
 
-from tensordict import _pytree  # noqa: F401 - registers tensordicts with torch.utils._pytree
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+The package face: every public name of the well-known API within our scope, re-exported
+from the module that implements it.
+"""
+
+from tensordict import (
+    _pytree,  # noqa: F401 - registers tensordicts with torch.utils._pytree
+    base,
+    functional,
+    memmap,
+    tensordict,
+    utils,
+)
+from tensordict._api import from_dict, fromkeys, load, load_memmap, save
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    default_is_leaf,
+    is_tensor_collection,
+)
+from tensordict._helpers import (
+    KEY_SEPARATOR,
+    assert_allclose_td,
+    assert_close,
+    is_bool,
+    is_floating,
+    is_inexact,
+    is_integer,
+    unravel_key_to_tuple,
+)
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
 from tensordict._lazy import LazyStackedTensorDict, lazy_stack
 from tensordict._nontensor import NonTensorData
@@ -19,27 +46,73 @@ from tensordict._options import (
 )
 from tensordict._stack import cat, stack
 from tensordict._td import TensorDict
+from tensordict._typed import TypedTensorDict
+from tensordict._unbatched import UnbatchedTensor
 from tensordict.base import TensorDictBase
+from tensordict.functional import (
+    collate,
+    dense_stack_tds,
+    group_by,
+    make_tensordict,
+    maybe_dense_stack,
+    merge_tensordicts,
+    pad,
+    pad_sequence,
+    unpad_sequence,
+)
 from tensordict.memmap.tensor import MemoryMappedTensor
-from tensordict.tensorclass import is_tensorclass, tensorclass
+from tensordict.tensorclass import TensorClass, is_tensorclass, tensorclass
+
+# The version of the well-known API this package implements, which code written for it
+# may check.
+__version__ = "0.15.3"
 
 __all__ = [
+    "KEY_SEPARATOR",
     "NO_DEFAULT",
     "LazyStackedTensorDict",
     "MemoryMappedTensor",
     "NestedKey",
     "NonTensorData",
+    "TensorClass",
+    "TensorCollection",
     "TensorDict",
     "TensorDictBase",
+    "TypedTensorDict",
+    "UnbatchedTensor",
+    "__version__",
+    "assert_allclose_td",
+    "assert_close",
+    "base",
     "capture_non_tensor_stack",
     "cat",
+    "collate",
+    "default_is_leaf",
+    "dense_stack_tds",
+    "from_dict",
+    "fromkeys",
+    "functional",
     "get_defaults_to_none",
     "get_printoptions",
+    "group_by",
+    "is_bool",
+    "is_floating",
+    "is_inexact",
+    "is_integer",
     "is_tensor_collection",
     "is_tensorclass",
     "lazy_legacy",
     "lazy_stack",
     "list_to_stack",
+    "load",
+    "load_memmap",
+    "make_tensordict",
+    "maybe_dense_stack",
+    "memmap",
+    "merge_tensordicts",
+    "pad",
+    "pad_sequence",
+    "save",
     "set_capture_non_tensor_stack",
     "set_get_defaults_to_none",
     "set_lazy_legacy",
@@ -47,6 +120,10 @@ __all__ = [
     "set_printoptions",
     "stack",
     "tensorclass",
+    "tensordict",
+    "unpad_sequence",
     "unravel_key",
     "unravel_key_list",
+    "unravel_key_to_tuple",
+    "utils",
 ]

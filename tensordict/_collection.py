@@ -80,6 +80,20 @@ def is_tensor_collection(obj) -> bool:
     return getattr(cls, "_is_tensor_collection", False) is True
 
 
-def is_leaf_class(cls: type) -> bool:
-    """The default ``is_leaf`` of ``keys()``: every class but the tensor collections."""
+def default_is_leaf(cls: type) -> bool:
+    """Returns True if ``cls`` is a leaf type: anything but a tensordict, a tensorclass or a non-tensor entry.
+
+    The default ``is_leaf`` of :meth:`~tensordict.TensorDictBase.keys` and the methods
+    that walk nested entries: with ``leaves_only=True`` they skip non-tensor entries.
+
+    Args:
+        cls (type): the type of an entry.
+
+    Returns:
+        bool: whether entries of that type are leaves.
+
+    Examples:
+        >>> default_is_leaf(torch.Tensor), default_is_leaf(TensorDict)
+        (True, False)
+    """
     return getattr(cls, "_is_tensor_collection", False) is not True

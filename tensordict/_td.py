@@ -571,6 +571,7 @@ class TensorDict(TensorDictBase):
         if self._lock_parents:
             msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
             raise LockedError(msg)
+        self._note_lock_state()
         self._propagate_lock(False)
         return self
 
@@ -662,8 +663,11 @@ class TensorDict(TensorDictBase):
         return result
 
     def _set_at(self, index, value) -> None:
-        leaf_index, _ = normalize_index(index, self._batch_size)
+        leaf_index, rows = normalize_index(index, self._batch_size)
         data = self._tensordict
+        given = getattr(value, "batch_size", None)
+        if given is not None and given != rows:
+            _check_rows(index, given, _indexed_batch(self._batch_size, leaf_index, rows))
         if type(value) is TensorDict and value._tensordict.keys() == data.keys():
             # The replay-buffer hot path: the same keys, written leaf by leaf, after every
             # shape was checked so that a refused value writes nothing.
@@ -674,7 +678,7 @@ class TensorDict(TensorDictBase):
                     current = data[key]
                     if type(sub) is _Tensor and type(current) not in (NonTensorData, _Unbatched):
                         if sub.shape[vbd:] != current.shape[bd:]:
-                            _check_feature_shape(key, sub.shape[vbd:], current.shape[bd:])
+                            _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
             for key, sub in items:
                 current = data[key]
                 if is_unbatched(current):
@@ -707,7 +711,7 @@ class TensorDict(TensorDictBase):
                 ):
                     vbd = len(value.batch_size) if hasattr(value, "batch_size") else indexed
                     if sub.shape[vbd:] != current.shape[bd:]:
-                        _check_feature_shape(key, sub.shape[vbd:], current.shape[bd:])
+                        _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
             for key, sub in items:
                 current = data.get(key)
                 if current is None:
@@ -1038,16 +1042,54 @@ def _mark_view(view: TensorDict, locked: bool) -> None:
             value._mm = None
 
 
-def _check_feature_shape(key, given: torch.Size, expected: torch.Size) -> None:
-    """Refuses a value whose feature dims cannot be written into an entry's feature dims."""
+def _check_feature_shape(key, shape: torch.Size, batch_dims: int, expected: torch.Size) -> None:
+    """Refuses a value that ``tensor[index] = value`` could not write into an entry's rows.
+
+    ``shape`` is the value's whole shape, of which ``batch_dims`` are batch dims;
+    ``expected`` is the entry's feature shape. As with tensors, the value broadcasts, and
+    may have extra leading dims of size 1.
+    """
+    given = shape[batch_dims:]
+    full = shape
+    while len(full) > batch_dims + len(expected) and full[0] == 1:
+        full = full[1:]
     try:
-        ok = torch.broadcast_shapes(given, expected) == expected
+        target = shape[:batch_dims] + expected
+        ok = len(full) <= len(target) and torch.broadcast_shapes(full, target) == target
     except RuntimeError:
         ok = False
     if not ok:
         msg = (
             f"cannot assign to the entry {key!r}: the value's feature shape {list(given)} does not "
             f"fit the entry's {list(expected)}; nothing was written"
+        )
+        raise BatchSizeError(msg)
+
+
+def _indexed_batch(batch_size: torch.Size, leaf_index, rows) -> torch.Size:
+    """The batch size of ``td[leaf_index]``, without indexing any leaf."""
+    if rows is not None:
+        return rows
+    if (
+        isinstance(leaf_index, _Tensor)
+        and leaf_index.dtype is torch.long
+        and leaf_index.ndim == 1
+        and batch_size
+    ):
+        return leaf_index.shape + batch_size[1:]
+    return batch_size_from_dummy(batch_size, leaf_index)
+
+
+def _check_rows(index, given: torch.Size, rows: torch.Size) -> None:
+    """Refuses a tensordict whose batch size cannot be written into ``rows`` (it may broadcast)."""
+    try:
+        ok = torch.broadcast_shapes(given, rows) == rows
+    except RuntimeError:
+        ok = False
+    if not ok:
+        msg = (
+            f"cannot assign a tensordict of batch size {list(given)} to td[{index!r}], whose batch "
+            f"size is {list(rows)}; nothing was written"
         )
         raise BatchSizeError(msg)
 

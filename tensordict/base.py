@@ -20,10 +20,11 @@ import torch
 from tensordict._collection import (
     NO_DEFAULT,
     TensorCollection,
-    is_leaf_class,
+    default_is_leaf,
     is_tensor_collection,
 )
-from tensordict._keys import NestedKey, _key_parts, unravel_key
+from tensordict._helpers import KEY_SEPARATOR, expand_as_right
+from tensordict._keys import NestedKey, _key_parts, unravel_key, unravel_key_list
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.apply import ApplyMixin
 from tensordict._ops.convert import ConvertMixin, shape_of
@@ -31,7 +32,15 @@ from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
 from tensordict._ops.torch_function import dispatch
-from tensordict._options import GET_DEFAULT, resolve_get_default
+from tensordict._options import (
+    GET_DEFAULT,
+    capture_non_tensor_stack,
+    get_defaults_to_none,
+    list_to_stack,
+    resolve_get_default,
+    set_capture_non_tensor_stack,
+    set_get_defaults_to_none,
+)
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     BatchSizeError,
@@ -40,10 +49,11 @@ from tensordict.errors import (
     MissingKeyError,
     PathThroughLeafError,
 )
+from tensordict.memmap.tensor import MemoryMappedTensor
 
 
 def _is_leaf_nontensor(cls: type) -> bool:
-    return issubclass(cls, NonTensorData) or is_leaf_class(cls)
+    return issubclass(cls, NonTensorData) or default_is_leaf(cls)
 
 
 class _KeysView:
@@ -68,7 +78,7 @@ class _KeysView:
         return iter(list(keys))
 
     def _walk(self, td, prefix: tuple) -> Iterator:
-        is_leaf = self._is_leaf or is_leaf_class
+        is_leaf = self._is_leaf or default_is_leaf
         for key, value in td._items_level():
             full = prefix + (key,) if prefix else key
             leaf = is_leaf(type(value))
@@ -107,7 +117,7 @@ class _KeysView:
         if value is None:
             return False
         if self._leaves_only:
-            return (self._is_leaf or is_leaf_class)(type(value))
+            return (self._is_leaf or default_is_leaf)(type(value))
         return True
 
     def __eq__(self, other) -> bool:
@@ -127,7 +137,8 @@ class TensorDictBase(
     tree can be indexed, reshaped, stacked, moved and saved like one tensor.
     """
 
-    __slots__ = ()
+    # The states to restore when ``with td.lock_():`` / ``with td.unlock_():`` blocks end.
+    __slots__ = ("_lock_blocks",)
     _is_tensor_collection = True
     _is_tensorclass = False
     _is_lazy = False
@@ -572,6 +583,31 @@ class TensorDictBase(
             value = self.get(index, NO_DEFAULT)
             return value.data if type(value) is NonTensorData else value
         return self._index(index)
+
+    def __getitems__(self, indices) -> TensorDictBase:
+        """Returns the rows at ``indices`` as one tensordict: how a DataLoader fetches a batch.
+
+        :class:`torch.utils.data.DataLoader` calls it with the list of a batch's indices, so
+        that ``DataLoader(td, batch_size=64, collate_fn=lambda x: x)`` yields tensordicts of
+        64 rows instead of lists of 64 one-row tensordicts.
+
+        Args:
+            indices (sequence of int or tensor): the rows along the first batch dim.
+
+        Returns:
+            TensorDictBase: the rows, as ``td[torch.as_tensor(indices)]`` gives them.
+
+        Raises:
+            IndexError: if an index is out of range.
+
+        Examples:
+            >>> td = TensorDict(x=torch.arange(5), batch_size=[5])
+            >>> td.__getitems__([0, 3])["x"]
+            tensor([0, 3])
+        """
+        if not isinstance(indices, torch.Tensor):
+            indices = torch.as_tensor(list(indices), dtype=torch.long)
+        return self[indices]
 
     def get_non_tensor(self, key: NestedKey, default=None):
         """Returns the Python value of the non-tensor entry at ``key`` (other entries as they are).
@@ -1186,15 +1222,54 @@ class TensorDictBase(
 
         In-place writes (``set_``, ``update_``, index assignment) still work.
 
+        Used as a context manager, ``with td.lock_():`` puts the previous state back when
+        the block ends.
+
         Returns:
             The tensordict itself.
 
         Examples:
             >>> TensorDict({"a": torch.zeros(2)}, [2]).lock_().set_("a", 1.0).is_locked
             True
+            >>> td = TensorDict()
+            >>> with td.lock_():
+            ...     print(td.is_locked)
+            True
+            >>> td.is_locked
+            False
         """
+        self._note_lock_state()
         self._propagate_lock(True)
         return self
+
+    def _note_lock_state(self) -> None:
+        # The state before a lock_()/unlock_() call, for a with-block that may follow. A call
+        # that no block entered is replaced by the next, so the list holds one entry per
+        # open block and at most one more.
+        blocks = getattr(self, "_lock_blocks", None)
+        if blocks is None:
+            blocks = self._lock_blocks = []
+        entry = [self.is_locked, False]
+        if blocks and not blocks[-1][1]:
+            blocks[-1] = entry
+        else:
+            blocks.append(entry)
+
+    def __enter__(self) -> TensorDictBase:
+        blocks = getattr(self, "_lock_blocks", None)
+        if not blocks or blocks[-1][1]:
+            msg = "a tensordict is a context manager only as 'with td.lock_():' or 'with td.unlock_():'"
+            raise RuntimeError(msg)
+        blocks[-1][1] = True
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        was_locked, _ = self._lock_blocks.pop()
+        if was_locked != self.is_locked:
+            if not was_locked and getattr(self, "_lock_parents", 0):
+                msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
+                raise LockedError(msg)
+            self._propagate_lock(was_locked)
 
     def unlock_(self) -> TensorDictBase:
         """Unlocks the tensordict and its sub-tensordicts.
@@ -1209,6 +1284,7 @@ class TensorDictBase(
             >>> TensorDict({}, []).lock_().unlock_().is_locked
             False
         """
+        self._note_lock_state()
         self._propagate_lock(False)
         return self
 
@@ -1350,7 +1426,19 @@ def _check_batch(key, value, batch_size: torch.Size) -> None:
 
 
 __all__ = [
+    "KEY_SEPARATOR",
     "NO_DEFAULT",
+    "MemoryMappedTensor",
+    "NestedKey",
+    "TensorCollection",
     "TensorDictBase",
+    "capture_non_tensor_stack",
+    "expand_as_right",
+    "get_defaults_to_none",
     "is_tensor_collection",
+    "list_to_stack",
+    "set_capture_non_tensor_stack",
+    "set_get_defaults_to_none",
+    "unravel_key",
+    "unravel_key_list",
 ]

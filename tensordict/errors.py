@@ -29,6 +29,7 @@ __all__ = [
     "MemmapNotFoundError",
     "MissingFieldError",
     "MissingKeyError",
+    "NotAFolderError",
     "NotMemmapError",
     "NotTensorCollectionError",
     "PaddingError",
@@ -108,6 +109,10 @@ class ExistingFileError(TensorDictError, FileExistsError, RuntimeError):
 
 class EntryExistsError(TensorDictError, RuntimeError):
     """A key that is being added exists already (in memory, or recorded by another writer)."""
+
+
+class NotAFolderError(TensorDictError, NotADirectoryError, ValueError):
+    """A path given as a memory-mapped folder is a file (the well-known API raises ValueError)."""
 
 
 class NotMemmapError(TensorDictError, RuntimeError):

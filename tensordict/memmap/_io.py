@@ -50,6 +50,7 @@ from tensordict.errors import (
     ExistingFileError,
     MemmapFormatError,
     MemmapNotFoundError,
+    NotAFolderError,
     SymlinkError,
 )
 from tensordict.memmap import format as fmt
@@ -594,7 +595,12 @@ def open_folder(prefix) -> tuple:
     if os.path.islink(folder):
         msg = f"refusing to load {folder!r}: it is a symbolic link"
         raise SymlinkError(msg)
-    meta, stat = fmt.read_meta(folder)
+    try:
+        meta, stat = fmt.read_meta(folder)
+    except NotADirectoryError as err:
+        what = "a file" if os.path.isfile(folder) else "under a file"
+        msg = f"cannot load {folder!r}: it is {what}, not a memory-mapped tensordict folder"
+        raise NotAFolderError(msg) from err
     return folder, meta, stat
 
 

@@ -1,0 +1,171 @@
+"""The package's module functions that forward to the classes: load, save, from_dict, fromkeys.
+
+``memmap`` lives with the storage (:mod:`tensordict.memmap`); the converters and stacking
+functions live with their classes. These are the ones that need :class:`TensorDict`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from tensordict._td import TensorDict
+from tensordict.memmap import memmap
+
+__all__ = ["from_dict", "fromkeys", "load", "load_memmap", "save"]
+
+
+def save(
+    data,
+    prefix: str | os.PathLike | None = None,
+    copy_existing: bool = False,
+    *,
+    num_threads: int = 0,
+    return_early: bool = False,
+    share_non_tensor: bool = False,
+    robust_key: bool | None = None,
+):
+    """Saves a tensordict to a folder, as :func:`tensordict.memmap` does; returns the mapped copy.
+
+    Args:
+        data (TensorDictBase): the tensordict or tensorclass instance to save.
+        prefix (str or path, optional): the folder.
+        copy_existing (bool, optional): copy tensors already mapped elsewhere. Defaults to False.
+
+    Keyword Args:
+        num_threads (int, optional): threads writing the files. Defaults to 0.
+        return_early (bool, optional): return before the writes finish. Defaults to False.
+        share_non_tensor (bool, optional): share non-tensor values between processes.
+        robust_key (bool, optional): percent-encode keys in file names (None: True).
+
+    Returns:
+        The memory-mapped copy, locked.
+
+    Raises:
+        TypeError: if ``data`` is not a tensordict or a tensorclass instance.
+
+    Examples:
+        >>> import tempfile, tensordict, torch
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     _ = tensordict.save(tensordict.TensorDict(a=torch.zeros(2)), folder)
+        ...     print(tensordict.load(folder)["a"])
+        tensor([0., 0.])
+    """
+    return memmap(
+        data,
+        prefix,
+        copy_existing,
+        num_threads=num_threads,
+        return_early=return_early,
+        share_non_tensor=share_non_tensor,
+        robust_key=robust_key,
+    )
+
+
+def load_memmap(
+    prefix: str | os.PathLike,
+    device: torch.device | str | None = None,
+    non_blocking: bool = False,
+    *,
+    out=None,
+    robust_key: bool | None = None,
+    allow_pickle: bool = False,
+):
+    """Loads a memory-mapped folder written by this library or the well-known one.
+
+    The same as :meth:`TensorDict.load_memmap <tensordict.TensorDictBase.load_memmap>`: the
+    result is of the class the folder records (a TensorDict, a lazy stack, a tensorclass).
+
+    Args:
+        prefix (str or path): the folder.
+        device (torch.device, optional): move the result there (copying it).
+        non_blocking (bool, optional): non-blocking copies with ``device``.
+
+    Keyword Args:
+        out (TensorDictBase, optional): load into this tensordict instead.
+        robust_key (bool, optional): how keys were encoded in file names (None: either).
+        allow_pickle (bool, optional): unpickle values stored as pickles. Defaults to False.
+
+    Returns:
+        The loaded tensordict, unlocked, its tensors mapped from the files.
+
+    Raises:
+        FileNotFoundError: if the folder or its ``meta.json`` is missing.
+        NotADirectoryError: if ``prefix`` is a file.
+        ValueError: if the folder is not a valid memory-mapped tensordict.
+
+    Examples:
+        >>> import tempfile, tensordict, torch
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     _ = tensordict.TensorDict(a=torch.ones(2)).memmap(folder)
+        ...     print(tensordict.load_memmap(folder)["a"])
+        tensor([1., 1.])
+    """
+    return TensorDict.load_memmap(
+        prefix, device, non_blocking, out=out, robust_key=robust_key, allow_pickle=allow_pickle
+    )
+
+
+load = load_memmap
+
+
+def from_dict(
+    d,
+    *,
+    auto_batch_size: bool | None = None,
+    batch_dims: int | None = None,
+    device: torch.device | str | None = None,
+    batch_size=None,
+    names=None,
+):
+    """Builds a TensorDict from a nested dict, as :meth:`TensorDict.from_dict` does.
+
+    Args:
+        d (dict): the nested dict of tensors, numbers and other values.
+
+    Keyword Args:
+        auto_batch_size (bool, optional): find the largest batch size the entries share
+            when ``batch_size`` is not given.
+        batch_dims (int, optional): with ``auto_batch_size``, the number of batch dims.
+        device (torch.device, optional): the device of the result.
+        batch_size (torch.Size, optional): the batch size.
+        names (list of str, optional): the names of the batch dims.
+
+    Returns:
+        TensorDict: the new tensordict.
+
+    Raises:
+        TypeError: if ``d`` is not a mapping.
+
+    Examples:
+        >>> import tensordict, torch
+        >>> tensordict.from_dict({"a": torch.zeros(3, 2)}, auto_batch_size=True).batch_size
+        torch.Size([3, 2])
+    """
+    return TensorDict.from_dict(
+        d,
+        batch_size=batch_size,
+        device=device,
+        batch_dims=batch_dims,
+        names=names,
+        auto_batch_size=auto_batch_size,
+    )
+
+
+def fromkeys(keys, value=0):
+    """Builds a TensorDict with one entry per key, each holding ``value``.
+
+    Args:
+        keys (list of NestedKey): the keys.
+        value (optional): the value of every entry. Defaults to 0.
+
+    Returns:
+        TensorDict: the new tensordict, of empty batch size.
+
+    Examples:
+        >>> import tensordict
+        >>> tensordict.fromkeys(["a", ("b", "c")], 1)["b", "c"]
+        tensor(1)
+    """
+    return TensorDict.fromkeys(keys, value)

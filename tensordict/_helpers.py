@@ -1,0 +1,297 @@
+"""Small public helpers of the well-known ``tensordict.utils``: right-expansion, dtype predicates, assert_close.
+
+They need nothing of the tensordict classes but the class flags, so they sit at the
+bottom, beside the keys, and every layer may use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from tensordict._collection import is_tensor_collection
+from tensordict._keys import NestedKey, unravel_key
+
+__all__ = [
+    "KEY_SEPARATOR",
+    "assert_allclose_td",
+    "assert_close",
+    "expand_as_right",
+    "expand_right",
+    "is_bool",
+    "is_floating",
+    "is_inexact",
+    "is_integer",
+    "unravel_key_to_tuple",
+]
+
+KEY_SEPARATOR = "."
+"""The separator of ``flatten_keys`` and ``unflatten_keys`` when none is given."""
+
+
+def unravel_key_to_tuple(key: NestedKey) -> tuple[str, ...]:
+    """Returns a nested key as a flat tuple of strings; a string gives a 1-tuple.
+
+    Args:
+        key (NestedKey): a string or a (nested) tuple of strings.
+
+    Returns:
+        tuple of str: the parts of the key.
+
+    Raises:
+        TypeError: if the key is not a string or a tuple of strings.
+
+    Examples:
+        >>> unravel_key_to_tuple("a"), unravel_key_to_tuple(("a", ("b", "c")))
+        (('a',), ('a', 'b', 'c'))
+    """
+    flat = unravel_key(key)
+    return (flat,) if isinstance(flat, str) else flat
+
+
+def expand_right(tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+    """Expands ``tensor`` to ``shape`` by adding dimensions on the right, not the left.
+
+    The leading dimensions of ``tensor`` must equal those of ``shape`` or be 1; the
+    result is a view, as with :meth:`torch.Tensor.expand`.
+
+    Args:
+        tensor (torch.Tensor): the tensor to expand.
+        shape (sequence of int): the shape of the result.
+
+    Returns:
+        torch.Tensor: a view of ``tensor`` of shape ``shape``.
+
+    Raises:
+        RuntimeError: if ``shape`` has fewer dimensions than ``tensor``, or a leading
+            dimension differs and is not 1.
+
+    Examples:
+        >>> expand_right(torch.arange(3), (3, 2))
+        tensor([[0, 0],
+                [1, 1],
+                [2, 2]])
+    """
+    shape = torch.Size(shape)
+    extra = len(shape) - tensor.ndim
+    if extra < 0:
+        msg = (
+            f"cannot expand a tensor of shape {list(tensor.shape)} on the right to {list(shape)}: "
+            "the target has fewer dimensions"
+        )
+        raise RuntimeError(msg)
+    return tensor.reshape(*tensor.shape, *([1] * extra)).expand(shape)
+
+
+def expand_as_right(tensor, dest):
+    """Expands ``tensor`` on the right to the shape of ``dest`` (a tensordict: its batch size).
+
+    Args:
+        tensor (torch.Tensor or TensorDictBase): what to expand; a tensordict expands
+            each entry.
+        dest (torch.Tensor or TensorDictBase): the tensor whose shape the result takes.
+
+    Returns:
+        A view of ``tensor`` with the shape of ``dest``.
+
+    Raises:
+        RuntimeError: if ``dest`` has fewer dimensions than ``tensor``, or a leading
+            dimension differs and is not 1.
+
+    Examples:
+        >>> expand_as_right(torch.ones(2), torch.zeros(2, 3)).shape
+        torch.Size([2, 3])
+    """
+    shape = dest.batch_size if is_tensor_collection(dest) else dest.shape
+    if is_tensor_collection(tensor):
+        extra = len(shape) - tensor.batch_dims
+        if extra < 0:
+            msg = (
+                f"cannot expand a tensordict of batch size {list(tensor.batch_size)} on the right "
+                f"to {list(shape)}: the target has fewer dimensions"
+            )
+            raise RuntimeError(msg)
+        return tensor.apply(
+            lambda x: x.reshape(
+                *tensor.batch_size, *([1] * extra), *x.shape[tensor.batch_dims :]
+            ).expand(*shape, *x.shape[tensor.batch_dims :]),
+            batch_size=shape,
+        )
+    return expand_right(tensor, shape)
+
+
+def _last_dtype(args: tuple) -> torch.dtype | None:
+    if not args:
+        msg = "the dtype predicates take the value to test as their last argument; none given"
+        raise TypeError(msg)
+    value = args[-1]
+    if isinstance(value, torch.dtype):
+        return value
+    return getattr(value, "dtype", None)
+
+
+def is_bool(*args) -> bool:
+    """True if the last argument is a boolean tensor (or dtype); usable as ``fn(v)`` or ``fn(k, v)``.
+
+    Args:
+        *args: the value to test comes last; a key may come before it.
+
+    Returns:
+        bool: whether the dtype is ``torch.bool``.
+
+    Examples:
+        >>> is_bool(torch.zeros(3, dtype=torch.bool)), is_bool("mask", torch.zeros(3))
+        (True, False)
+    """
+    return _last_dtype(args) is torch.bool
+
+
+def is_floating(*args) -> bool:
+    """True if the last argument is a floating-point tensor (or dtype).
+
+    Args:
+        *args: the value to test comes last; a key may come before it.
+
+    Returns:
+        bool: whether the dtype is floating.
+
+    Examples:
+        >>> is_floating(torch.zeros(3)), is_floating("x", torch.zeros(3, dtype=torch.int64))
+        (True, False)
+    """
+    dtype = _last_dtype(args)
+    return dtype is not None and dtype.is_floating_point
+
+
+def is_integer(*args) -> bool:
+    """True if the last argument is an integer tensor (or dtype), booleans excluded.
+
+    Args:
+        *args: the value to test comes last; a key may come before it.
+
+    Returns:
+        bool: whether the dtype is an integer one.
+
+    Examples:
+        >>> is_integer(torch.zeros(3, dtype=torch.int8)), is_integer(torch.zeros(3, dtype=torch.bool))
+        (True, False)
+    """
+    dtype = _last_dtype(args)
+    return (
+        dtype is not None
+        and dtype is not torch.bool
+        and not dtype.is_floating_point
+        and not dtype.is_complex
+    )
+
+
+def is_inexact(*args) -> bool:
+    """True if the last argument is a floating-point or complex tensor (or dtype).
+
+    Args:
+        *args: the value to test comes last; a key may come before it.
+
+    Returns:
+        bool: whether the dtype is floating or complex.
+
+    Examples:
+        >>> is_inexact(torch.zeros(3, dtype=torch.complex64)), is_inexact(torch.zeros(3, dtype=torch.int64))
+        (True, False)
+    """
+    dtype = _last_dtype(args)
+    return dtype is not None and (dtype.is_floating_point or dtype.is_complex)
+
+
+def _leaf_items(td, prefix: tuple) -> dict:
+    out = {}
+    for key, value in td.items():
+        full = (*prefix, key)
+        if getattr(type(value), "_is_non_tensor", False):
+            continue
+        if is_tensor_collection(value):
+            out[full] = value
+        elif isinstance(value, torch.Tensor):
+            out[full] = value
+    return out
+
+
+def _rmse(left: torch.Tensor, right: torch.Tensor) -> str:
+    if left.shape != right.shape or left.is_nested or right.is_nested:
+        return ""
+    error = (left.double() - right.double()).pow(2).mean().sqrt().item()
+    return f" (root mean squared error {error:.4g})"
+
+
+def assert_close(
+    actual,
+    expected,
+    rtol: float | None = None,
+    atol: float | None = None,
+    equal_nan: bool = True,
+    intersection: bool = False,
+    msg: str = "",
+    prefix: NestedKey = (),
+) -> bool:
+    """Asserts that two tensordicts hold the same keys and close values; returns True.
+
+    Each pair of tensors goes through :func:`torch.testing.assert_close` (dtype, shape and
+    device must match); nested levels are compared entry by entry; non-tensor entries are
+    not compared.
+
+    Args:
+        actual (TensorDictBase): the tensordict to check (a tensorclass is accepted).
+        expected (TensorDictBase): the expected values.
+        rtol (float, optional): relative tolerance; None uses torch's default for the dtype.
+        atol (float, optional): absolute tolerance; None uses torch's default for the dtype.
+        equal_nan (bool, optional): whether two NaNs are equal. Defaults to True.
+        intersection (bool, optional): compare only the keys both hold. Defaults to False.
+        msg (str, optional): appended to the error message.
+        prefix (NestedKey, optional): prepended to the keys in error messages.
+
+    Returns:
+        bool: True when the check passes.
+
+    Raises:
+        TypeError: if ``actual`` or ``expected`` is not a tensordict or a tensorclass.
+        KeyError: if the keys differ and ``intersection`` is False.
+        AssertionError: if two values are not close; the message names the key.
+
+    Examples:
+        >>> a = TensorDict(x=torch.zeros(3))
+        >>> assert_close(a, a.clone())
+        True
+        >>> assert_close(a, TensorDict(x=torch.ones(3)))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        AssertionError: entry ('x',) is not close ...
+    """
+    for name, value in (("actual", actual), ("expected", expected)):
+        if not is_tensor_collection(value):
+            text = f"assert_close compares tensordicts; {name} is a {type(value).__name__}"
+            raise TypeError(text)
+    prefix = unravel_key_to_tuple(prefix) if prefix != () else ()
+    mine, theirs = _leaf_items(actual, prefix), _leaf_items(expected, prefix)
+    if set(mine) != set(theirs) and not intersection:
+        text = (
+            f"the keys differ: only in actual {sorted(set(mine) - set(theirs))}, only in "
+            f"expected {sorted(set(theirs) - set(mine))}"
+        )
+        raise KeyError(text)
+    for key in mine.keys() & theirs.keys():
+        left, right = mine[key], theirs[key]
+        if is_tensor_collection(left) or is_tensor_collection(right):
+            if not (is_tensor_collection(left) and is_tensor_collection(right)):
+                text = f"entry {key!r} is a tensordict on one side only {msg}".rstrip()
+                raise AssertionError(text)
+            assert_close(left, right, rtol, atol, equal_nan, intersection, msg, key)
+            continue
+        try:
+            torch.testing.assert_close(left, right, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        except AssertionError as err:
+            text = f"entry {key!r} is not close{_rmse(left, right)}: {err} {msg}"
+            raise AssertionError(text.rstrip()) from None
+    return True
+
+
+assert_allclose_td = assert_close

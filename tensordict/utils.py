@@ -1,0 +1,60 @@
+"""The well-known ``tensordict.utils`` import path: keys, right-expansion, dtype predicates, options.
+
+A public face over the modules that implement these names; nothing is defined here.
+"""
+
+from tensordict._collection import is_tensor_collection
+from tensordict._helpers import (
+    KEY_SEPARATOR,
+    assert_allclose_td,
+    assert_close,
+    expand_as_right,
+    expand_right,
+    is_bool,
+    is_floating,
+    is_inexact,
+    is_integer,
+    unravel_key_to_tuple,
+)
+from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._options import (
+    capture_non_tensor_stack,
+    get_defaults_to_none,
+    get_printoptions,
+    lazy_legacy,
+    list_to_stack,
+    set_capture_non_tensor_stack,
+    set_get_defaults_to_none,
+    set_lazy_legacy,
+    set_list_to_stack,
+    set_printoptions,
+)
+from tensordict.tensorclass import is_tensorclass
+
+__all__ = [
+    "KEY_SEPARATOR",
+    "NestedKey",
+    "assert_allclose_td",
+    "assert_close",
+    "capture_non_tensor_stack",
+    "expand_as_right",
+    "expand_right",
+    "get_defaults_to_none",
+    "get_printoptions",
+    "is_bool",
+    "is_floating",
+    "is_inexact",
+    "is_integer",
+    "is_tensor_collection",
+    "is_tensorclass",
+    "lazy_legacy",
+    "list_to_stack",
+    "set_capture_non_tensor_stack",
+    "set_get_defaults_to_none",
+    "set_lazy_legacy",
+    "set_list_to_stack",
+    "set_printoptions",
+    "unravel_key",
+    "unravel_key_list",
+    "unravel_key_to_tuple",
+]
