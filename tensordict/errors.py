@@ -22,6 +22,7 @@ __all__ = [
     "MemmapFormatError",
     "MemmapNotFoundError",
     "MissingKeyError",
+    "NotDifferentiableError",
     "NotMemmapError",
     "PathThroughLeafError",
     "ReservedFieldError",
@@ -96,6 +97,10 @@ class ExistingFileError(TensorDictError, FileExistsError, RuntimeError):
 
 class EntryExistsError(TensorDictError, RuntimeError):
     """A key that is being added exists already (in memory, or recorded by another writer)."""
+
+
+class NotDifferentiableError(TensorDictError, RuntimeError):
+    """A leaf that cannot require gradients (an integer or boolean tensor) was asked to."""
 
 
 class NotMemmapError(TensorDictError, RuntimeError):
