@@ -50,7 +50,7 @@ def save(
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     _ = tensordict.save(tensordict.TensorDict(a=torch.zeros(2)), folder)
         ...     print(tensordict.load(folder)["a"])
-        tensor([0., 0.])
+        MemoryMappedTensor([0., 0.])
     """
     return memmap(
         data,
@@ -100,7 +100,7 @@ def load_memmap(
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     _ = tensordict.TensorDict(a=torch.ones(2)).memmap(folder)
         ...     print(tensordict.load_memmap(folder)["a"])
-        tensor([1., 1.])
+        MemoryMappedTensor([1., 1.])
     """
     return TensorDict.load_memmap(
         prefix, device, non_blocking, out=out, robust_key=robust_key, allow_pickle=allow_pickle

@@ -250,26 +250,24 @@ class LazyStackedTensorDict(TensorDictBase):
 
     @property
     def names(self):
-        """The names of the batch dimensions: only the stack dimension can have one.
+        """The names of the batch dimensions: the first member's, with the stack dim's inserted.
 
-        The members' own names are not reported.
+        The stack dimension is named ``stack_dim_name`` (``None`` by default); the other
+        dimensions have the names of the members' dimensions, read from the first member.
 
         Returns:
-            ``None`` when the stack was built without ``stack_dim_name``; otherwise a
-            list with that name at :attr:`stack_dim` and ``None`` elsewhere.
+            A new list with a str or ``None`` per batch dimension.
 
         Raises:
             AttributeError: on assignment: the property is read-only.
 
         Examples:
-            >>> a, b = TensorDict({}, [3]), TensorDict({}, [3])
+            >>> a, b = TensorDict({}, [3], names=["t"]), TensorDict({}, [3], names=["t"])
             >>> LazyStackedTensorDict(a, b, stack_dim_name="env").names, LazyStackedTensorDict(a, b).names
-            (['env', None], None)
+            (['env', 't'], [None, 't'])
         """
-        if self._stack_dim_name is None:
-            return None
-        names = [None] * len(self._batch_size)
-        names[self._stack_dim] = self._stack_dim_name
+        names = list(self.tensordicts[0].names)
+        names.insert(self._stack_dim, self._stack_dim_name)
         return names
 
     @property
@@ -394,7 +392,9 @@ class LazyStackedTensorDict(TensorDictBase):
 
     def _shallow_copy(self):
         return LazyStackedTensorDict(
-            *[m._shallow_copy() for m in self.tensordicts], stack_dim=self._stack_dim
+            *[m._shallow_copy() for m in self.tensordicts],
+            stack_dim=self._stack_dim,
+            stack_dim_name=self._stack_dim_name,
         )
 
     def _fast_apply(
@@ -482,7 +482,7 @@ class LazyStackedTensorDict(TensorDictBase):
         if not chosen:
             return self.contiguous()[index]
         picked = [m[rest] if rest else m for m in chosen]
-        out = LazyStackedTensorDict(*picked, stack_dim=new_dim)
+        out = LazyStackedTensorDict(*picked, stack_dim=new_dim, stack_dim_name=self._stack_dim_name)
         if self._mm is not None and all(m._mm is not None for m in picked):
             out._mm = _io.Level(None)  # a view of memory-mapped members is memory-mapped
         return out
@@ -525,8 +525,8 @@ class LazyStackedTensorDict(TensorDictBase):
     def _batch_op(self, op, batch_size: torch.Size, names=None):
         return self.contiguous()._batch_op(op, batch_size, names)
 
-    def _batch_op_multi(self, op, batch_sizes: list) -> tuple:
-        return self.contiguous()._batch_op_multi(op, batch_sizes)
+    def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
+        return self.contiguous()._batch_op_multi(op, batch_sizes, names)
 
     def unbind(self, dim: int = 0) -> tuple:
         """Removes batch dimension ``dim``, returning one tensordict per index along it.

@@ -8,12 +8,15 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict._nontensor import NonTensorData
+from tensordict._ops import names as dimnames
+from tensordict._ops.apply import check_result
+from tensordict._ops.convert import shape_of
 from tensordict._ops.indexing import (
     batch_size_from_dummy,
     batch_size_from_leaf,
-    index_names,
     normalize_index,
 )
+from tensordict._ops.nested import nested_index
 from tensordict._ops.torch_function import dispatch
 from tensordict._unbatched import UnbatchedTensor as _Unbatched
 from tensordict._unbatched import is_unbatched
@@ -584,6 +587,8 @@ class TensorDict(TensorDictBase):
         names=NO_DEFAULT,
         device=NO_DEFAULT,
         inplace=False,
+        checked=False,
+        prefix=(),
         **kwargs,
     ):
         if others or kwargs or inplace or batch_size is not None:
@@ -594,23 +599,33 @@ class TensorDict(TensorDictBase):
                 names=names,
                 device=device,
                 inplace=inplace,
+                checked=checked,
+                prefix=prefix,
                 **kwargs,
             )
         out = {}
+        bs = self._batch_size
+        n = len(bs)
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 res = fn(value)
                 if type(res) is _Unbatched:
                     res = res.rebatched(self._batch_size)
+                elif (
+                    checked
+                    and res is not None
+                    and (type(res) is not _Tensor or res.shape[:n] != bs)
+                ):
+                    check_result(prefix + (key,) if prefix else key, res, bs)
             elif isinstance(value, NonTensorData):
                 res = value
             else:
-                res = value._fast_apply(fn, device=device)
+                res = value._fast_apply(fn, device=device, checked=checked, prefix=prefix + (key,))
             if res is not None:
                 out[key] = res
         return TensorDict._new_unsafe(
             out,
-            self._batch_size,
+            bs,
             self._device if device is NO_DEFAULT else device,
             self._names if names is NO_DEFAULT else names,
         )
@@ -632,7 +647,7 @@ class TensorDict(TensorDictBase):
             leaf_index, new_size = normalize_index(index, batch_size)
         if new_size is not None:
             out = {
-                key: value[leaf_index]
+                key: _index_leaf(value, leaf_index)
                 if type(value) is not _Unbatched
                 else value.rebatched(new_size)
                 for key, value in self._tensordict.items()
@@ -645,7 +660,7 @@ class TensorDict(TensorDictBase):
                 if type(value) is _Unbatched:
                     unbatched.append(key)
                     continue
-                res = out[key] = value[leaf_index]
+                res = out[key] = _index_leaf(value, leaf_index)
                 if first is None and isinstance(res, _Tensor):
                     first = (value, res)
             if first is not None:
@@ -656,7 +671,7 @@ class TensorDict(TensorDictBase):
                 out[key] = self._tensordict[key].rebatched(new_size)
         names = None
         if self._names is not None:
-            names = index_names(self._names, leaf_index, len(new_size))
+            names = dimnames.index(self._names, leaf_index, len(new_size))
         result = TensorDict._new_unsafe(out, new_size, self._device, names)
         if self._mm is not None:
             _mark_view(result, self._locked)
@@ -738,11 +753,13 @@ class TensorDict(TensorDictBase):
             if is_unbatched(value):
                 out[key] = value.rebatched(batch_size)
                 continue
-            extra = value.shape[bd:] if isinstance(value, _Tensor) else value.batch_size[bd:]
-            out[key] = op(value, extra)
+            extra = _extra_shape(value, bd)
+            res = out[key] = op(value, extra)
+            if names is not None and type(res) is TensorDict:
+                _name_leading(res, names, value, bd)
         return TensorDict._new_unsafe(out, batch_size, self._device, names)
 
-    def _batch_op_multi(self, op, batch_sizes: list) -> tuple:
+    def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
         bd = len(self._batch_size)
         parts = [{} for _ in batch_sizes]
         for key, value in self._tensordict.items():
@@ -750,13 +767,35 @@ class TensorDict(TensorDictBase):
                 for part, size in zip(parts, batch_sizes):
                     part[key] = value.rebatched(size)
                 continue
-            extra = value.shape[bd:] if isinstance(value, _Tensor) else value.batch_size[bd:]
+            extra = _extra_shape(value, bd)
             for i, piece in enumerate(op(value, extra)):
                 parts[i][key] = piece
+                if names is not None and type(piece) is TensorDict:
+                    _name_leading(piece, names, value, bd)
         return tuple(
-            TensorDict._new_unsafe(part, size, self._device, None)
+            TensorDict._new_unsafe(part, size, self._device, None if names is None else list(names))
             for part, size in zip(parts, batch_sizes)
         )
+
+    def _become(self, other, method: str) -> None:
+        """Takes the batch size, names and entries of ``other``; sub-tensordicts keep their identity."""
+        locked = [self] if self.is_locked else []
+        locked += [v for v in self.values(True) if type(v) is TensorDict and v.is_locked]
+        if locked:
+            msg = f"cannot {method} in place: the tensordict is locked; call unlock_() first or use inplace=False"
+            raise LockedError(msg)
+        self._take(other)
+
+    def _take(self, other) -> None:
+        data = self._tensordict
+        for key, value in other._tensordict.items():
+            current = data.get(key)
+            if type(current) is TensorDict and type(value) is TensorDict:
+                current._take(value)
+            else:
+                data[key] = value
+        self._batch_size = other._batch_size
+        self._names = other._names
 
     def _shallow_copy(self):
         return TensorDict._new_unsafe(
@@ -898,7 +937,10 @@ class TensorDict(TensorDictBase):
                 value.auto_batch_size_()
                 shapes.append(value.batch_size)
             elif isinstance(value, _Tensor) and not is_unbatched(value):
-                shapes.append(value.shape)
+                shape = shape_of(value) if value.is_nested else value.shape
+                if -1 in shape:  # a strided nested tensor: its ragged dims cannot be batch dims
+                    shape = shape[: list(shape).index(-1)]
+                shapes.append(shape)
         common = []
         if shapes:
             for dims in zip(*shapes):
@@ -1014,6 +1056,36 @@ class TensorDict(TensorDictBase):
         self._locked = state["locked"]
         self._lock_parents = 0
         self._mm = state["mm"]
+
+
+def _index_leaf(value, index):
+    """``value[index]``; a jagged nested tensor, which torch cannot index along its first dim
+    but by an int, is rebuilt from the components the index picks."""
+    try:
+        return value[index]
+    except (RuntimeError, NotImplementedError):
+        if not (isinstance(value, _Tensor) and value.is_nested and value.layout is torch.jagged):
+            raise
+        return nested_index(value, index)
+
+
+def _extra_shape(value, bd: int) -> torch.Size:
+    """The dims of an entry beyond the ``bd`` batch dims (a nested tensor's ragged ones read -1)."""
+    if isinstance(value, _Tensor):
+        return (shape_of(value) if value.is_nested else value.shape)[bd:]
+    return value.batch_size[bd:]
+
+
+def _name_leading(sub: TensorDict, names: list, before, bd: int) -> None:
+    """Names the leading dims of ``sub`` (a shape op's result) ``names``, keeping its own further names.
+
+    ``before`` is the sub-tensordict the op was applied to, whose dims past the
+    parent's ``bd`` batch dims are the sub-tensordict's own.
+    """
+    own = before.names[bd:] if type(before) is TensorDict else []
+    if len(names) + len(own) == len(sub._batch_size):
+        sub._names = dimnames.clean([*names, *own])
+        sub._propagate_names()
 
 
 def _mark_view(view: TensorDict, locked: bool) -> None:

@@ -437,8 +437,8 @@ class TypedTensorDict(TensorDict, metaclass=_TypedTensorDictMeta):
     def _batch_op(self, op, batch_size, names=None):
         return self._new_result(super()._batch_op(op, batch_size, names))
 
-    def _batch_op_multi(self, op, batch_sizes: list) -> tuple:
-        return tuple(self._new_result(td) for td in super()._batch_op_multi(op, batch_sizes))
+    def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
+        return tuple(self._new_result(td) for td in super()._batch_op_multi(op, batch_sizes, names))
 
     def _shallow_copy(self):
         return self._new_result(super()._shallow_copy())

@@ -26,7 +26,8 @@ from tensordict._collection import (
 from tensordict._helpers import KEY_SEPARATOR, expand_as_right
 from tensordict._keys import NestedKey, _key_parts, unravel_key, unravel_key_list
 from tensordict._nontensor import NonTensorData
-from tensordict._ops.apply import ApplyMixin
+from tensordict._ops.apply import ApplyMixin, tensor_leaves
+from tensordict._ops.autograd import AutogradMixin
 from tensordict._ops.convert import ConvertMixin, shape_of
 from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pointwise import PointwiseMixin
@@ -128,7 +129,14 @@ class _KeysView:
 
 
 class TensorDictBase(
-    ShapeMixin, PointwiseMixin, ApplyMixin, ConvertMixin, MemmapMixin, abc.ABC, TensorCollection
+    ShapeMixin,
+    PointwiseMixin,
+    ApplyMixin,
+    AutogradMixin,
+    ConvertMixin,
+    MemmapMixin,
+    abc.ABC,
+    TensorCollection,
 ):
     """The abstract base of every tensordict class.
 
@@ -248,7 +256,7 @@ class TensorDictBase(
         """A new tensordict of batch size ``batch_size`` whose entries are ``op(value, feature_shape)``."""
 
     @abc.abstractmethod
-    def _batch_op_multi(self, op, batch_sizes: list) -> tuple:
+    def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
         """Like :meth:`_batch_op` for an ``op`` that returns one piece per batch size (split, unbind)."""
 
     # ------------------------------------------------------------------ memmap hooks
@@ -1328,37 +1336,36 @@ class TensorDictBase(
         """
         return all(v.is_floating_point() for v in self.values(True, True))
 
-    @property
-    def requires_grad(self) -> bool:
-        """True when any leaf tensor requires a gradient.
+    def bytes(self, *, count_duplicates: bool = True) -> int:
+        """Returns the number of bytes of the leaf tensors' elements, nested ones included.
 
-        Examples:
-            >>> TensorDict({"a": torch.zeros(2, requires_grad=True)}, [2]).requires_grad
-            True
-        """
-        return any(v.requires_grad for v in self.values(True, True) if isinstance(v, torch.Tensor))
+        Each leaf counts ``numel() * element_size()``, whatever memory it shares (an
+        expanded leaf counts every element). A jagged nested tensor counts its values
+        and its offsets; a strided nested tensor the elements of its components.
+        Non-tensor entries count nothing.
 
-    def requires_grad_(self, requires_grad: bool = True) -> TensorDictBase:
-        """Sets ``requires_grad`` on every floating-point leaf tensor (others are skipped).
-
-        Args:
-            requires_grad (bool, optional): the flag to set. Defaults to True.
+        Keyword Args:
+            count_duplicates (bool, optional): count a tensor stored under several keys
+                once per key. False counts each tensor object once. Defaults to True.
 
         Returns:
-            The tensordict itself.
-
-        Raises:
-            RuntimeError: from torch, when clearing the flag of a tensor that autograd computed.
+            The number of bytes, an int.
 
         Examples:
-            >>> td = TensorDict({"a": torch.zeros(2), "b": torch.arange(2)}, [2]).requires_grad_()
-            >>> td["a"].requires_grad, td["b"].requires_grad
-            (True, False)
+            >>> td = TensorDict({"a": torch.zeros(3, 2), "b": {"c": torch.zeros(3, dtype=torch.int8)}}, [3])
+            >>> td["d"] = td["a"]
+            >>> td.bytes(), td.bytes(count_duplicates=False)
+            (51, 27)
         """
-        for value in self.values(True, True):
-            if isinstance(value, torch.Tensor) and value.is_floating_point():
-                value.requires_grad_(requires_grad)
-        return self
+        total = 0
+        seen: set = set()
+        for _, value in tensor_leaves(self):
+            if not count_duplicates:
+                if id(value) in seen:
+                    continue
+                seen.add(id(value))
+            total += _leaf_bytes(value)
+        return total
 
     @property
     def is_cuda(self) -> bool:
@@ -1369,6 +1376,16 @@ class TensorDictBase(
             False
         """
         return self.device is not None and self.device.type == "cuda"
+
+
+def _leaf_bytes(value: torch.Tensor) -> int:
+    if value.is_nested:
+        if value.layout is torch.jagged:
+            parts = [value.values(), value.offsets()]
+        else:
+            parts = value.unbind(0)
+        return sum(p.numel() * p.element_size() for p in parts)
+    return value.numel() * value.element_size()
 
 
 def _all_str(key: tuple) -> bool:

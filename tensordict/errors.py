@@ -30,6 +30,7 @@ __all__ = [
     "MissingFieldError",
     "MissingKeyError",
     "NotAFolderError",
+    "NotDifferentiableError",
     "NotMemmapError",
     "NotTensorCollectionError",
     "PaddingError",
@@ -113,6 +114,10 @@ class EntryExistsError(TensorDictError, RuntimeError):
 
 class NotAFolderError(TensorDictError, NotADirectoryError, ValueError):
     """A path given as a memory-mapped folder is a file (the well-known API raises ValueError)."""
+
+
+class NotDifferentiableError(TensorDictError, RuntimeError):
+    """A leaf that cannot require gradients (an integer or boolean tensor) was asked to."""
 
 
 class NotMemmapError(TensorDictError, RuntimeError):

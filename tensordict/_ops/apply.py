@@ -6,11 +6,86 @@ Classes specialise ``_fast_apply`` (one level at a time) for their own layouts.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict._nontensor import NonTensorData
+from tensordict._ops.convert import shape_of
+from tensordict._unbatched import is_unbatched
+from tensordict.errors import BatchSizeError
+
+
+def check_result(key, result, batch_size: torch.Size) -> None:
+    """Raises when ``result`` (what ``fn`` returned for ``key``) does not start with ``batch_size``.
+
+    Shared with the classes' fast paths, so that every ``apply`` refuses the same results.
+    """
+    if is_unbatched(result):
+        return  # it has no batch dims: the tensordict gives it its batch size
+    if isinstance(result, torch.Tensor):
+        shape = result.shape if not result.is_nested else shape_of(result)
+    elif is_tensor_collection(result):
+        shape = result.batch_size
+    else:
+        return  # a non-tensor result is stored as it is
+    n = len(batch_size)
+    if len(shape) >= n and all(a == b for a, b in zip(shape[:n], batch_size)):
+        return
+    msg = (
+        f"batch dimension mismatch for key {key!r} in apply: fn returned shape {list(shape)}, "
+        f"whose leading dimensions are not the batch size {list(batch_size)}; pass "
+        "batch_size= to apply to give the result another batch size"
+    )
+    raise BatchSizeError(msg)
+
+
+def tensor_leaves(td) -> list:
+    """``(key, tensor)`` of every tensor leaf of ``td``, nested keys as tuples, in walk order.
+
+    The walk is ``apply``'s, so a lazy stack gives its members' own tensors, never
+    stacked copies; every ``apply`` over the same tree visits the leaves in this order.
+    """
+    found: list = []
+
+    def record(key, value):
+        if isinstance(value, torch.Tensor):
+            found.append((key, value))
+
+    td._fast_apply(record, named=True, nested_keys=True)
+    return found
+
+
+def _threaded(apply_once, fn, num_threads: int):
+    """Runs ``apply_once`` with ``fn`` called on a pool of ``num_threads`` threads.
+
+    A first walk submits one call of ``fn`` per leaf (in the walk's order) and builds
+    nothing; the second walk, over the same tree in the same order, takes each result
+    as it comes, so the result is exactly what a walk without threads gives.
+    """
+    futures = []
+    with ThreadPoolExecutor(max_workers=num_threads) as pool:
+
+        def submit(*args):
+            futures.append(pool.submit(fn, *args))
+
+        try:
+            apply_once(submit, inplace=False, check=False)
+            results = iter(futures)
+            return apply_once(lambda *args: next(results).result())
+        finally:
+            for future in futures:
+                future.cancel()
+
+
+def _write(writes: list) -> None:
+    """Performs the writes an in-place apply collected, once every result was checked."""
+    for td, key, value, res in writes:
+        if isinstance(value, torch.Tensor) and isinstance(res, torch.Tensor):
+            value.copy_(res)
+        else:
+            td._set_str(key, res, inplace=False, validated=True)
 
 
 class ApplyMixin:
@@ -29,11 +104,15 @@ class ApplyMixin:
         default=NO_DEFAULT,
         filter_empty: bool | None = None,
         call_on_nested: bool = False,
+        num_threads: int | None = None,
         **constructor_kwargs,
     ):
         """Applies ``fn`` to every leaf tensor and returns a tensordict of the results.
 
         Sub-tensordicts are walked and rebuilt; non-tensor entries are kept as they are.
+        Every result must start with the batch size of its level (``batch_size`` when it is
+        given, with a sub-tensordict's own extra dims beneath it); the results are all checked
+        before anything is built or written, so a refused call changes nothing.
 
         Args:
             fn (callable): called as ``fn(leaf, *other_leaves)``; a None result drops the entry.
@@ -41,13 +120,15 @@ class ApplyMixin:
 
         Keyword Args:
             batch_size (sequence of int, optional): the batch size of the result when ``fn``
-                changes the batch dims (not checked). Defaults to None: this one.
+                changes the batch dims. Defaults to None: this one.
             device (torch.device, optional): the device the result reports (nothing is moved).
             names (list of str, optional): the batch dimension names of the result.
             inplace (bool, optional): write the results into this tensordict. Defaults to False.
             default: passed to ``fn`` for a key missing from one of ``others``.
             filter_empty (bool, optional): False returns an empty tensordict instead of None.
             call_on_nested (bool, optional): call ``fn`` on sub-tensordicts. Defaults to False.
+            num_threads (int, optional): call ``fn`` on a pool of that many threads; the
+                result is the same as without. Defaults to None: no threads.
             **constructor_kwargs: accepted for compatibility; ignored.
 
         Returns:
@@ -56,45 +137,70 @@ class ApplyMixin:
 
         Raises:
             KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
+            BatchSizeError: (a ``RuntimeError``) if a result does not start with the batch size
+                of its level.
 
         Examples:
             >>> TensorDict({"a": {"b": torch.ones(2)}}, [2]).apply(lambda x: x * 3)["a", "b"]
             tensor([3., 3.])
+            >>> TensorDict({"a": torch.ones(4, 2)}, [4]).apply(lambda x: x[:2], batch_size=[2])
+            TensorDict(batch_size=[2], fields={a: f32[2]})
         """
-        out = self._fast_apply(
+        return self._apply_checked(
             fn,
-            *others,
-            batch_size=None if batch_size is None else torch.Size(batch_size),
-            names=names,
-            device=device,
+            others,
+            dict(
+                batch_size=None if batch_size is None else torch.Size(batch_size),
+                names=names,
+                device=device,
+                default=default,
+                call_on_nested=call_on_nested,
+            ),
             inplace=inplace,
-            default=default,
-            call_on_nested=call_on_nested,
+            num_threads=num_threads,
+            filter_empty=filter_empty,
         )
-        if (
-            not inplace
-            and filter_empty is not False
-            and not out._keys_level()
-            and self._keys_level()
-        ):
+
+    def _apply_checked(self, fn, others, options: dict, inplace, num_threads, filter_empty):
+        """The public apply calls: results checked, in-place writes deferred, threads optional."""
+        writes = [] if inplace else None
+
+        def apply_once(f, inplace=inplace, check=True):
+            return self._fast_apply(
+                f, *others, inplace=inplace, checked=check, writes=writes, **options
+            )
+
+        if num_threads:
+            out = _threaded(apply_once, fn, int(num_threads))
+        else:
+            out = apply_once(fn)
+        if inplace:
+            _write(writes)
+            return self
+        if filter_empty is not False and not out._keys_level() and self._keys_level():
             return None  # fn returned None for every leaf
         return out
 
     def apply_(self, fn: Callable, *others, **kwargs):
         """Applies ``fn`` to every leaf and writes the results into this tensordict; returns it.
 
+        Every result is checked against the batch size before the first one is written, so a
+        refused call leaves the tensordict unchanged.
+
         Args:
             fn (callable): called as ``fn(leaf, *other_leaves)``; a None result changes nothing.
             *others (TensorDictBase): tensordicts whose leaves are passed to ``fn`` too.
 
         Keyword Args:
-            **kwargs: passed on to :meth:`apply` (``default``, ``call_on_nested``, ...).
+            **kwargs: passed on to :meth:`apply` (``default``, ``call_on_nested``,
+                ``num_threads``, ...).
 
         Returns:
             The tensordict itself.
 
         Raises:
             KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
+            BatchSizeError: (a ``RuntimeError``) if a result does not start with the batch size.
 
         Examples:
             >>> TensorDict({"a": torch.ones(2)}, [2]).apply_(lambda x: x + 1)["a"]
@@ -113,9 +219,12 @@ class ApplyMixin:
         inplace: bool = False,
         default=NO_DEFAULT,
         call_on_nested: bool = False,
+        num_threads: int | None = None,
         **kwargs,
     ):
         """Applies ``fn`` to each leaf and its key, and returns a tensordict of the results.
+
+        The results are checked against the batch size as in :meth:`apply`.
 
         Args:
             fn (callable): called as ``fn(key, leaf, *other_leaves)``; None drops the entry.
@@ -124,7 +233,8 @@ class ApplyMixin:
         Keyword Args:
             nested_keys (bool, optional): pass the full key (a tuple when nested), not the key
                 at the leaf's level. Defaults to False.
-            batch_size, names, device, inplace, default, call_on_nested: as in :meth:`apply`.
+            batch_size, names, device, inplace, default, call_on_nested, num_threads: as in
+                :meth:`apply`.
             **kwargs: accepted for compatibility; ignored.
 
         Returns:
@@ -132,23 +242,29 @@ class ApplyMixin:
 
         Raises:
             KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
+            BatchSizeError: (a ``RuntimeError``) if a result does not start with the batch size
+                of its level.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
             >>> td.named_apply(lambda k, x: x if k == ("b", "c") else None, nested_keys=True)
             TensorDict(batch_size=[2], fields={b: {c: f32[]}})
         """
-        return self._fast_apply(
+        return self._apply_checked(
             fn,
-            *others,
-            named=True,
-            nested_keys=nested_keys,
-            batch_size=None if batch_size is None else torch.Size(batch_size),
-            names=names,
-            device=device,
+            others,
+            dict(
+                named=True,
+                nested_keys=nested_keys,
+                batch_size=None if batch_size is None else torch.Size(batch_size),
+                names=names,
+                device=device,
+                default=default,
+                call_on_nested=call_on_nested,
+            ),
             inplace=inplace,
-            default=default,
-            call_on_nested=call_on_nested,
+            num_threads=num_threads,
+            filter_empty=False,
         )
 
     def _fast_apply(
@@ -165,9 +281,15 @@ class ApplyMixin:
         default=NO_DEFAULT,
         call_on_nested: bool = False,
         checked: bool = False,
+        writes: list | None = None,
     ):
-        """The engine of :meth:`apply` and :meth:`named_apply`, one level at a time (classes specialise it)."""
+        """The engine of :meth:`apply` and :meth:`named_apply`, one level at a time (classes specialise it).
+
+        ``checked`` checks each result against the level's new batch size; ``writes``
+        (with ``inplace``) collects the writes instead of doing them.
+        """
         out: dict = {}
+        new_bs = self.batch_size if batch_size is None or inplace else batch_size
         for key, value in list(self._items_level()):
             other_values = []
             for other in others:
@@ -182,39 +304,38 @@ class ApplyMixin:
             if is_tensor_collection(value) and not (
                 call_on_nested and not isinstance(value, NonTensorData)
             ):
+                # with a new batch size, sub-tensordicts get exactly that batch size (their
+                # own further dims are dropped), as in the well-known API
                 if isinstance(value, NonTensorData):
-                    res = (
-                        value
-                        if batch_size is None
-                        else value._with(batch_size + value.batch_size[self.batch_dims :])
-                    )
+                    res = value if batch_size is None else value._with(batch_size)
                 else:
-                    sub_bs = (
-                        None
-                        if batch_size is None
-                        else batch_size + value.batch_size[self.batch_dims :]
-                    )
                     res = value._fast_apply(
                         fn,
                         *other_values,
                         named=named,
                         nested_keys=nested_keys,
                         prefix=full,
-                        batch_size=sub_bs,
+                        batch_size=batch_size,
                         names=NO_DEFAULT,
                         device=device,
                         inplace=inplace,
                         default=default,
                         checked=checked,
+                        writes=writes,
                     )
-            elif named:
-                name = (full if len(full) > 1 else key) if nested_keys else key
-                res = fn(name, value, *other_values)
             else:
-                res = fn(value, *other_values)
+                if named:
+                    name = (full if len(full) > 1 else key) if nested_keys else key
+                    res = fn(name, value, *other_values)
+                else:
+                    res = fn(value, *other_values)
+                if checked and res is not None:
+                    check_result(full if prefix else key, res, new_bs)
             if inplace:
                 if res is not None and res is not value:
-                    if isinstance(value, torch.Tensor) and isinstance(res, torch.Tensor):
+                    if writes is not None:
+                        writes.append((self, key, value, res))
+                    elif isinstance(value, torch.Tensor) and isinstance(res, torch.Tensor):
                         value.copy_(res)
                     else:
                         self._set_str(key, res, inplace=False, validated=True)
@@ -223,7 +344,6 @@ class ApplyMixin:
                 out[key] = res
         if inplace:
             return self
-        new_bs = self.batch_size if batch_size is None else batch_size
         if names is NO_DEFAULT:
             names = self.names if batch_size is None else None
         return self._new_like(

@@ -26,6 +26,8 @@ def shape_of(value) -> torch.Size:
     if not isinstance(value, torch.Tensor):
         return value.batch_size
     if value.is_nested:
+        if value.layout is torch.jagged:
+            return value.shape  # its ragged dim is a symbolic size, printed j1, j2, ...
         sizes = value._nested_tensor_size()
         inner = (
             [int(col[0]) if bool((col == col[0]).all()) else -1 for col in sizes.unbind(1)]

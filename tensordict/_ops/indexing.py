@@ -168,22 +168,3 @@ def batch_size_from_leaf(
 def batch_size_from_dummy(batch_size: torch.Size, index) -> torch.Size:
     """The batch size after indexing, computed on a zero-memory stand-in."""
     return torch.zeros((), dtype=torch.uint8).expand(batch_size)[index].shape
-
-
-def index_names(names: list, leaf_index, new_ndim: int) -> list | None:
-    """The dimension names after a basic index (ints, slices, None); None after advanced indexing."""
-    items = leaf_index if isinstance(leaf_index, tuple) else (leaf_index,)
-    out = []
-    dim = 0
-    for item in items:
-        if item is None:
-            out.append(None)
-        elif type(item) is int:
-            dim += 1
-        elif type(item) is slice:
-            out.append(names[dim])
-            dim += 1
-        else:
-            return None
-    out.extend(names[dim:])
-    return out if len(out) == new_ndim and any(n is not None for n in out) else None

@@ -15,6 +15,7 @@ import torch
 
 from tensordict._collection import is_tensor_collection
 from tensordict._nontensor import _dummy
+from tensordict._ops import names as dimnames
 from tensordict.errors import DimensionError
 
 
@@ -43,10 +44,27 @@ class ShapeMixin:
 
     __slots__ = ()
 
-    def _reshape_batch(self, new_batch_size: torch.Size):
-        return self._batch_op(lambda x, extra: x.reshape(new_batch_size + extra), new_batch_size)
+    def _reshape_batch(self, new_batch_size: torch.Size, names=None):
+        return self._batch_op(
+            lambda x, extra: x.reshape(new_batch_size + extra), new_batch_size, names
+        )
 
-    def reshape(self, *shape):
+    def _maybe_inplace(self, result, inplace: bool, method: str):
+        """``result``, or this tensordict turned into it when ``inplace`` (see ``_become``)."""
+        if not inplace:
+            return result
+        self._become(result, method)
+        return self
+
+    def _become(self, other, method: str) -> None:
+        """Takes the batch size, names and entries of ``other`` (the out-of-place result).
+
+        Classes that can change their own shape specialise it; the others refuse.
+        """
+        msg = f"{method}(inplace=True) is not supported on {type(self).__name__}; use inplace=False"
+        raise NotImplementedError(msg)
+
+    def reshape(self, *shape, inplace: bool = False):
         """Returns a tensordict whose batch dims are reshaped to ``shape``, feature dims untouched.
 
         Each leaf goes through ``reshape(shape + feature_shape)``: a view when torch can make
@@ -58,12 +76,17 @@ class ShapeMixin:
         Args:
             *shape (int or sequence of int): the new batch size, as ints or as one sequence.
 
+        Keyword Args:
+            inplace (bool, optional): reshape this tensordict itself (its sub-tensordicts too,
+                which keep their identity) and return it. Defaults to False.
+
         Returns:
             This tensordict, or a new one.
 
         Raises:
             RuntimeError: if ``shape`` does not hold as many elements as the batch size, or has
-                more than one -1.
+                more than one -1; with ``inplace``, if the tensordict is locked.
+            NotImplementedError: with ``inplace``, on a lazy stack.
             TypeError: if an entry of ``shape`` is not a number or a string.
             ValueError: if an entry of ``shape`` is a string that is not an integer.
 
@@ -75,7 +98,7 @@ class ShapeMixin:
         new = _dummy(self.batch_size).reshape(_shape_args(shape)).shape
         if new == self.batch_size:
             return self
-        return self._reshape_batch(new)
+        return self._maybe_inplace(self._reshape_batch(new), inplace, "reshape")
 
     def view(self, *shape):
         """Returns a tensordict whose leaves are views with the batch dims reshaped to ``shape``.
@@ -138,7 +161,7 @@ class ShapeMixin:
             raise ValueError(msg)
         new = torch.Size(self.batch_size[d] for d in order)
         names = self.names
-        new_names = None if names is None else [names[d] for d in order]
+        new_names = None if names is None else dimnames.clean(names[d] for d in order)
         return self._batch_op(
             lambda x, extra: x.permute(*order, *range(ndim, ndim + len(extra))), new, new_names
         )
@@ -208,7 +231,7 @@ class ShapeMixin:
         return self._batch_op(
             lambda x, extra: x.reshape(torch.Size(size[i] for i in keep) + extra),
             torch.Size(size[i] for i in keep),
-            None if names is None else [names[i] for i in keep],
+            None if names is None else dimnames.clean(names[i] for i in keep),
         )
 
     def unsqueeze(self, dim: int):
@@ -241,79 +264,94 @@ class ShapeMixin:
         size = list(self.batch_size)
         size.insert(d, 1)
         new = torch.Size(size)
-        names = self.names
-        new_names = None
-        if names is not None:
-            new_names = list(names)
-            new_names.insert(d, None)
-        return self._batch_op(lambda x, extra: x.unsqueeze(d), new, new_names)
+        return self._batch_op(lambda x, extra: x.unsqueeze(d), new, dimnames.insert(self.names, d))
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1):
+    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
         """Returns a tensordict with the batch dims ``start_dim`` to ``end_dim`` merged into one.
 
-        The merged dim has the product of their sizes; the leaves are reshaped (views when
-        possible) and the result has no dim names. When ``start_dim`` does not come before
-        ``end_dim`` nothing is merged and this tensordict itself is returned (where torch
-        would raise for a start after the end). A tensordict without batch dims gets one
-        batch dim of size 1.
+        The merged dim has the product of their sizes and no name; the other dims keep
+        theirs. The leaves are reshaped (views when possible). With ``start_dim`` equal to
+        ``end_dim`` nothing is merged but that dim loses its name, as in the well-known API.
+        A tensordict without batch dims gets one batch dim of size 1.
 
         Args:
             start_dim (int, optional): the first batch dim to merge. Defaults to 0.
             end_dim (int, optional): the last batch dim to merge. Defaults to -1.
 
+        Keyword Args:
+            inplace (bool, optional): flatten this tensordict itself (its sub-tensordicts too,
+                which keep their identity) and return it. Defaults to False.
+
         Returns:
-            This tensordict, or a new one.
+            A new tensordict, or this one with ``inplace``.
 
         Raises:
             DimensionError: if a dim is out of range for the batch dims.
+            ValueError: if ``end_dim`` comes before ``start_dim``.
+            RuntimeError: with ``inplace``, if the tensordict is locked.
+            NotImplementedError: with ``inplace``, on a lazy stack.
 
         Examples:
-            >>> td = TensorDict({"a": torch.zeros(2, 3, 4, 5)}, [2, 3, 4])
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4, 5)}, [2, 3, 4], names=["x", "y", "z"])
             >>> td.flatten(1).batch_size, td.flatten(0, 1)["a"].shape
             (torch.Size([2, 12]), torch.Size([6, 4, 5]))
+            >>> td.flatten(0, 1).names
+            [None, 'z']
         """
         ndim = self.batch_dims
         if ndim == 0:
-            return self.unsqueeze(0)
+            return self._maybe_inplace(self.unsqueeze(0), inplace, "flatten")
         s, e = _norm_dim(start_dim, ndim), _norm_dim(end_dim, ndim)
-        if s >= e:
-            return self
+        if s > e:
+            msg = f"flatten: end_dim={end_dim} comes before start_dim={start_dim}; the end dimension must not precede the start"
+            raise ValueError(msg)
         size = self.batch_size
         merged = 1
         for d in range(s, e + 1):
             merged *= size[d]
-        return self._reshape_batch(size[:s] + torch.Size((merged,)) + size[e + 1 :])
+        new = size[:s] + torch.Size((merged,)) + size[e + 1 :]
+        names = dimnames.flatten(self.names, s, e)
+        return self._maybe_inplace(self._reshape_batch(new, names), inplace, "flatten")
 
-    def unflatten(self, dim: int, unflattened_size):
+    def unflatten(self, dim: int, unflattened_size, *, inplace: bool = False):
         """Returns a tensordict with the batch dim ``dim`` split into the dims ``unflattened_size``.
 
         The sizes must multiply to the size of ``dim``; one of them may be -1, inferred from
-        the others. The leaves are reshaped (views when possible) and the result has no dim
-        names.
+        the others. The leaves are reshaped (views when possible). The last of the new dims
+        keeps the name of ``dim`` and the others have none, as in the well-known API.
 
         Args:
             dim (int): the batch dim to split; negative values count from the last batch dim.
             unflattened_size (sequence of int): the sizes that replace it.
 
+        Keyword Args:
+            inplace (bool, optional): unflatten this tensordict itself (its sub-tensordicts
+                too, which keep their identity) and return it. Defaults to False.
+
         Returns:
-            A new tensordict.
+            A new tensordict, or this one with ``inplace``.
 
         Raises:
             DimensionError: if ``dim`` is out of range for the batch dims.
-            RuntimeError: if the sizes do not multiply to the size of ``dim``.
+            RuntimeError: if the sizes do not multiply to the size of ``dim``; with
+                ``inplace``, if the tensordict is locked.
             TypeError: if an entry of ``unflattened_size`` is not a number or a string.
             ValueError: if an entry of ``unflattened_size`` is a string that is not an integer.
+            NotImplementedError: with ``inplace``, on a lazy stack.
 
         Examples:
-            >>> td = TensorDict({"a": torch.zeros(6, 2)}, [6])
-            >>> td.unflatten(0, (2, -1))["a"].shape
-            torch.Size([2, 3, 2])
+            >>> td = TensorDict({"a": torch.zeros(6, 2)}, [6], names=["t"])
+            >>> out = td.unflatten(0, (2, -1))
+            >>> out["a"].shape, out.names
+            (torch.Size([2, 3, 2]), [None, 't'])
         """
         ndim = self.batch_dims
         d = _norm_dim(dim, ndim)
         size = self.batch_size
         inner = _dummy(torch.Size((size[d],))).reshape(_shape_args((unflattened_size,))).shape
-        return self._reshape_batch(size[:d] + inner + size[d + 1 :])
+        names = dimnames.unflatten(self.names, d, len(inner))
+        result = self._reshape_batch(size[:d] + inner + size[d + 1 :], names)
+        return self._maybe_inplace(result, inplace, "unflatten")
 
     def expand(self, *shape):
         """Returns a tensordict whose batch dims are expanded (broadcast) to ``shape``.
@@ -321,7 +359,7 @@ class ShapeMixin:
         As with ``Tensor.expand``, ``shape`` may add leading dims and grow the dims of size 1,
         while -1 keeps the size of an existing dim. The leaves are expanded views: no memory is
         copied, and the elements along a grown dim share memory, so write into them with care.
-        The result has no dim names.
+        The dims already there keep their names; the new leading ones have none.
 
         Args:
             *shape (int or sequence of int): the new batch size, as ints or as one sequence.
@@ -356,7 +394,9 @@ class ShapeMixin:
                 )
                 raise RuntimeError(msg)
         new = torch.Size(target)
-        return self._batch_op(lambda x, extra: x.expand(new + extra), new)
+        return self._batch_op(
+            lambda x, extra: x.expand(new + extra), new, dimnames.insert(self.names, 0, lead)
+        )
 
     def expand_as(self, other):
         """Returns this tensordict expanded to the batch size of ``other``, or to its shape for a tensor.
@@ -381,23 +421,27 @@ class ShapeMixin:
         """
         return self.expand(other.batch_size if hasattr(other, "batch_size") else other.shape)
 
-    def repeat(self, *repeats):
+    def repeat(self, *repeats, inplace: bool = False):
         """Returns a tensordict whose batch dims are tiled ``repeats`` times, like ``Tensor.repeat``.
 
         Batch dim ``i`` becomes ``repeats[i]`` times longer, the whole dim repeated end to end;
-        the feature dims are left as they are. The leaves are copies and the result has no dim
-        names.
+        the feature dims are left as they are. The leaves are copies; the dims keep their names.
 
         Args:
             *repeats (int or sequence of int): one count per batch dim, as ints or as one
                 sequence.
 
+        Keyword Args:
+            inplace (bool, optional): change this tensordict itself (its sub-tensordicts too,
+                which keep their identity) and return it. Defaults to False.
+
         Returns:
-            A new tensordict.
+            A new tensordict, or this one with ``inplace``.
 
         Raises:
             ValueError: if the number of counts differs from the number of batch dims.
-            RuntimeError: if a count is negative.
+            RuntimeError: if a count is negative; with ``inplace``, if the tensordict is locked.
+            NotImplementedError: with ``inplace``, on a lazy stack.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[1, 2]])}, [1, 2])
@@ -412,27 +456,35 @@ class ShapeMixin:
             )
             raise ValueError(msg)
         new = _dummy(self.batch_size).repeat(*reps).shape
-        return self._batch_op(lambda x, extra: x.repeat(*reps, *(1,) * len(extra)), new)
+        result = self._batch_op(
+            lambda x, extra: x.repeat(*reps, *(1,) * len(extra)), new, dimnames.clean(self.names)
+        )
+        return self._maybe_inplace(result, inplace, "repeat")
 
-    def repeat_interleave(self, repeats, dim: int = 0):
+    def repeat_interleave(self, repeats, dim: int = 0, *, inplace: bool = False):
         """Returns a tensordict in which each element along batch dim ``dim`` is repeated ``repeats`` times in a row.
 
         Like ``Tensor.repeat_interleave`` on that dim: an int repeats every element the same
-        number of times, a 1-d tensor gives one count per element. The leaves are copies and
-        the result has no dim names.
+        number of times, a 1-d tensor gives one count per element. The leaves are copies; the
+        dims keep their names.
 
         Args:
             repeats (int or torch.Tensor): the count, or one count per element along ``dim``.
             dim (int, optional): the batch dim; negative values count from the last batch dim.
                 Defaults to 0.
 
+        Keyword Args:
+            inplace (bool, optional): change this tensordict itself (its sub-tensordicts too,
+                which keep their identity) and return it. Defaults to False.
+
         Returns:
-            A new tensordict.
+            A new tensordict, or this one with ``inplace``.
 
         Raises:
             DimensionError: if ``dim`` is out of range for the batch dims.
             RuntimeError: if a count is negative, or a tensor of counts does not have one count
-                per element along ``dim``.
+                per element along ``dim``; with ``inplace``, if the tensordict is locked.
+            NotImplementedError: with ``inplace``, on a lazy stack.
             AttributeError: if the tensordict holds a non-tensor entry (:class:`NonTensorData`
                 has no ``repeat_interleave``).
 
@@ -443,18 +495,21 @@ class ShapeMixin:
         """
         d = _norm_dim(dim, self.batch_dims)
         new = _dummy(self.batch_size).repeat_interleave(repeats, d).shape
-        return self._batch_op(lambda x, extra: x.repeat_interleave(repeats, d), new)
+        result = self._batch_op(
+            lambda x, extra: x.repeat_interleave(repeats, d), new, dimnames.clean(self.names)
+        )
+        return self._maybe_inplace(result, inplace, "repeat_interleave")
 
-    def _split_op(self, fn) -> tuple:
+    def _split_op(self, fn, names) -> tuple:
         sizes = [part.shape for part in fn(_dummy(self.batch_size))]
-        return self._batch_op_multi(lambda x, extra: fn(x), sizes)
+        return self._batch_op_multi(lambda x, extra: fn(x), sizes, names)
 
     def split(self, split_size, dim: int = 0) -> tuple:
         """Splits the tensordict along batch dim ``dim`` into parts of ``split_size`` elements, or of the listed sizes.
 
         Like ``Tensor.split``: an int gives parts of that many elements, the last one shorter
         if needed; a list gives one part per size, and the sizes must add up to the size of
-        ``dim``. The parts are views of this tensordict and have no dim names.
+        ``dim``. The parts are views of this tensordict and keep its dim names.
 
         Args:
             split_size (int or list of int): the size of each part, or the list of sizes.
@@ -475,14 +530,14 @@ class ShapeMixin:
             ([2, 2, 1], [1, 4])
         """
         d = _norm_dim(dim, self.batch_dims)
-        return self._split_op(lambda x: x.split(split_size, d))
+        return self._split_op(lambda x: x.split(split_size, d), dimnames.clean(self.names))
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
         """Splits the tensordict along batch dim ``dim`` into ``chunks`` parts, like ``Tensor.chunk``.
 
         Each part has ``ceil(size / chunks)`` elements and the last one may have fewer, so
         there may be fewer than ``chunks`` parts. The parts are views of this tensordict and
-        have no dim names.
+        keep its dim names.
 
         Args:
             chunks (int): the number of parts wanted.
@@ -502,12 +557,13 @@ class ShapeMixin:
             [[0, 1, 2], [3, 4]]
         """
         d = _norm_dim(dim, self.batch_dims)
-        return self._split_op(lambda x: x.chunk(chunks, d))
+        return self._split_op(lambda x: x.chunk(chunks, d), dimnames.clean(self.names))
 
     def unbind(self, dim: int = 0) -> tuple:
         """Returns the tensordicts along batch dim ``dim``, each without that dim.
 
-        There is one tensordict per index along ``dim``, a view of this one, without dim names.
+        There is one tensordict per index along ``dim``, a view of this one; the other dims
+        keep their names.
 
         Args:
             dim (int, optional): the batch dim; negative values count from the last batch dim.
@@ -525,15 +581,15 @@ class ShapeMixin:
             [[1, 3], [2, 4]]
         """
         d = _norm_dim(dim, self.batch_dims)
-        return self._split_op(lambda x: x.unbind(d))
+        return self._split_op(lambda x: x.unbind(d), dimnames.drop(self.names, d))
 
-    def gather(self, dim: int, index: torch.Tensor, out=None):
+    def gather(self, dim: int, index: torch.Tensor, out=None, *, inplace: bool = False):
         """Gathers the elements at ``index`` along batch dim ``dim``, like ``torch.gather`` on the batch dims.
 
         The result has the batch size ``index.shape``; along ``dim`` its element ``i`` is the
         element ``index[i]`` of this tensordict, and along the other dims the positions are
         kept. The index is expanded over the feature dims of each leaf, so every feature is
-        gathered. The result has no dim names. With ``out``, it is copied into ``out`` (with
+        gathered. The dims keep their names. With ``out``, it is copied into ``out`` (with
         :meth:`update_`), which is returned.
 
         Args:
@@ -543,8 +599,12 @@ class ShapeMixin:
             out (TensorDictBase, optional): a tensordict to write the result into. Defaults to
                 None.
 
+        Keyword Args:
+            inplace (bool, optional): change this tensordict itself (its sub-tensordicts too,
+                which keep their identity) and return it. Defaults to False.
+
         Returns:
-            A new tensordict, or ``out``.
+            A new tensordict, or ``out``, or this one with ``inplace``.
 
         Raises:
             DimensionError: if ``dim`` is out of range for the batch dims.
@@ -573,11 +633,11 @@ class ShapeMixin:
                 return torch.gather(x, d, idx)
             return x.gather(d, index)
 
-        result = self._batch_op(op, new)
+        result = self._batch_op(op, new, dimnames.clean(self.names))
         if out is not None:
             out.update_(result)
             return out
-        return result
+        return self._maybe_inplace(result, inplace, "gather")
 
     def masked_fill(self, mask: torch.Tensor, value):
         """Returns a copy of the tensordict with ``value`` written where ``mask`` is True.
@@ -640,8 +700,8 @@ class ShapeMixin:
         """Returns the rows where ``mask`` is True, gathered into one batch dim: ``self[mask]``.
 
         The mask covers the leading batch dims; their True positions become one batch dim, in
-        order, followed by the remaining batch dims. The leaves are copies and the result has
-        no dim names. An integer tensor would index positions instead, as ``self[mask]``
+        order, followed by the remaining batch dims. The leaves are copies, and the dim names
+        are those of ``self[mask]``. An integer tensor would index positions instead, as ``self[mask]``
         does.
 
         Args:
