@@ -18,7 +18,7 @@ from tensordict._nontensor import NonTensorData
 from tensordict._ops.indexing import normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.printing import RaggedLeaf, collection_repr
-from tensordict._options import GET_DEFAULT
+from tensordict._options import GET_DEFAULT, lazy_legacy
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase, _as_value, _check_batch
 from tensordict.errors import DimensionError, LockedError
@@ -527,6 +527,152 @@ class LazyStackedTensorDict(TensorDictBase):
 
     def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
         return self.contiguous()._batch_op_multi(op, batch_sizes, names)
+
+    def _restack(self, members, stack_dim: int) -> LazyStackedTensorDict:
+        return LazyStackedTensorDict(
+            *members, stack_dim=stack_dim, stack_dim_name=self._stack_dim_name
+        )
+
+    def unsqueeze(self, dim: int) -> LazyStackedTensorDict:
+        """Returns a lazy stack with a batch dim of size 1 inserted at ``dim``.
+
+        Each member is unsqueezed (a view) and the members are stacked lazily again, so
+        members of different shapes stay apart; the stack dim moves if the new dim comes
+        before it. See :meth:`TensorDictBase.unsqueeze`.
+
+        Args:
+            dim (int): the position of the new dim among the batch dims.
+
+        Returns:
+            LazyStackedTensorDict: the new stack.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> out = stack.unsqueeze(0)
+            >>> out.batch_size, out.stack_dim
+            (torch.Size([1, 2, 3]), 1)
+        """
+        ndim = len(self._batch_size)
+        if not -ndim - 1 <= dim <= ndim:
+            msg = f"unsqueeze dimension {dim} is out of range for a tensordict with {ndim} batch dimensions"
+            raise DimensionError(msg)
+        d = dim + ndim + 1 if dim < 0 else dim
+        if d <= self._stack_dim:
+            return self._restack([m.unsqueeze(d) for m in self.tensordicts], self._stack_dim + 1)
+        return self._restack([m.unsqueeze(d - 1) for m in self.tensordicts], self._stack_dim)
+
+    def squeeze(self, dim: int | None = None):
+        """Returns the stack without its batch dims of size 1, or without ``dim`` if its size is 1.
+
+        Each member is squeezed and the members are stacked lazily again; squeezing the
+        stack dim of a one-member stack gives that member. See :meth:`TensorDictBase.squeeze`.
+
+        Args:
+            dim (int, optional): the batch dim to remove. Defaults to None, every dim of size 1.
+
+        Returns:
+            This stack, a new one, or its only member.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(1, 3)}, [1, 3])] * 2)
+            >>> stack.squeeze().batch_size, stack.squeeze().stack_dim
+            (torch.Size([2, 3]), 0)
+        """
+        ndim = len(self._batch_size)
+        if dim is None:
+            out = self
+            for d in reversed(range(ndim)):
+                if self._batch_size[d] == 1:
+                    out = out.squeeze(d)
+            return out
+        if not -ndim <= dim < max(ndim, 1) or ndim == 0:
+            msg = f"squeeze dimension {dim} is out of range for a tensordict with {ndim} batch dimensions"
+            raise DimensionError(msg)
+        d = dim + ndim if dim < 0 else dim
+        if self._batch_size[d] != 1:
+            return self
+        if d == self._stack_dim:
+            return self.tensordicts[0]
+        if d < self._stack_dim:
+            return self._restack([m.squeeze(d) for m in self.tensordicts], self._stack_dim - 1)
+        return self._restack([m.squeeze(d - 1) for m in self.tensordicts], self._stack_dim)
+
+    def permute(self, *dims) -> LazyStackedTensorDict:
+        """Returns a lazy stack with the batch dims in the order ``dims``.
+
+        Each member is permuted on its own dims and the members are stacked lazily again
+        along the dim where the stack dim lands. See :meth:`TensorDictBase.permute`.
+
+        Args:
+            *dims (int or sequence of int): each batch dim once, in the new order.
+
+        Returns:
+            LazyStackedTensorDict: the new stack.
+
+        Raises:
+            ValueError: if ``dims`` does not name each batch dim exactly once (a dim out of
+                range included).
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> out = stack.permute(1, 0)
+            >>> out.batch_size, out.stack_dim
+            (torch.Size([3, 2]), 1)
+        """
+        ndim = len(self._batch_size)
+        raw = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else list(dims)
+        order = [d + ndim if -ndim <= d < 0 else d for d in raw]
+        if sorted(order) != list(range(ndim)):
+            msg = f"permute needs each of the {ndim} batch dimensions once, got {raw}"
+            raise ValueError(msg)
+        stack = self._stack_dim
+        inner = [d - (d > stack) for d in order if d != stack]
+        return self._restack([m.permute(*inner) for m in self.tensordicts], order.index(stack))
+
+    def expand(self, *shape):
+        """Returns the stack with its batch dims expanded to ``shape`` (see :meth:`TensorDictBase.expand`).
+
+        In the legacy lazy mode (:func:`~tensordict.set_lazy_legacy`) each member is expanded
+        and the result stays a lazy stack; otherwise the result is a dense TensorDict.
+
+        Args:
+            *shape (int or sequence of int): the new batch size.
+
+        Returns:
+            A TensorDict, or a LazyStackedTensorDict in the legacy lazy mode.
+
+        Raises:
+            RuntimeError: if ``shape`` does not expand the batch size.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> type(stack.expand(4, 2, 3)).__name__
+            'TensorDict'
+        """
+        if not lazy_legacy():
+            return super().expand(*shape)
+        sizes = (
+            list(shape[0])
+            if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size))
+            else list(shape)
+        )
+        ndim = len(self._batch_size)
+        if len(sizes) < ndim:
+            msg = f"cannot expand batch size {list(self._batch_size)} to {sizes}: fewer dimensions"
+            raise RuntimeError(msg)
+        lead = len(sizes) - ndim
+        stack = self._stack_dim + lead
+        if sizes[stack] not in (-1, len(self.tensordicts)):
+            msg = f"cannot expand the stack dim of size {len(self.tensordicts)} to {sizes[stack]}"
+            raise RuntimeError(msg)
+        inner = sizes[:stack] + sizes[stack + 1 :]
+        return self._restack([m.expand(*inner) for m in self.tensordicts], stack)
 
     def unbind(self, dim: int = 0) -> tuple:
         """Removes batch dimension ``dim``, returning one tensordict per index along it.

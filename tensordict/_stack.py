@@ -13,6 +13,7 @@ import torch
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.torch_function import implements
+from tensordict._options import lazy_legacy
 from tensordict._td import TensorDict
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import DimensionError, KeyMismatchError
@@ -65,6 +66,8 @@ def stack(tds, dim: int = 0, *, out=None):
     """
     tds = _collections(tds, "stack")
     first = tds[0]
+    if lazy_legacy() and out is None and not getattr(type(first), "_is_tensorclass", False):
+        return LazyStackedTensorDict._stack_members(tds, dim)
     if out is None and getattr(type(first), "_is_typed", False):
         return type(first)._combine_members(stack, tds, dim)
     if out is not None and type(out) is not TensorDict:

@@ -73,8 +73,12 @@ class MissingKeyError(_Sentence, TensorDictError, KeyError):
     """A key is not in the tensordict."""
 
 
-class DimensionError(TensorDictError, IndexError):
-    """A batch dimension (or an index) is out of range for the batch size."""
+class DimensionError(TensorDictError, IndexError, RuntimeError):
+    """A batch dimension (or an index) is out of range for the batch size.
+
+    An ``IndexError``, and a ``RuntimeError`` as the well-known API raises for a dim
+    out of range in ``unsqueeze`` and the like.
+    """
 
 
 class InvalidSourceError(TensorDictError, TypeError, ValueError):

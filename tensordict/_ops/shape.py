@@ -146,8 +146,8 @@ class ShapeMixin:
             A new tensordict.
 
         Raises:
-            DimensionError: if a dim is out of range for the batch dims.
-            ValueError: if ``dims`` does not name each batch dim exactly once.
+            ValueError: if ``dims`` does not name each batch dim exactly once (a dim out of
+                range included).
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3])
@@ -155,7 +155,7 @@ class ShapeMixin:
             torch.Size([3, 2, 4])
         """
         ndim = self.batch_dims
-        order = [_norm_dim(d, ndim) for d in _shape_args(dims)]
+        order = [d + ndim if -ndim <= d < 0 else d for d in _shape_args(dims)]
         if sorted(order) != list(range(ndim)):
             msg = f"permute needs each of the {ndim} batch dimensions once, got {list(_shape_args(dims))}"
             raise ValueError(msg)

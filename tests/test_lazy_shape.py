@@ -1,0 +1,85 @@
+"""Shape methods of lazy stacks stay lazy; the legacy lazy mode stacks lazily."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack, set_lazy_legacy
+
+
+def _ragged():
+    return lazy_stack(
+        [
+            TensorDict(x=torch.zeros(3, 2), batch_size=[3]),
+            TensorDict(x=torch.ones(3, 5), batch_size=[3]),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "batch_size", "stack_dim"),
+    [
+        ("unsqueeze", (0,), [1, 2, 3], 1),
+        ("unsqueeze", (-1,), [2, 3, 1], 0),
+        ("unsqueeze", (1,), [2, 1, 3], 0),
+        ("permute", (1, 0), [3, 2], 1),
+        ("transpose", (0, 1), [3, 2], 1),
+    ],
+)
+def test_shape_methods_keep_members_apart(method, args, batch_size, stack_dim):
+    """unsqueeze/permute/transpose of a lazy stack give a lazy stack, even of ragged members."""
+    out = getattr(_ragged(), method)(*args)
+    assert isinstance(out, LazyStackedTensorDict)
+    assert out.batch_size == torch.Size(batch_size)
+    assert out.stack_dim == stack_dim
+
+
+def test_permuted_members_hold_the_data():
+    """A permuted lazy stack reads the same values as the dense permute."""
+    a = TensorDict(x=torch.arange(6.0).reshape(3, 2), batch_size=[3, 2])
+    b = TensorDict(x=-torch.arange(6.0).reshape(3, 2), batch_size=[3, 2])
+    stack = lazy_stack([a, b], 1)
+    out = stack.permute(2, 0, 1)
+    assert torch.equal(out["x"], stack.contiguous()["x"].permute(2, 0, 1))
+
+
+def test_squeeze_undoes_unsqueeze():
+    """squeeze() of an unsqueezed lazy stack gives back its batch size and stack dim."""
+    stack = _ragged()
+    for dim in (0, 1, 2, -1):
+        back = stack.unsqueeze(dim).squeeze()
+        assert isinstance(back, LazyStackedTensorDict)
+        assert back.batch_size == stack.batch_size and back.stack_dim == stack.stack_dim
+
+
+def test_squeezing_the_stack_dim_of_one_member_gives_it():
+    """squeeze(stack_dim) of a one-member stack returns that member."""
+    member = TensorDict(x=torch.zeros(3), batch_size=[3])
+    assert lazy_stack([member]).squeeze(0) is member
+
+
+def test_out_of_range_dims_raise():
+    """A dim out of range is a RuntimeError (unsqueeze) or a ValueError (permute) naming it."""
+    with pytest.raises(RuntimeError, match="4"):
+        _ragged().unsqueeze(4)
+    with pytest.raises(ValueError):
+        _ragged().permute(5, 0)
+
+
+def test_legacy_mode_stacks_lazily():
+    """In the legacy lazy mode torch.stack gives a lazy stack, and expand keeps it lazy."""
+    td = TensorDict(a=torch.zeros(3, 4), batch_size=[3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with set_lazy_legacy(True):
+            stacked = torch.stack([td, td])
+            expanded = lazy_stack([td, td]).expand(5, 2, 3)
+    assert isinstance(stacked, LazyStackedTensorDict)
+    assert stacked.tensordicts[0] is td
+    assert isinstance(expanded, LazyStackedTensorDict)
+    assert expanded.batch_size == torch.Size([5, 2, 3]) and expanded.stack_dim == 1
+    assert type(torch.stack([td, td])) is TensorDict
+    assert type(lazy_stack([td, td]).expand(5, 2, 3)) is TensorDict
