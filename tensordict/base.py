@@ -27,6 +27,7 @@ from tensordict._keys import NestedKey, _key_parts, unravel_key
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.apply import ApplyMixin
 from tensordict._ops.convert import ConvertMixin, shape_of
+from tensordict._ops.exchange import ExchangeMixin
 from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
@@ -118,7 +119,14 @@ class _KeysView:
 
 
 class TensorDictBase(
-    ShapeMixin, PointwiseMixin, ApplyMixin, ConvertMixin, MemmapMixin, abc.ABC, TensorCollection
+    ShapeMixin,
+    PointwiseMixin,
+    ApplyMixin,
+    ConvertMixin,
+    ExchangeMixin,
+    MemmapMixin,
+    abc.ABC,
+    TensorCollection,
 ):
     """The abstract base of every tensordict class.
 
