@@ -19,6 +19,16 @@ from tensordict._collection import (
     default_is_leaf,
     is_tensor_collection,
 )
+from tensordict._from import (
+    from_any,
+    from_dataclass,
+    from_module,
+    from_modules,
+    from_namedtuple,
+    from_pytree,
+    from_struct_array,
+    from_tuple,
+)
 from tensordict._helpers import (
     KEY_SEPARATOR,
     assert_allclose_td,
@@ -89,7 +99,15 @@ __all__ = [
     "collate",
     "default_is_leaf",
     "dense_stack_tds",
+    "from_any",
+    "from_dataclass",
     "from_dict",
+    "from_module",
+    "from_modules",
+    "from_namedtuple",
+    "from_pytree",
+    "from_struct_array",
+    "from_tuple",
     "fromkeys",
     "functional",
     "get_defaults_to_none",

@@ -15,6 +15,8 @@ __all__ = [
     "AbstractClassError",
     "BatchSizeError",
     "ClassFlagError",
+    "ConflictingArgumentsError",
+    "ConversionInputError",
     "DimensionError",
     "EntryExistsError",
     "EntryTypeError",
@@ -36,11 +38,13 @@ __all__ = [
     "PaddingError",
     "PathThroughLeafError",
     "ReservedFieldError",
+    "ShapeMismatchError",
     "SymlinkError",
     "TensorDictError",
     "TooFewInputsError",
     "UnbatchedMemmapError",
     "UnknownFieldError",
+    "UnsupportedConversionError",
     "UnsetFieldError",
     "warn",
 ]
@@ -195,6 +199,26 @@ class UnsetFieldError(TensorDictError, AttributeError):
 
 class UnbatchedMemmapError(TensorDictError, NotImplementedError):
     """An ``UnbatchedTensor`` entry was to be memory-mapped, which is not supported yet."""
+
+
+class ConversionInputError(TensorDictError, TypeError, AttributeError):
+    """A converter (``from_namedtuple``, ``from_struct_array``, ``from_module``, ...) got the wrong kind of object.
+
+    Also an ``AttributeError``, what the well-known API raises when it reaches for
+    an attribute (``_asdict``, ``dtype``, ``_parameters``) that such an object lacks.
+    """
+
+
+class ConflictingArgumentsError(TensorDictError, TypeError):
+    """Two arguments that exclude each other were both given (``batch_size`` and ``auto_batch_size``)."""
+
+
+class UnsupportedConversionError(TensorDictError, NotImplementedError):
+    """A value or an option that the converters do not handle (a pytree leaf of an unknown type)."""
+
+
+class ShapeMismatchError(TensorDictError, RuntimeError):
+    """Tensors that must be stacked into one entry have different shapes (naming the key)."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

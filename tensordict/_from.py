@@ -1,0 +1,909 @@
+"""Converters into tensordicts: tuples, named tuples, structured arrays, dataclasses, pytrees, modules.
+
+The public functions here are the package's module functions
+(``tensordict.from_any``, ``tensordict.from_dataclass``, ...). Importing this
+module also registers the implementations of the matching ``TensorDictBase``
+class methods (and of ``to_module``) in
+:data:`tensordict._ops.exchange.CONVERTERS`, since those methods are defined
+below the classes they build.
+
+Every converter takes the same batch-size keywords: ``batch_size`` (the batch
+size of the result), ``auto_batch_size`` (infer it, as
+:meth:`TensorDict.auto_batch_size_` does; exclusive with ``batch_size``),
+``batch_dims`` (with ``auto_batch_size``, keep at most this many dimensions;
+ignored with a ``FutureWarning`` without it) and ``device``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+import uuid
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+from torch import nn
+
+from tensordict._collection import is_tensor_collection
+from tensordict._lazy import lazy_stack as _lazy_stack
+from tensordict._nontensor import NonTensorData
+from tensordict._ops.exchange import CONVERTERS, NON_STRING_KEY, PYTREE_TYPE
+from tensordict._td import TensorDict
+from tensordict.errors import (
+    ConflictingArgumentsError,
+    ConversionInputError,
+    InvalidArgumentError,
+    KeyMismatchError,
+    MissingKeyError,
+    ShapeMismatchError,
+    TooFewInputsError,
+    UnsupportedConversionError,
+    warn,
+)
+from tensordict.tensorclass import is_tensorclass, tensorclass
+
+__all__ = [
+    "from_any",
+    "from_dataclass",
+    "from_module",
+    "from_modules",
+    "from_namedtuple",
+    "from_pytree",
+    "from_struct_array",
+    "from_tuple",
+]
+
+
+# ====================================================================== batch-size keywords
+def _check_batch_args(
+    name: str, batch_size, auto_batch_size: bool, batch_dims, *, strict: bool = True
+) -> bool:
+    """Checks the batch-size keywords; returns whether the batch size is to be inferred.
+
+    With ``strict``, ``batch_size`` and ``auto_batch_size`` together are refused;
+    otherwise ``batch_size`` wins (as the well-known API does for these converters).
+    """
+    if not strict and batch_size is not None:
+        return False
+    if auto_batch_size and batch_size is not None:
+        msg = (
+            f"{name}: batch_size={list(batch_size)} and auto_batch_size=True exclude each "
+            "other; pass one of them"
+        )
+        raise ConflictingArgumentsError(msg)
+    if batch_dims is not None and not auto_batch_size:
+        msg = (
+            f"{name} ignores batch_dims={batch_dims} without auto_batch_size=True; a later "
+            "version will infer the batch size when batch_dims is given, as from_dict does. "
+            "Pass auto_batch_size=True to get that now, or drop batch_dims."
+        )
+        warn(msg, FutureWarning)
+    return bool(auto_batch_size)
+
+
+def _build(name: str, source: dict, batch_size, auto_batch_size, batch_dims, device, strict=True):
+    infer = _check_batch_args(name, batch_size, auto_batch_size, batch_dims, strict=strict)
+    td = TensorDict(source, batch_size=batch_size, device=device)
+    if infer:
+        td.auto_batch_size_(batch_dims)
+    return td
+
+
+def _is_namedtuple(obj) -> bool:
+    return isinstance(obj, tuple) and hasattr(type(obj), "_fields")
+
+
+# ====================================================================== tuples and named tuples
+def _tuple_source(obj) -> dict:
+    return {str(i): _container_value(v) for i, v in enumerate(obj)}
+
+
+def _namedtuple_source(obj) -> dict:
+    return {k: _container_value(v) for k, v in obj._asdict().items()}
+
+
+def _container_value(value):
+    """A tuple or named tuple element, with nested tuples made dicts for the constructor."""
+    if _is_namedtuple(value):
+        return _namedtuple_source(value)
+    if isinstance(value, tuple):
+        return _tuple_source(value)
+    return value
+
+
+def from_tuple(
+    obj,
+    *,
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    device: torch.device | None = None,
+    batch_size: torch.Size | None = None,
+):
+    """Converts a tuple (or any sequence) to a :class:`TensorDict` keyed ``"0"``, ``"1"``, ...
+
+    The same as :meth:`TensorDict.from_tuple <tensordict.TensorDictBase.from_tuple>`.
+
+    Args:
+        obj (tuple or sequence): the elements; a tuple element becomes a
+            sub-tensordict keyed the same way, a named tuple one keyed by its fields.
+
+    Keyword Args:
+        auto_batch_size (bool, optional): infer the batch size. Defaults to ``False``.
+        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
+            dimensions.
+        device (torch.device, optional): the device of the result.
+        batch_size (torch.Size, optional): the batch size of the result.
+
+    Returns:
+        A new :class:`TensorDict`.
+
+    Raises:
+        ConflictingArgumentsError: (a ``TypeError``) if ``batch_size`` and
+            ``auto_batch_size`` are both given.
+        ConversionInputError: (a ``TypeError``) if ``obj`` cannot be iterated.
+
+    Examples:
+        >>> td = from_tuple((torch.zeros(2, 3), (torch.ones(2),)), auto_batch_size=True)
+        >>> td.batch_size, list(td.keys(include_nested=True, leaves_only=True))
+        (torch.Size([2]), ['0', ('1', '0')])
+    """
+    try:
+        source = _tuple_source(obj)
+    except TypeError as err:
+        msg = f"from_tuple expects a tuple or a sequence, got {type(obj).__name__}"
+        raise ConversionInputError(msg) from err
+    return _build("from_tuple", source, batch_size, auto_batch_size, batch_dims, device)
+
+
+def from_namedtuple(
+    named_tuple,
+    *,
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    device: torch.device | None = None,
+    batch_size: torch.Size | None = None,
+):
+    """Converts a named tuple (or a mapping) to a :class:`TensorDict` keyed by its fields.
+
+    The same as :meth:`TensorDict.from_namedtuple <tensordict.TensorDictBase.from_namedtuple>`.
+
+    Args:
+        named_tuple (namedtuple or Mapping): the fields; a named tuple, tuple or dict
+            field becomes a sub-tensordict.
+
+    Keyword Args:
+        auto_batch_size (bool, optional): infer the batch size. Defaults to ``False``.
+        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
+            dimensions.
+        device (torch.device, optional): the device of the result.
+        batch_size (torch.Size, optional): the batch size of the result.
+
+    Returns:
+        A new :class:`TensorDict`.
+
+    Raises:
+        ConversionInputError: (a ``TypeError`` and an ``AttributeError``) if
+            ``named_tuple`` is neither a named tuple nor a mapping.
+        ConflictingArgumentsError: (a ``TypeError``) if ``batch_size`` and
+            ``auto_batch_size`` are both given.
+
+    Examples:
+        >>> from collections import namedtuple
+        >>> Pair = namedtuple("Pair", ["left", "right"])
+        >>> from_namedtuple(Pair(torch.zeros(2), Pair(torch.ones(2), "r")))["right", "right"]
+        'r'
+    """
+    if _is_namedtuple(named_tuple):
+        source = _namedtuple_source(named_tuple)
+    elif isinstance(named_tuple, Mapping):
+        source = {k: _container_value(v) for k, v in named_tuple.items()}
+    else:
+        msg = (
+            f"from_namedtuple expects a named tuple (or a mapping), got "
+            f"{type(named_tuple).__name__}; use from_tuple for a plain tuple"
+        )
+        raise ConversionInputError(msg)
+    return _build("from_namedtuple", source, batch_size, auto_batch_size, batch_dims, device)
+
+
+# ====================================================================== structured arrays
+def _struct_source(array: np.ndarray, batch_size) -> dict:
+    source = {}
+    for name in array.dtype.names:
+        field = array[name]
+        if field.dtype.names is not None:
+            source[name] = _struct_source(field, batch_size)
+        elif field.dtype.kind in "OSUV":
+            source[name] = NonTensorData(field, batch_size=batch_size)
+        else:
+            try:
+                source[name] = torch.from_numpy(field)
+            except (TypeError, ValueError):  # strides that torch cannot view: copy
+                source[name] = torch.from_numpy(np.ascontiguousarray(field))
+    return source
+
+
+def from_struct_array(
+    struct_array,
+    *,
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    device: torch.device | None = None,
+    batch_size: torch.Size | None = None,
+):
+    """Converts a numpy structured array to a :class:`TensorDict` keyed by its fields.
+
+    The same as :meth:`TensorDict.from_struct_array <tensordict.TensorDictBase.from_struct_array>`:
+    the batch size is the array's shape unless told otherwise, and numeric fields
+    share the array's memory when their strides allow it.
+
+    Args:
+        struct_array (np.ndarray): an array with a structured dtype.
+
+    Keyword Args:
+        auto_batch_size (bool, optional): infer the batch size from the entries.
+            Defaults to ``False``.
+        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
+            dimensions.
+        device (torch.device, optional): the device of the result.
+        batch_size (torch.Size, optional): the batch size. Defaults to the array's shape.
+
+    Returns:
+        A new :class:`TensorDict`.
+
+    Raises:
+        ConversionInputError: (a ``TypeError`` and an ``AttributeError``) if
+            ``struct_array`` is not a numpy array with named fields.
+        ConflictingArgumentsError: (a ``TypeError``) if ``batch_size`` and
+            ``auto_batch_size`` are both given.
+
+    Examples:
+        >>> import numpy as np
+        >>> x = np.zeros(3, dtype=[("pos", "f4", (2,)), ("name", "U4")])
+        >>> td = from_struct_array(x)
+        >>> td["pos"].shape, td["name"].tolist()
+        (torch.Size([3, 2]), ['', '', ''])
+    """
+    if not isinstance(struct_array, np.ndarray) or struct_array.dtype.names is None:
+        what = (
+            f"an array of dtype {struct_array.dtype}"
+            if isinstance(struct_array, np.ndarray)
+            else type(struct_array).__name__
+        )
+        msg = f"from_struct_array expects a numpy array with a structured dtype, got {what}"
+        raise ConversionInputError(msg)
+    _check_batch_args("from_struct_array", batch_size, auto_batch_size, batch_dims)
+    shape = torch.Size(struct_array.shape) if batch_size is None else batch_size
+    td = TensorDict(_struct_source(struct_array, shape), batch_size=shape, device=device)
+    if auto_batch_size:
+        td.auto_batch_size_(batch_dims)
+    return td
+
+
+# ====================================================================== dataclasses
+def _is_dataclass_instance(obj) -> bool:
+    return dataclasses.is_dataclass(obj) and not isinstance(obj, type)
+
+
+def _dataclass_source(obj) -> dict:
+    source = {}
+    for field in dataclasses.fields(obj):
+        value = getattr(obj, field.name)
+        source[field.name] = _dataclass_source(value) if _is_dataclass_instance(value) else value
+    return source
+
+
+def _td_from_dataclass(
+    dataclass,
+    *,
+    dest_cls=None,
+    auto_batch_size=False,
+    batch_dims=None,
+    as_tensorclass=False,
+    device=None,
+    batch_size=None,
+):
+    if as_tensorclass:
+        return from_dataclass(
+            dataclass,
+            dest_cls=dest_cls,
+            auto_batch_size=auto_batch_size,
+            batch_dims=batch_dims,
+            batch_size=batch_size,
+            device=device,
+        )
+    if isinstance(dataclass, type) and dataclasses.is_dataclass(dataclass):
+        msg = (
+            f"from_dataclass() got the dataclass type {dataclass.__name__}, whose field "
+            "values are unknown; pass an instance, or as_tensorclass=True to convert the type"
+        )
+        raise ConversionInputError(msg)
+    if not _is_dataclass_instance(dataclass):
+        msg = f"from_dataclass expects a dataclass instance, got {type(dataclass).__name__}"
+        raise ConversionInputError(msg)
+    source = _dataclass_source(dataclass)
+    return _build(
+        "from_dataclass", source, batch_size, auto_batch_size, batch_dims, device, strict=False
+    )
+
+
+def _tensorclass_type(dc: type, flags: dict) -> type:
+    """A new tensorclass ``<name>_tc`` with the fields (annotations and defaults) of dataclass ``dc``."""
+    try:
+        hints = typing.get_type_hints(dc)
+    except Exception:  # noqa: BLE001 - unresolvable string annotations are kept as written
+        hints = {}
+    namespace = {"__annotations__": {}}
+    for field in dataclasses.fields(dc):
+        namespace["__annotations__"][field.name] = hints.get(field.name, field.type)
+        if field.default is not dataclasses.MISSING:
+            namespace[field.name] = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            namespace[field.name] = dataclasses.field(default_factory=field.default_factory)
+    new = types.new_class(f"{dc.__name__}_tc", (), {}, lambda ns: ns.update(namespace))
+    return tensorclass(new, **flags)
+
+
+def from_dataclass(
+    obj,
+    *,
+    dest_cls: type | None = None,
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    batch_size: torch.Size | None = None,
+    frozen: bool = False,
+    autocast: bool = False,
+    nocast: bool = False,
+    inplace: bool = False,
+    shadow: bool = False,
+    tensor_only: bool = False,
+    device: torch.device | None = None,
+):
+    """Converts a dataclass instance to a tensorclass instance, or a dataclass type to a tensorclass type.
+
+    For a type, the result is a new tensorclass named ``<name>_tc`` with the same
+    fields and defaults (or the type itself made a tensorclass, with
+    ``inplace=True``); a tensorclass type is returned as it is. For an instance,
+    the result is an instance of a new ``<name>_tc`` tensorclass (or of
+    ``dest_cls``) holding copies of the field values, as
+    :func:`dataclasses.asdict` makes them (a nested dataclass becomes a dict).
+    :meth:`TensorDict.from_dataclass <tensordict.TensorDictBase.from_dataclass>`
+    gives a :class:`TensorDict` instead.
+
+    Args:
+        obj: the dataclass instance or type.
+
+    Keyword Args:
+        dest_cls (type, optional): for an instance, the tensorclass to build (the
+            class flags below are then unused). Defaults to ``None``: a new class.
+        auto_batch_size (bool, optional): infer the batch size. Defaults to ``False``.
+        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
+            dimensions.
+        batch_size (torch.Size, optional): the batch size of the instance.
+        frozen (bool, optional): the ``frozen`` class flag. Defaults to ``False``.
+        autocast (bool, optional): the ``autocast`` class flag. Defaults to ``False``.
+        nocast (bool, optional): the ``nocast`` class flag. Defaults to ``False``.
+        inplace (bool, optional): for a type, make ``obj`` itself a tensorclass.
+            Defaults to ``False``.
+        shadow (bool, optional): the ``shadow`` class flag. Defaults to ``False``.
+        tensor_only (bool, optional): the ``tensor_only`` class flag. Defaults to ``False``.
+        device (torch.device, optional): for an instance, the device of the result.
+
+    Returns:
+        A tensorclass type if ``obj`` is a type, a tensorclass instance otherwise.
+
+    Raises:
+        ConversionInputError: (a ``TypeError``) if ``obj`` is not a dataclass instance
+            or type, or ``dest_cls`` is not a tensorclass.
+        ConflictingArgumentsError: (a ``TypeError``) if ``batch_size`` and
+            ``auto_batch_size`` are both given.
+        ClassFlagError: (a ``TypeError``) if more than one of ``autocast``,
+            ``nocast`` and ``tensor_only`` is set.
+
+    Examples:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Frame:
+        ...     pixels: torch.Tensor
+        ...     tag: str
+        >>> frame = from_dataclass(Frame(torch.zeros(4, 2), "start"), auto_batch_size=True)
+        >>> type(frame).__name__, frame.batch_size, frame.tag
+        ('Frame_tc', torch.Size([4, 2]), 'start')
+    """
+    flags = {
+        "frozen": frozen,
+        "autocast": autocast,
+        "nocast": nocast,
+        "shadow": shadow,
+        "tensor_only": tensor_only,
+    }
+    if isinstance(obj, type):
+        if is_tensorclass(obj):
+            return obj
+        if not dataclasses.is_dataclass(obj):
+            msg = (
+                f"from_dataclass expects a dataclass instance or type, got the type {obj.__name__}"
+            )
+            raise ConversionInputError(msg)
+        return tensorclass(obj, **flags) if inplace else _tensorclass_type(obj, flags)
+    if not dataclasses.is_dataclass(obj):
+        msg = f"from_dataclass expects a dataclass instance or type, got {type(obj).__name__}"
+        raise ConversionInputError(msg)
+    if dest_cls is not None and not (isinstance(dest_cls, type) and is_tensorclass(dest_cls)):
+        msg = f"from_dataclass: dest_cls must be a tensorclass, got {dest_cls!r}"
+        raise ConversionInputError(msg)
+    _check_batch_args("from_dataclass", batch_size, auto_batch_size, batch_dims)
+    cls = dest_cls if dest_cls is not None else _tensorclass_type(type(obj), flags)
+    # copies of the values, nested dataclasses as dicts, as the well-known API gives them
+    values = dataclasses.asdict(obj)
+    instance = cls(**values, batch_size=batch_size, device=device)
+    if auto_batch_size:
+        instance.auto_batch_size_(batch_dims)
+    return instance
+
+
+# ====================================================================== pytrees
+def _pytree_source(tree):
+    """The nested dict (or leaf) that stores ``tree``, each container level tagged with its type."""
+    if isinstance(tree, torch.Tensor) or is_tensor_collection(tree):
+        return tree
+    if isinstance(tree, (bool, int, float, complex)):
+        return torch.tensor(tree)
+    if isinstance(tree, np.ndarray):
+        return torch.as_tensor(tree)
+    if _is_namedtuple(tree):
+        items = tree._asdict().items()
+    elif isinstance(tree, (list, tuple)):
+        items = ((str(i), v) for i, v in enumerate(tree))
+    elif isinstance(tree, dict):
+        items = tree.items()
+    else:
+        msg = (
+            f"from_pytree cannot store a leaf of type {type(tree).__name__}: leaves must "
+            "be tensors, numbers, arrays or tensor collections"
+        )
+        raise UnsupportedConversionError(msg)
+    source = {}
+    for key, value in items:
+        if isinstance(key, str):
+            source[key] = _pytree_source(value)
+        else:
+            source[f"{NON_STRING_KEY}{uuid.uuid1()}"] = {
+                "value": _pytree_source(value),
+                "key": NonTensorData(key),
+            }
+    source[PYTREE_TYPE] = NonTensorData(type(tree))
+    return source
+
+
+def from_pytree(
+    pytree,
+    *,
+    batch_size: torch.Size | None = None,
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+):
+    """Converts nested lists, tuples, named tuples and dicts of tensors to a :class:`TensorDict`.
+
+    The same as :meth:`TensorDict.from_pytree <tensordict.TensorDictBase.from_pytree>`;
+    :meth:`~tensordict.TensorDictBase.to_pytree` rebuilds the containers.
+
+    Args:
+        pytree: the nested containers of tensors and numbers.
+
+    Keyword Args:
+        batch_size (torch.Size, optional): the batch size of the result. It wins over
+            ``auto_batch_size`` when both are given.
+        auto_batch_size (bool, optional): infer the batch size. Defaults to ``False``.
+        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
+            dimensions.
+
+    Returns:
+        A new :class:`TensorDict`, or the tensor or tensor collection given.
+
+    Raises:
+        UnsupportedConversionError: (a ``NotImplementedError``) if a leaf is neither a
+            tensor, a number, an array nor a tensor collection.
+
+    Examples:
+        >>> td = from_pytree({"a": [torch.zeros(2), torch.ones(2)]}, auto_batch_size=True)
+        >>> td.batch_size, td.to_pytree()["a"][1]
+        (torch.Size([2]), tensor([1., 1.]))
+    """
+    infer = _check_batch_args("from_pytree", batch_size, auto_batch_size, batch_dims, strict=False)
+    source = _pytree_source(pytree)
+    if not isinstance(source, dict):
+        return source
+    td = TensorDict(source, batch_size=batch_size)
+    if infer:
+        td.auto_batch_size_(batch_dims)
+    return td
+
+
+# ====================================================================== any of the above
+def _any_value(value):
+    if is_tensor_collection(value):
+        return value
+    if isinstance(value, Mapping):
+        return {k: _any_value(v) for k, v in value.items()}
+    if _is_namedtuple(value):
+        return from_namedtuple(value)
+    if isinstance(value, tuple):
+        return from_tuple(value)
+    if _is_dataclass_instance(value):
+        return _td_from_dataclass(value)
+    if isinstance(value, np.ndarray) and value.dtype.names is not None:
+        return from_struct_array(value)
+    return value
+
+
+def from_any(
+    obj,
+    *,
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    device: torch.device | None = None,
+    batch_size: torch.Size | None = None,
+):
+    """Converts a dict, tuple, named tuple, dataclass or structured array to a tensordict.
+
+    The same as :meth:`TensorDict.from_any <tensordict.TensorDictBase.from_any>`:
+    a tensor collection is returned as it is, and an object that is none of these
+    containers (a tensor, a number, a list, a module, ...) is returned unchanged.
+
+    Args:
+        obj: the object to convert.
+
+    Keyword Args:
+        auto_batch_size (bool, optional): infer the batch size. Defaults to ``False``.
+        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
+            dimensions.
+        device (torch.device, optional): the device of the result.
+        batch_size (torch.Size, optional): the batch size of the result. It wins over
+            ``auto_batch_size`` when both are given.
+
+    Returns:
+        A tensordict, or ``obj`` itself.
+
+    Examples:
+        >>> from_any({"a": (torch.zeros(2), torch.ones(2))}, auto_batch_size=True)["a", "1"]
+        tensor([1., 1.])
+        >>> from_any(3)
+        3
+    """
+    if is_tensor_collection(obj):
+        return obj
+    kwargs = {
+        "auto_batch_size": auto_batch_size,
+        "batch_dims": batch_dims,
+        "device": device,
+        "batch_size": batch_size,
+    }
+    if isinstance(obj, Mapping):
+        source = _any_value(obj)
+        return _build(
+            "from_any", source, batch_size, auto_batch_size, batch_dims, device, strict=False
+        )
+    if _is_namedtuple(obj):
+        return from_namedtuple(obj, **kwargs)
+    if isinstance(obj, tuple):
+        return from_tuple(obj, **kwargs)
+    if _is_dataclass_instance(obj):
+        return _td_from_dataclass(obj, **kwargs)
+    if isinstance(obj, np.ndarray) and obj.dtype.names is not None:
+        return from_struct_array(obj, **kwargs)
+    return obj
+
+
+# ====================================================================== modules
+def _check_module(module, name: str) -> None:
+    if not isinstance(module, nn.Module):
+        msg = f"{name} expects a torch.nn.Module, got {type(module).__name__}"
+        raise ConversionInputError(msg)
+
+
+def _check_as_module(as_module: bool, name: str) -> None:
+    if as_module:
+        msg = (
+            f"{name}(as_module=True) returns a tensordict.nn.TensorDictParams, which this "
+            "package does not have; call it without as_module"
+        )
+        raise UnsupportedConversionError(msg)
+
+
+def _module_source(module: nn.Module, filter_empty: bool) -> dict:
+    source = {}
+    for name, param in module._parameters.items():
+        if param is not None:
+            source[name] = param
+    for name, buffer in module._buffers.items():
+        if buffer is not None:
+            source[name] = buffer
+    for name, child in module._modules.items():
+        if child is None:
+            continue
+        sub = _module_source(child, filter_empty)
+        if sub or not filter_empty:
+            source[name] = sub
+    return source
+
+
+def _state_dict_source(module: nn.Module) -> dict:
+    source = {}
+    for name, value in module.state_dict().items():
+        *path, leaf = name.split(".")
+        level = source
+        for part in path:
+            level = level.setdefault(part, {})
+        level[leaf] = value
+    return source
+
+
+def from_module(
+    module,
+    as_module: bool = False,
+    lock: bool = True,
+    use_state_dict: bool = False,
+    filter_empty: bool = True,
+):
+    """Collects the parameters and buffers of a module in a :class:`TensorDict`, nested by sub-module.
+
+    The same as :meth:`TensorDict.from_module <tensordict.TensorDictBase.from_module>`,
+    except that the result is locked by default.
+
+    Args:
+        module (torch.nn.Module): the module.
+        as_module (bool, optional): not supported (``tensordict.nn`` is out of scope).
+        lock (bool, optional): lock the result. Defaults to ``True``.
+        use_state_dict (bool, optional): read ``module.state_dict()`` instead.
+            Defaults to ``False``.
+        filter_empty (bool, optional): leave out sub-modules without any parameter
+            or buffer. Defaults to ``True``.
+
+    Returns:
+        A new :class:`TensorDict` with an empty batch size.
+
+    Raises:
+        ConversionInputError: (a ``TypeError`` and an ``AttributeError``) if
+            ``module`` is not an ``nn.Module``.
+        UnsupportedConversionError: (a ``NotImplementedError``) if ``as_module``.
+
+    Examples:
+        >>> params = from_module(torch.nn.Linear(2, 3))
+        >>> params["weight"].shape, params.is_locked
+        (torch.Size([3, 2]), True)
+    """
+    _check_module(module, "from_module")
+    _check_as_module(as_module, "from_module")
+    source = _state_dict_source(module) if use_state_dict else _module_source(module, filter_empty)
+    td = TensorDict(source, batch_size=[])
+    if lock:
+        td.lock_()
+    return td
+
+
+def _td_from_module(module, as_module=False, lock=False, use_state_dict=False, filter_empty=True):
+    return from_module(
+        module,
+        as_module=as_module,
+        lock=lock,
+        use_state_dict=use_state_dict,
+        filter_empty=filter_empty,
+    )
+
+
+def _stack_leaves(tds: list, prefix: tuple, expand_identical: bool) -> dict:
+    first = tds[0]
+    keys = list(first.keys())
+    for i, td in enumerate(tds[1:], 1):
+        if set(td.keys()) != set(keys):
+            where = f" under {prefix!r}" if prefix else ""
+            msg = (
+                f"from_modules: module {i} holds the names {sorted(td.keys())}{where}, "
+                f"module 0 holds {sorted(keys)}"
+            )
+            raise KeyMismatchError(msg)
+    out = {}
+    for key in keys:
+        values = [td.get(key) for td in tds]
+        if is_tensor_collection(values[0]):
+            out[key] = _stack_leaves(values, (*prefix, key), expand_identical)
+            continue
+        path = (*prefix, key)
+        shapes = {tuple(v.shape) for v in values}
+        if len(shapes) > 1:
+            msg = (
+                f"from_modules: the tensors at {path!r} have different shapes "
+                f"{sorted(shapes)}; pass lazy_stack=True to keep them apart"
+            )
+            raise ShapeMismatchError(msg)
+        head = values[0]
+        if expand_identical and all(v is head for v in values):
+            out[key] = head.expand(len(values), *head.shape)
+            continue
+        with torch.no_grad():
+            stacked = torch.stack([v.detach() for v in values])
+        if isinstance(head, nn.Parameter):
+            stacked = nn.Parameter(stacked, requires_grad=head.requires_grad)
+        out[key] = stacked
+    return out
+
+
+def from_modules(
+    *modules,
+    as_module: bool = False,
+    lock: bool = True,
+    use_state_dict: bool = False,
+    lazy_stack: bool = False,
+    expand_identical: bool = False,
+):
+    """Stacks the parameters and buffers of several modules in one tensordict, one row per module.
+
+    The same as :meth:`TensorDict.from_modules <tensordict.TensorDictBase.from_modules>`.
+
+    Args:
+        *modules (torch.nn.Module): the modules.
+
+    Keyword Args:
+        as_module (bool, optional): not supported (``tensordict.nn`` is out of scope).
+        lock (bool, optional): lock the result. Defaults to ``True``.
+        use_state_dict (bool, optional): read each module's ``state_dict()``.
+            Defaults to ``False``.
+        lazy_stack (bool, optional): return a lazy stack of the modules' own
+            parameters. Defaults to ``False``: new, stacked parameters.
+        expand_identical (bool, optional): expand an entry that is the same tensor in
+            every module instead of stacking it. Defaults to ``False``.
+
+    Returns:
+        A tensordict with batch size ``[len(modules)]``.
+
+    Raises:
+        TooFewInputsError: (a ``RuntimeError``) if no module is given.
+        KeyMismatchError: if the modules hold different names.
+        ShapeMismatchError: (a ``RuntimeError``) if a dense stack meets tensors of
+            different shapes under one name.
+        ConversionInputError: if an argument is not an ``nn.Module``.
+        UnsupportedConversionError: (a ``NotImplementedError``) if ``as_module``.
+
+    Examples:
+        >>> params = from_modules(torch.nn.Linear(2, 3), torch.nn.Linear(2, 4), lazy_stack=True)
+        >>> [td["weight"].shape for td in params.tensordicts]
+        [torch.Size([3, 2]), torch.Size([4, 2])]
+    """
+    if not modules:
+        msg = "from_modules needs at least one module, got none"
+        raise TooFewInputsError(msg)
+    for module in modules:
+        _check_module(module, "from_modules")
+    _check_as_module(as_module, "from_modules")
+    tds = [
+        from_module(m, lock=False, use_state_dict=use_state_dict, filter_empty=True)
+        for m in modules
+    ]
+    if lazy_stack:
+        out = _lazy_stack(tds)
+    else:
+        out = TensorDict(_stack_leaves(tds, (), expand_identical), batch_size=[len(tds)])
+    if lock:
+        out.lock_()
+    return out
+
+
+# ====================================================================== into a module
+def _plan_module_writes(td, module: nn.Module, prefix: tuple, plan: list) -> None:
+    """Checks every key of ``td`` against ``module`` and lists ``(module, name, value, path)``."""
+    for key, value in td.items():
+        path = (*prefix, key)
+        if is_tensor_collection(value) and not isinstance(value, NonTensorData):
+            child = module._modules.get(key)
+            if child is None:
+                msg = f"to_module: the module has no sub-module {key!r} (key {path!r})"
+                raise MissingKeyError(msg)
+            _plan_module_writes(value, child, path, plan)
+            continue
+        known = key in module._parameters or key in module._buffers or hasattr(module, key)
+        if not known:
+            msg = (
+                f"to_module: {type(module).__name__} has no parameter, buffer or attribute "
+                f"{key!r} (key {path!r})"
+            )
+            raise MissingKeyError(msg)
+        plan.append((module, key, value, path))
+
+
+def _current(module: nn.Module, name: str):
+    if name in module._parameters:
+        return module._parameters[name]
+    if name in module._buffers:
+        return module._buffers[name]
+    return getattr(module, name)
+
+
+def _write_leaf(module, name, value, inplace, non_blocking, preserve_module_state) -> None:
+    if isinstance(value, NonTensorData):
+        value = value.data
+    if inplace:
+        old = _current(module, name)
+        if isinstance(old, torch.Tensor) and isinstance(value, torch.Tensor):
+            with torch.no_grad():
+                old.copy_(value, non_blocking=non_blocking)
+            return
+    if name in module._parameters:
+        old = module._parameters[name]
+        if isinstance(value, nn.Parameter) or not isinstance(value, torch.Tensor):
+            module._parameters[name] = value
+        elif preserve_module_state:
+            keep_graph = value.requires_grad and not value.is_leaf
+            module._parameters[name] = (
+                value
+                if keep_graph or old is None
+                else nn.Parameter(value, requires_grad=old.requires_grad)
+            )
+        else:
+            del module._parameters[name]
+            module.__dict__[name] = value
+    elif name in module._buffers:
+        module._buffers[name] = value
+    else:
+        setattr(module, name, value)
+
+
+def _to_module(
+    td,
+    module,
+    *,
+    inplace=None,
+    return_swap=True,
+    swap_dest=None,
+    use_state_dict=False,
+    non_blocking=False,
+    preserve_module_state=True,
+    memo=None,
+):
+    if memo is not None:
+        msg = "to_module no longer accepts memo; call it without memo"
+        raise InvalidArgumentError(msg)
+    if not isinstance(module, nn.Module):
+        msg = f"to_module expects a torch.nn.Module, got {type(module).__name__}"
+        raise ConversionInputError(msg)
+    if inplace and use_state_dict:
+        msg = "to_module: inplace=True and use_state_dict=True exclude each other"
+        raise InvalidArgumentError(msg)
+    plan: list = []
+    _plan_module_writes(td, module, (), plan)
+    swap = None
+    if return_swap:
+        swap = TensorDict({}) if swap_dest is None else swap_dest
+        for mod, name, _value, path in plan:
+            old = _current(mod, name)
+            if inplace and isinstance(old, torch.Tensor):
+                old = old.detach().clone()
+            swap.set(path, old)
+    if use_state_dict:
+        flat = {".".join(path): _unwrap_leaf(value) for _mod, _name, value, path in plan}
+        module.load_state_dict(flat, strict=False)
+        return swap
+    for mod, name, value, _path in plan:
+        _write_leaf(mod, name, value, inplace, non_blocking, preserve_module_state)
+    return swap
+
+
+def _unwrap_leaf(value):
+    return value.data if isinstance(value, NonTensorData) else value
+
+
+CONVERTERS.update(
+    {
+        "from_any": from_any,
+        "from_tuple": from_tuple,
+        "from_namedtuple": from_namedtuple,
+        "from_struct_array": from_struct_array,
+        "from_dataclass": _td_from_dataclass,
+        "from_pytree": from_pytree,
+        "from_module": _td_from_module,
+        "from_modules": from_modules,
+        "to_module": _to_module,
+    }
+)
