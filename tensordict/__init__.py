@@ -13,6 +13,7 @@ from tensordict import (
     utils,
 )
 from tensordict._api import from_dict, fromkeys, load, load_memmap, save
+from tensordict._attrs import TensorAttrs
 from tensordict._collection import (
     NO_DEFAULT,
     TensorCollection,
@@ -84,6 +85,7 @@ __all__ = [
     "MemoryMappedTensor",
     "NestedKey",
     "NonTensorData",
+    "TensorAttrs",
     "TensorClass",
     "TensorCollection",
     "TensorDict",

@@ -296,3 +296,26 @@ def test_load_memmap_of_a_file_names_it():
     with tempfile.NamedTemporaryFile() as handle:
         with pytest.raises(ValueError, match=handle.name):
             TensorDict.load_memmap(handle.name)
+
+
+def test_attrs_records_each_leaf_and_to_casts_by_it():
+    """td.attrs() holds a TensorAttrs per tensor leaf; other.to(attrs) casts leaf by leaf."""
+    td = TensorDict(a=torch.zeros(3, 2), b={"c": torch.ones(3, dtype=torch.int64)}, batch_size=[3])
+    attrs = td.attrs()
+    assert isinstance(attrs["a"], tensordict.TensorAttrs)
+    assert attrs["b", "c"].tgt_dtype == torch.int64
+    assert attrs["a"].tgt_shape == torch.Size([3, 2])
+    assert attrs["a"].tgt_device == torch.device("cpu")
+    assert attrs.batch_size == torch.Size([])
+    other = TensorDict(
+        a=torch.zeros(3, 2, dtype=torch.float64), b={"c": torch.ones(3)}, batch_size=[3]
+    )
+    out = other.to(attrs)
+    assert out["a"].dtype == torch.float32 and out["b", "c"].dtype == torch.int64
+
+
+def test_attrs_fields_choose_what_is_recorded():
+    """attrs(fields=...) records only those attributes; the others are None."""
+    attrs = TensorDict(a=torch.zeros(2)).attrs(fields=("dtype",))
+    assert attrs["a"].tgt_dtype == torch.float32
+    assert attrs["a"].tgt_device is None and attrs["a"].tgt_shape is None

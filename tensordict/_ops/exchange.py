@@ -80,6 +80,31 @@ class ExchangeMixin:
 
     __slots__ = ()
 
+    def attrs(self, *, fields=("device", "dtype", "shape"), num_threads: int | None = None):
+        """Returns a tensordict that describes each tensor leaf with a :class:`~tensordict.TensorAttrs`.
+
+        The result has an empty batch size; pass it to :meth:`to` to move and cast another
+        tensordict leaf by leaf to the recorded devices and dtypes.
+
+        Keyword Args:
+            fields (sequence of str, optional): what to record, a subset of
+                ``("device", "dtype", "shape")``; the others are None.
+            num_threads (int, optional): accepted for compatibility; the walk is cheap.
+
+        Returns:
+            TensorDict: one TensorAttrs per tensor leaf, under the same keys.
+
+        Raises:
+            ValueError: if a field is not one of the three.
+
+        Examples:
+            >>> td = TensorDict(a=torch.zeros(3), b=torch.zeros(3, dtype=torch.int32), batch_size=[3])
+            >>> target = TensorDict(a=torch.zeros(3), b=torch.zeros(3), batch_size=[3])
+            >>> target.to(td.attrs(fields=("dtype",)))["b"].dtype
+            torch.int32
+        """
+        return _converter("attrs")(self, fields, num_threads)
+
     # ------------------------------------------------------------------ into a tensordict
     @classmethod
     def from_any(

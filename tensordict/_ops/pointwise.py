@@ -14,6 +14,7 @@ import textwrap
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._ops.exchange import CONVERTERS
 from tensordict.errors import DimensionError, KeyMismatchError
 
 _UNARY = (
@@ -588,6 +589,11 @@ def _reduce_all(td, name: str, **kwargs) -> torch.Tensor:
     return getattr(torch, name)(flat, **kwargs)
 
 
+def _holds_attrs(td) -> bool:
+    # A tensordict made by attrs(): its leaves are TensorAttrs.
+    return any(getattr(type(v), "_is_tensor_attrs", False) for v in td.values(True, False))
+
+
 class PointwiseMixin:
     """Arithmetic, comparisons, math, reductions and conversions over every leaf."""
 
@@ -859,6 +865,8 @@ class PointwiseMixin:
                 device = torch.device(arg)
             elif isinstance(arg, torch.Tensor):
                 device, dtype = arg.device, arg.dtype
+            elif is_tensor_collection(arg) and _holds_attrs(arg):
+                return CONVERTERS["to_attrs"](self, arg, non_blocking)
             elif is_tensor_collection(arg):
                 device = arg.device
             else:
