@@ -682,7 +682,9 @@ class TensorDict(TensorDictBase):
         data = self._tensordict
         given = getattr(value, "batch_size", None)
         if given is not None and given != rows:
-            _check_rows(index, given, _indexed_batch(self._batch_size, leaf_index, rows))
+            rows = _indexed_batch(self._batch_size, leaf_index, rows)
+            if given != rows:
+                _check_rows(index, given, rows)
         if type(value) is TensorDict and value._tensordict.keys() == data.keys():
             # The replay-buffer hot path: the same keys, written leaf by leaf, after every
             # shape was checked so that a refused value writes nothing.
