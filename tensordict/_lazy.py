@@ -14,10 +14,11 @@ import os
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, _dummy
 from tensordict._ops.indexing import normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.printing import RaggedLeaf, collection_repr
+from tensordict._ops.shape import _shape_args
 from tensordict._options import GET_DEFAULT, lazy_legacy
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase, _as_value, _check_batch
@@ -635,6 +636,118 @@ class LazyStackedTensorDict(TensorDictBase):
         inner = [d - (d > stack) for d in order if d != stack]
         return self._restack([m.permute(*inner) for m in self.tensordicts], order.index(stack))
 
+    def _rows(self) -> list:
+        # Every row of the stack (batch size []), in C order, each a member's own view.
+        rows = []
+        for part in self.unbind(0):
+            if part.batch_dims:
+                rows.extend(
+                    part._rows() if isinstance(part, LazyStackedTensorDict) else _td_rows(part)
+                )
+            else:
+                rows.append(part)
+        return rows
+
+    def _lazy_reshape(self, shape):
+        """The lazy result of reshaping to ``shape``, or None when a dense one is due.
+
+        A reshape to one dim stacks the rows lazily, and one that only adds or removes
+        dims of size 1 moves the stack dim, as the well-known API does; others densify.
+        """
+        new = _dummy(self._batch_size).reshape(_shape_args(shape)).shape
+        if new == self._batch_size:
+            return self
+        if len(new) == 1:
+            return LazyStackedTensorDict(*self._rows(), stack_dim=0)
+        if [s for s in new if s != 1] == [s for s in self._batch_size if s != 1]:
+            out = self.squeeze()
+            for d, size in enumerate(new):
+                if size == 1:
+                    out = out.unsqueeze(d)
+            return out
+        return None
+
+    def reshape(self, *shape, inplace: bool = False):
+        """Returns the stack with its batch dims reshaped to ``shape`` (see :meth:`TensorDictBase.reshape`).
+
+        A reshape to one dim gives a lazy stack of the rows, and one that only adds or
+        removes dims of size 1 a lazy stack with the stack dim moved, so members of
+        different shapes stay apart; another reshape gives a dense TensorDict.
+
+        Args:
+            *shape (int or sequence of int): the new batch size; one -1 is inferred.
+
+        Keyword Args:
+            inplace (bool, optional): not supported by lazy stacks. Defaults to False.
+
+        Returns:
+            A LazyStackedTensorDict, or a TensorDict.
+
+        Raises:
+            RuntimeError: if ``shape`` does not have the batch size's number of elements.
+            NotImplementedError: with ``inplace=True``.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> flat = stack.reshape(-1)
+            >>> type(flat).__name__, flat.batch_size, len(flat.tensordicts)
+            ('LazyStackedTensorDict', torch.Size([6]), 6)
+        """
+        if inplace:
+            return super().reshape(*shape, inplace=True)
+        out = self._lazy_reshape(shape)
+        return super().reshape(*shape) if out is None else out
+
+    def view(self, *shape):
+        """Returns the stack with its batch dims viewed as ``shape``; lazy as :meth:`reshape` is.
+
+        Args:
+            *shape (int or sequence of int): the new batch size; one -1 is inferred.
+
+        Returns:
+            A LazyStackedTensorDict, or a TensorDict.
+
+        Raises:
+            RuntimeError: if ``shape`` does not have the batch size's number of elements.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> stack.view(1, 2, 3).batch_size
+            torch.Size([1, 2, 3])
+        """
+        out = self._lazy_reshape(shape)
+        return super().view(*shape) if out is None else out
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
+        """Merges the batch dims ``start_dim`` to ``end_dim``; merging them all stacks the rows lazily.
+
+        Args:
+            start_dim (int, optional): the first dim to merge. Defaults to 0.
+            end_dim (int, optional): the last dim to merge. Defaults to -1.
+
+        Keyword Args:
+            inplace (bool, optional): not supported by lazy stacks. Defaults to False.
+
+        Returns:
+            A LazyStackedTensorDict when every dim is merged, else as
+            :meth:`TensorDictBase.flatten`.
+
+        Raises:
+            DimensionError: if a dim is out of range.
+            NotImplementedError: with ``inplace=True``.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> type(stack.flatten()).__name__
+            'LazyStackedTensorDict'
+        """
+        ndim = len(self._batch_size)
+        first = start_dim + ndim if start_dim < 0 else start_dim
+        last = end_dim + ndim if end_dim < 0 else end_dim
+        if not inplace and ndim > 1 and first == 0 and last == ndim - 1:
+            return LazyStackedTensorDict(*self._rows(), stack_dim=0)
+        return super().flatten(start_dim, end_dim, inplace=inplace)
+
     def expand(self, *shape):
         """Returns the stack with its batch dims expanded to ``shape`` (see :meth:`TensorDictBase.expand`).
 
@@ -1113,3 +1226,11 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
         (torch.Size([2]), True)
     """
     return LazyStackedTensorDict._stack_members(list(tds), dim, out=out)
+
+
+def _td_rows(td) -> list:
+    """Every row (batch size []) of a tensordict, in C order."""
+    rows = []
+    for part in td.unbind(0):
+        rows.extend(_td_rows(part) if part.batch_dims else [part])
+    return rows

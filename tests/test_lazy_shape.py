@@ -83,3 +83,30 @@ def test_legacy_mode_stacks_lazily():
     assert expanded.batch_size == torch.Size([5, 2, 3]) and expanded.stack_dim == 1
     assert type(torch.stack([td, td])) is TensorDict
     assert type(lazy_stack([td, td]).expand(5, 2, 3)) is TensorDict
+
+
+@pytest.mark.parametrize("method", ["view", "reshape"])
+def test_reshape_to_one_dim_stacks_the_rows_lazily(method):
+    """view(-1)/reshape(-1) of a lazy stack is a lazy stack of its rows, ragged members too."""
+    stack = _ragged()
+    out = getattr(stack, method)(-1)
+    assert isinstance(out, LazyStackedTensorDict)
+    assert out.batch_size == torch.Size([6]) and out.stack_dim == 0
+    assert len(out.tensordicts) == 6
+    assert out.tensordicts[4]["x"].shape == torch.Size([5])
+
+
+def test_flatten_all_dims_stacks_the_rows_and_keeps_values():
+    """flatten() of a lazy stack is lazy and reads as the dense flatten."""
+    a = TensorDict(x=torch.arange(6.0).reshape(3, 2), batch_size=[3])
+    stack = lazy_stack([a, a * 10])
+    out = stack.flatten()
+    assert isinstance(out, LazyStackedTensorDict)
+    assert torch.equal(out["x"], stack.contiguous().flatten()["x"])
+
+
+def test_view_adding_unit_dims_keeps_the_stack_lazy():
+    """A reshape that only adds dims of size 1 keeps a ragged stack lazy."""
+    out = _ragged().view(1, 2, 3)
+    assert isinstance(out, LazyStackedTensorDict)
+    assert out.batch_size == torch.Size([1, 2, 3])
