@@ -9,8 +9,7 @@ from collections.abc import Callable
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
-from tensordict._nontensor import NonTensorData
+from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 
 
 class ApplyMixin:
@@ -179,10 +178,10 @@ class ApplyMixin:
                     ov = default
                 other_values.append(ov)
             full = prefix + (key,)
-            if is_tensor_collection(value) and not (
-                call_on_nested and not isinstance(value, NonTensorData)
-            ):
-                if isinstance(value, NonTensorData):
+            if is_tensor_collection(value) and not (call_on_nested and not is_non_tensor(value)):
+                if is_non_tensor(value) and not hasattr(value, "_with"):
+                    res = value.clone()  # a stack of values: a copy, never shared
+                elif is_non_tensor(value):
                     res = (
                         value
                         if batch_size is None
