@@ -18,6 +18,8 @@ from tensordict._collection import (
     NO_DEFAULT,
     TensorCollection,
     default_is_leaf,
+    is_leaf_nontensor,
+    is_non_tensor,
     is_tensor_collection,
 )
 from tensordict._from import (
@@ -42,7 +44,8 @@ from tensordict._helpers import (
 )
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
 from tensordict._lazy import LazyStackedTensorDict, lazy_stack
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
+from tensordict._nontensor_stack import NonTensorStack
 from tensordict._options import (
     capture_non_tensor_stack,
     get_defaults_to_none,
@@ -83,8 +86,11 @@ __all__ = [
     "NO_DEFAULT",
     "LazyStackedTensorDict",
     "MemoryMappedTensor",
+    "MetaData",
     "NestedKey",
     "NonTensorData",
+    "NonTensorDataBase",
+    "NonTensorStack",
     "TensorAttrs",
     "TensorClass",
     "TensorCollection",
@@ -119,6 +125,8 @@ __all__ = [
     "is_floating",
     "is_inexact",
     "is_integer",
+    "is_leaf_nontensor",
+    "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
     "lazy_legacy",

@@ -11,6 +11,8 @@ the subclasses of ``TensorClass``, for ``isinstance`` checks and type hints.
 
 from __future__ import annotations
 
+import torch
+
 from tensordict.errors import AbstractClassError
 
 
@@ -97,3 +99,53 @@ def default_is_leaf(cls: type) -> bool:
         (True, False)
     """
     return getattr(cls, "_is_tensor_collection", False) is not True
+
+
+def is_non_tensor(obj) -> bool:
+    """Returns True if ``obj`` is a non-tensor entry: a NonTensorData, a MetaData or a NonTensorStack.
+
+    Each of these classes sets the class flag ``_is_non_tensor``; the flag is read
+    from the object's type, so a class passed here is not itself non-tensor data.
+
+    Args:
+        obj: any object, typically a value read with ``td.get(key)``.
+
+    Returns:
+        True for non-tensor entries, False for everything else (tensors,
+        tensordicts, classes, plain Python values).
+
+    Examples:
+        >>> td = TensorDict({"x": torch.zeros(2), "name": "a"}, [2])
+        >>> is_non_tensor(td.get("name")), is_non_tensor(td.get("x")), is_non_tensor("a")
+        (True, False, False)
+    """
+    return getattr(type(obj), "_is_non_tensor", False) is True
+
+
+def is_leaf_nontensor(cls: type) -> bool:
+    """Returns True if the class ``cls`` is a tensor class or a non-tensor entry class.
+
+    Pass it as ``is_leaf`` to ``keys()``, ``items()`` and the other methods that walk
+    nested entries, so that non-tensor entries are listed beside the tensors
+    instead of being skipped. Tensordicts and tensorclasses are not leaves; nor is
+    a class that is neither a tensor nor a tensor collection (``int``).
+
+    Args:
+        cls (type): the class of an entry, such as ``type(td.get(key))``.
+
+    Returns:
+        True for ``torch.Tensor`` and its subclasses and for the non-tensor classes.
+
+    Raises:
+        TypeError: if ``cls`` is not a class.
+
+    Examples:
+        >>> is_leaf_nontensor(torch.Tensor), is_leaf_nontensor(NonTensorData), is_leaf_nontensor(TensorDict)
+        (True, True, False)
+        >>> td = TensorDict({"a": {}, "b": "text", "c": torch.zeros(())}, [])
+        >>> sorted(td.keys(leaves_only=True, is_leaf=is_leaf_nontensor))
+        ['b', 'c']
+    """
+    if issubclass(cls, torch.Tensor):
+        return True
+    return getattr(cls, "_is_non_tensor", False) is True

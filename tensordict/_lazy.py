@@ -13,8 +13,8 @@ import os
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
-from tensordict._nontensor import NonTensorData, _dummy
+from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._nontensor import NonTensorDataBase, _dummy, stack_entries
 from tensordict._ops.indexing import normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.printing import RaggedLeaf, collection_repr
@@ -315,10 +315,8 @@ class LazyStackedTensorDict(TensorDictBase):
         first = values[0]
         if isinstance(first, torch.Tensor):
             return _stack_leaves(key, values, self._stack_dim, as_nested_tensor)
-        if isinstance(first, NonTensorData):
-            if all(v.data == first.data for v in values):
-                return NonTensorData._stack(values, self._stack_dim)
-            return NonTensorData([v.data for v in values], self._batch_size)
+        if is_non_tensor(first):
+            return stack_entries(values, self._stack_dim)
         return LazyStackedTensorDict(*values, stack_dim=self._stack_dim)
 
     def get(self, key, default=GET_DEFAULT, *, as_nested_tensor: bool = False):
@@ -368,7 +366,7 @@ class LazyStackedTensorDict(TensorDictBase):
             if isinstance(value, dict):
                 value = TensorDict(value, self._batch_size)
             _check_batch(key, value, self._batch_size)
-        if isinstance(value, NonTensorData):
+        if isinstance(value, NonTensorDataBase):
             parts = [
                 value._with(
                     value.batch_size[: self._stack_dim] + value.batch_size[self._stack_dim + 1 :]
@@ -509,7 +507,7 @@ class LazyStackedTensorDict(TensorDictBase):
                 )
                 targets = [members[int(i)] for i in positions]
             if isinstance(value, (torch.Tensor, TensorDictBase)) and not isinstance(
-                value, NonTensorData
+                value, NonTensorDataBase
             ):
                 values = value.unbind(new_dim) if value.ndim > new_dim else [value] * len(targets)
             else:

@@ -1,16 +1,89 @@
 """Non-tensor values (a string, a number, any object) stored in a tensordict.
 
 A :class:`NonTensorData` carries one Python value and the batch size of the
-level that holds it. It behaves like a tensor collection on the batch
-dimensions: indexing, reshaping or stacking changes its batch size and keeps the
-value.
+level that holds it; a :class:`MetaData` carries one value meant for the whole
+batch. Both derive from :class:`NonTensorDataBase` and behave like tensor
+collections on the batch dimensions: indexing or reshaping changes the batch
+size and keeps the value.
+
+Stacking entries that hold different values gives a ``NonTensorStack``, a
+class of an upper layer (it is a lazy stack). This module builds one through
+:data:`STACK_BUILDERS`, which that layer fills when it is imported: the
+protocol is ``STACK_BUILDERS["stack"](items, dim)`` (a stack of the entries
+``items`` along ``dim``) and ``STACK_BUILDERS["from_list"](values)`` (a stack of
+nested lists of values).
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
+
+from tensordict._options import capture_non_tensor_stack
+from tensordict.errors import EntryTypeError, UnknownFieldError
+
+STACK_BUILDERS: dict = {}
+"""How this layer builds a NonTensorStack: filled by the module that defines it (see above)."""
+
+
+def build_stack(items: list, dim: int):
+    """A ``NonTensorStack`` of the non-tensor entries ``items`` along ``dim``, through the registry."""
+    return STACK_BUILDERS["stack"](items, dim)
+
+
+def stack_from_list(values: list):
+    """A ``NonTensorStack`` of the nested list ``values``, through the registry."""
+    return STACK_BUILDERS["from_list"](values)
+
+
+def stack_entries(items: list, dim: int):
+    """Stacks non-tensor entries along ``dim`` as their classes decide (see ``_stack``)."""
+    if all(isinstance(i, NonTensorDataBase) for i in items):
+        return type(items[0])._stack(items, dim)
+    return build_stack(items, dim)
+
+
+def cat_entries(items: list, dim: int):
+    """Concatenates non-tensor entries along ``dim``: one entry when all hold one value, else a stack."""
+    return STACK_BUILDERS["cat"](items, dim)
+
+
+def _all_numbers(value) -> bool:
+    """True for (nested) lists of bools, ints and floats only: ``torch.tensor`` takes them."""
+    for item in value:
+        if type(item) is list:
+            if not _all_numbers(item):
+                return False
+        elif type(item) not in (bool, int, float):
+            return False
+    return True
+
+
+def entry_from_list(value: list, list_to_stack: bool):
+    """What a list assigned to a key becomes: a tensor, a NonTensorStack, or one NonTensorData.
+
+    With ``list_to_stack`` on, (nested) lists of numbers become a tensor and other
+    lists a stack of their items (one batch dimension per level of equal-length
+    lists). Off, the list goes through ``numpy.asarray``: a numeric array becomes a
+    tensor and any other array is held by one NonTensorData.
+    """
+    if not list_to_stack:
+        import numpy as np  # noqa: PLC0415 - only the legacy path needs it
+
+        array = np.asarray(value)
+        if array.dtype.kind in "biufc":
+            return torch.as_tensor(array)
+        return NonTensorData(array)
+    if _all_numbers(value):
+        try:
+            return torch.tensor(value)
+        except (ValueError, TypeError, RuntimeError):
+            pass  # ragged lists of numbers: one tensor per item
+        if all(type(v) is list for v in value):
+            return build_stack([NonTensorData(entry_from_list(v, True)) for v in value], 0)
+    return stack_from_list(value)
 
 
 def _dummy(batch_size: torch.Size) -> torch.Tensor:
@@ -19,39 +92,27 @@ def _dummy(batch_size: torch.Size) -> torch.Tensor:
     return torch.zeros((), dtype=torch.uint8).expand(batch_size)
 
 
-class NonTensorData:
-    """A non-tensor value held in a tensordict, with the batch size of its level.
+class NonTensorDataBase:
+    """The common base of :class:`NonTensorData` and :class:`MetaData`: one Python value with a batch size.
 
-    A tensordict stores every value that does not become a tensor (a string, a
-    list of numbers, any object) in one of these. It holds one Python value for
-    the whole batch: indexing, reshaping, splitting or stacking it computes the
-    new batch size and keeps the value, which is shared, never copied. Reading
-    ``td[key]`` gives the value itself; ``td.get(key)`` gives this wrapper.
+    It holds the value and the batch size and device of the level that holds
+    it; what the subclasses change is what stacking several entries gives (see
+    each). ``isinstance(value, NonTensorDataBase)`` tells either kind of
+    single-value entry; :func:`is_non_tensor` also accepts a ``NonTensorStack``.
 
     Args:
-        data (Any): the value. A :class:`NonTensorData` given here is unwrapped:
-            its value is taken.
-        batch_size (torch.Size or sequence of int, optional): the batch size of
-            the level that holds the value. It is converted with ``torch.Size``
-            and not checked further. Defaults to ``None``, which is ``torch.Size([])``.
-        device (torch.device, str or int, optional): the device of that level.
-            Defaults to ``None``.
+        data (Any): the value; an entry given here is unwrapped.
+        batch_size (torch.Size or sequence of int, optional): the batch size.
+            Defaults to ``torch.Size([])``.
+        device (torch.device, str or int, optional): the device. Defaults to ``None``.
 
     Keyword Args:
-        metadata (Any, optional): extra information kept with the value; every
-            entry derived from this one (by reshaping, indexing, :meth:`to`, ...)
-            keeps it. Defaults to ``None``.
-
-    Raises:
-        TypeError: if ``batch_size`` is not an iterable of ints.
-        RuntimeError: if ``device`` is a string that names no device type.
+        metadata (Any, optional): extra information kept with the value. Defaults to ``None``.
+        names (list of str, optional): accepted for compatibility and ignored.
 
     Examples:
-        >>> NonTensorData("cartpole", batch_size=[2])
-        NonTensorData(data=cartpole, batch_size=torch.Size([2]), device=None)
-        >>> td = TensorDict({"name": "cartpole"}, batch_size=[2])
-        >>> td["name"], td.get("name").batch_size
-        ('cartpole', torch.Size([2]))
+        >>> isinstance(NonTensorData("a"), NonTensorDataBase), isinstance(MetaData("a"), NonTensorDataBase)
+        (True, True)
     """
 
     __slots__ = {
@@ -72,14 +133,39 @@ class NonTensorData:
     _is_non_tensor = True
     _is_tensorclass = False
     _is_lazy = False
+    _memmap_record = "NonTensorData"
+    _memmap_type = "<class 'tensordict.tensorclass.NonTensorData'>"
 
-    def __init__(self, data: Any, batch_size=None, device=None, *, metadata=None) -> None:
-        if isinstance(data, NonTensorData):
+    def __init__(
+        self, data: Any, batch_size=None, device=None, *, metadata=None, names=None
+    ) -> None:
+        if isinstance(data, NonTensorDataBase):
             data = data.data
         self.data = data
         self._batch_size = torch.Size(() if batch_size is None else batch_size)
         self._device = None if device is None else torch.device(device)
         self._metadata = metadata
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        # torch.stack and torch.cat of entries; any other function does not apply to a value.
+        kwargs = kwargs or {}
+        if func in (torch.stack, torch.cat) and args:
+            dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+            items = list(args[0])
+            return stack_entries(items, dim) if func is torch.stack else cat_entries(items, dim)
+        return NotImplemented
+
+    def __setattr__(self, name: str, value) -> None:
+        try:
+            object.__setattr__(self, name, value)
+        except AttributeError:
+            msg = (
+                f"cannot set the attribute {name!r} of a {type(self).__name__}: it has no such "
+                "field (its fields are 'data' and 'batch_size'); keep extra information in "
+                "metadata= or in another entry"
+            )
+            raise UnknownFieldError(msg) from None
 
     @property
     def batch_size(self) -> torch.Size:
@@ -161,8 +247,8 @@ class NonTensorData:
         """
         return self.data
 
-    def _with(self, batch_size) -> NonTensorData:
-        return NonTensorData(self.data, batch_size, self._device, metadata=self._metadata)
+    def _with(self, batch_size) -> NonTensorDataBase:
+        return type(self)(self.data, batch_size, self._device, metadata=self._metadata)
 
     def _reshaped(self, fn) -> NonTensorData:
         return self._with(fn(_dummy(self._batch_size)).shape)
@@ -171,7 +257,7 @@ class NonTensorData:
         return self._reshaped(lambda d: d[index])
 
     def __setitem__(self, index, value) -> None:
-        if isinstance(value, NonTensorData):
+        if isinstance(value, NonTensorDataBase):
             value = value.data
         if value != self.data:
             msg = (
@@ -184,7 +270,7 @@ class NonTensorData:
         return self._batch_size[0] if self._batch_size else 0
 
     def __eq__(self, other):
-        if isinstance(other, NonTensorData):
+        if isinstance(other, NonTensorDataBase):
             other = other.data
         return self.data == other
 
@@ -193,7 +279,8 @@ class NonTensorData:
 
     def __repr__(self) -> str:
         return (
-            f"NonTensorData(data={self.data}, batch_size={self._batch_size}, device={self._device})"
+            f"{type(self).__name__}(data={self.data}, batch_size={self._batch_size}, "
+            f"device={self._device})"
         )
 
     def _shape_method(name, doc):  # noqa: N805 - a factory used in the class body only
@@ -604,14 +691,152 @@ class NonTensorData:
         return True
 
     @classmethod
-    def _stack(cls, items: list, dim: int) -> NonTensorData:
+    def _stack(cls, items: list, dim: int):
+        if capture_non_tensor_stack() and all(type(i) is NonTensorData for i in items):
+            first = items[0]
+            if all(other.data == first.data for other in items[1:]):
+                return first._with(_stacked_shape(items, dim))
+        return build_stack(items, dim)
+
+
+def _stacked_shape(items: list, dim: int) -> torch.Size:
+    return torch.stack([_dummy(i._batch_size) for i in items], dim).shape
+
+
+class NonTensorData(NonTensorDataBase):
+    """A non-tensor value held in a tensordict, with the batch size of its level.
+
+    A tensordict stores every value that does not become a tensor (a string, a
+    list of numbers, any object) in one of these. It holds one Python value for
+    the whole batch: indexing, reshaping, splitting or stacking it computes the
+    new batch size and keeps the value, which is shared, never copied. Reading
+    ``td[key]`` gives the value itself; ``td.get(key)`` gives this wrapper.
+
+    Args:
+        data (Any): the value. A :class:`NonTensorData` given here is unwrapped:
+            its value is taken.
+        batch_size (torch.Size or sequence of int, optional): the batch size of
+            the level that holds the value. It is converted with ``torch.Size``
+            and not checked further. Defaults to ``None``, which is ``torch.Size([])``.
+        device (torch.device, str or int, optional): the device of that level.
+            Defaults to ``None``.
+
+    Keyword Args:
+        metadata (Any, optional): extra information kept with the value; every
+            entry derived from this one (by reshaping, indexing, :meth:`to`, ...)
+            keeps it. Defaults to ``None``.
+
+    Raises:
+        TypeError: if ``batch_size`` is not an iterable of ints.
+        RuntimeError: if ``device`` is a string that names no device type.
+
+    Examples:
+        >>> NonTensorData("cartpole", batch_size=[2])
+        NonTensorData(data=cartpole, batch_size=torch.Size([2]), device=None)
+        >>> td = TensorDict({"name": "cartpole"}, batch_size=[2])
+        >>> td["name"], td.get("name").batch_size
+        ('cartpole', torch.Size([2]))
+    """
+
+    __slots__ = ()
+
+
+class MetaData(NonTensorDataBase):
+    """One Python value for the whole batch, such as a configuration or a dataset name.
+
+    It behaves as :class:`NonTensorData` except for stacking: items that all hold
+    the same object (compared with ``is``, not ``==``) stack into one
+    :class:`MetaData` with the stacked batch size; other items give a
+    ``NonTensorStack``. Indexing, reshaping and ``unsqueeze`` keep a
+    :class:`MetaData`. :meth:`clone` copies the value (a deep copy), so a clone
+    and its source no longer hold the same object.
+
+    ``MetaData[cls]`` is a subclass whose values must be instances of ``cls``.
+
+    Args:
+        data (Any): the value; an entry given here is unwrapped.
+        batch_size (torch.Size or sequence of int, optional): the batch size,
+            usually that of the tensordict that holds it. Defaults to ``torch.Size([])``.
+        device (torch.device, str or int, optional): the device; the value is not
+            moved. Defaults to ``None``.
+
+    Keyword Args:
+        metadata (Any, optional): extra information kept with the value. Defaults to ``None``.
+        names (list of str, optional): accepted for compatibility and ignored.
+
+    Raises:
+        TypeError: for ``MetaData[cls]``, if the value is not an instance of ``cls``.
+
+    Examples:
+        >>> config = {"lr": 0.1}
+        >>> td = TensorDict({"a": torch.zeros(3), "config": MetaData(config, [3])}, [3])
+        >>> td["config"] is config
+        True
+        >>> stacked = torch.stack([td, td])
+        >>> type(stacked.get("config")).__name__, stacked["config"] is config
+        ('MetaData', True)
+        >>> type(torch.stack([MetaData({"a": 1}), MetaData({"a": 1})])).__name__
+        'NonTensorStack'
+        >>> MetaData[str]("cartpole").data
+        'cartpole'
+    """
+
+    __slots__ = ()
+    _memmap_record = "MetaData"
+    _memmap_type = "<class 'tensordict.tensorclass.MetaData'>"
+    _typed: dict = {}
+    _expected: type | None = None
+
+    def __init__(
+        self, data: Any, batch_size=None, device=None, *, metadata=None, names=None
+    ) -> None:
+        expected = type(self)._expected
+        value = data.data if isinstance(data, NonTensorDataBase) else data
+        if expected is not None and not isinstance(value, expected):
+            msg = (
+                f"{type(self).__name__} expects a value of type {expected.__name__}, got "
+                f"{type(value).__name__} ({value!r}); pass a {expected.__name__} or use MetaData"
+            )
+            raise EntryTypeError(msg)
+        super().__init__(data, batch_size, device, metadata=metadata, names=names)
+
+    def __class_getitem__(cls, expected: type) -> type:
+        if not isinstance(expected, type):
+            msg = f"MetaData[...] takes a class, got {expected!r}"
+            raise EntryTypeError(msg)
+        typed = MetaData._typed.get(expected)
+        if typed is None:
+            typed = type(
+                f"MetaData[{expected.__name__}]",
+                (MetaData,),
+                {"__slots__": (), "_expected": expected, "__module__": cls.__module__},
+            )
+            MetaData._typed[expected] = typed
+        return typed
+
+    @classmethod
+    def _stack(cls, items: list, dim: int):
         first = items[0]
-        for other in items[1:]:
-            if other.data != first.data:
-                msg = (
-                    f"cannot stack non-tensor entries holding different values ({first.data!r} and "
-                    f"{other.data!r}); use lazy_stack to keep each member's value"
-                )
-                raise ValueError(msg)
-        shape = torch.stack([_dummy(i._batch_size) for i in items], dim).shape
-        return first._with(shape)
+        if all(isinstance(i, MetaData) and i.data is first.data for i in items):
+            return first._with(_stacked_shape(items, dim))
+        return build_stack(items, dim)
+
+    def clone(self, recurse: bool = True) -> MetaData:
+        """Returns a new entry with the same batch size and device, holding a deep copy of the value.
+
+        Args:
+            recurse (bool, optional): accepted for compatibility; the value is
+                copied either way. Defaults to True.
+
+        Returns:
+            A new :class:`MetaData`.
+
+        Examples:
+            >>> entry = MetaData({"lr": 0.1}, [2])
+            >>> copy = entry.clone()
+            >>> copy.data == entry.data, copy.data is entry.data
+            (True, False)
+        """
+        return type(self)(
+            copy.deepcopy(self.data), self._batch_size, self._device, metadata=self._metadata
+        )

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import torch
 
+from tensordict import _nontensor_stack  # noqa: F401 - registers NonTensorStack's builders
+from tensordict._collection import is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import cat_entries, stack_entries
 from tensordict._ops.torch_function import implements
 from tensordict._options import lazy_legacy
 from tensordict._td import TensorDict
@@ -79,6 +81,12 @@ def stack(tds, dim: int = 0, *, out=None):
             return done
     if getattr(type(first), "_is_tensorclass", False):
         return type(first)._stack_members(tds, dim, out=out)
+    if is_non_tensor(first):
+        stacked = stack_entries(tds, dim)
+        if out is not None:
+            out._replace(stacked)
+            return out
+        return stacked
     if any(getattr(type(t), "_is_lazy", False) for t in tds):
         return LazyStackedTensorDict._stack_members(tds, dim, out=out)
     batch_size = first.batch_size
@@ -145,8 +153,8 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
                 shapes = sorted({tuple(v.shape) for v in values})
                 msg = f"cannot stack the entry {prefix + (key,)!r}: its shapes differ across tensordicts ({shapes})"
                 raise RuntimeError(msg) from err
-        elif isinstance(value, NonTensorData):
-            result[key] = NonTensorData._stack(values, d)
+        elif is_non_tensor(value):
+            result[key] = stack_entries(values, d)
         elif (
             hasattr(value, "_items_level")
             and not getattr(type(value), "_is_lazy", False)
@@ -182,6 +190,8 @@ def cat(tds, dim: int = 0, *, out=None):
         return type(first)._combine_members(cat, tds, dim)
     if getattr(type(first), "_is_tensorclass", False):
         return type(first)._cat_members(tds, dim, out=out)
+    if is_non_tensor(first):
+        return cat_entries(tds, dim)
     ndim = first.batch_dims
     if not -ndim <= dim < ndim:
         msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"
@@ -210,8 +220,8 @@ def cat(tds, dim: int = 0, *, out=None):
             result[key] = (
                 torch.cat(values, d, out=target) if target is not None else torch.cat(values, d)
             )
-        elif isinstance(value, NonTensorData):
-            result[key] = NonTensorData._stack(values, d)._with(new_size + value.batch_size[ndim:])
+        elif is_non_tensor(value):
+            result[key] = cat_entries(values, d)
         else:
             result[key] = cat(values, d, out=target)
     if out is not None:

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
-from tensordict._nontensor import NonTensorData
+from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops import names as dimnames
 from tensordict._ops.apply import check_result
 from tensordict._ops.convert import shape_of
@@ -245,7 +245,7 @@ class TensorDict(TensorDictBase):
         if isinstance(value, Mapping) and not is_tensor_collection(value):
             return TensorDict(value, batch_size, device)
         value = _as_value(key, value, device)
-        if isinstance(value, NonTensorData):
+        if isinstance(value, NonTensorDataBase):
             if value.batch_size != batch_size:
                 value = value._with(batch_size if not value.batch_size else value.batch_size)
             _check_batch(key, value, batch_size)
@@ -482,7 +482,7 @@ class TensorDict(TensorDictBase):
                 if isinstance(current, _Tensor):
                     if current is not value:
                         current.copy_(value)
-                elif hasattr(current, "update_") and not isinstance(current, NonTensorData):
+                elif hasattr(current, "update_") and not is_non_tensor(current):
                     current.update_(value)
                 else:
                     data[key] = value
@@ -617,7 +617,7 @@ class TensorDict(TensorDictBase):
                     and (type(res) is not _Tensor or res.shape[:n] != bs)
                 ):
                     check_result(prefix + (key,) if prefix else key, res, bs)
-            elif isinstance(value, NonTensorData):
+            elif isinstance(value, NonTensorDataBase):
                 res = value
             else:
                 res = value._fast_apply(fn, device=device, checked=checked, prefix=prefix + (key,))
@@ -693,7 +693,11 @@ class TensorDict(TensorDictBase):
             with _no_subclass_dispatch():  # shapes of memory-mapped leaves, read cheaply
                 for key, sub in items:
                     current = data[key]
-                    if type(sub) is _Tensor and type(current) not in (NonTensorData, _Unbatched):
+                    if (
+                        type(sub) is _Tensor
+                        and not is_non_tensor(current)
+                        and type(current) is not _Unbatched
+                    ):
                         if sub.shape[vbd:] != current.shape[bd:]:
                             _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
             for key, sub in items:
@@ -702,10 +706,10 @@ class TensorDict(TensorDictBase):
                     current.copy_(sub)  # the whole batch shares it: written whole
                 elif type(sub) is _Tensor and isinstance(current, _Tensor):
                     current[leaf_index] = sub
-                elif isinstance(current, NonTensorData):
+                elif is_non_tensor(current):
                     current[leaf_index] = sub
                 else:
-                    current[leaf_index] = sub.data if isinstance(sub, NonTensorData) else sub
+                    current[leaf_index] = sub.data if isinstance(sub, NonTensorDataBase) else sub
             return
         if is_tensor_collection(value) or isinstance(value, Mapping):
             items = list(
@@ -734,17 +738,19 @@ class TensorDict(TensorDictBase):
                 if current is None:
                     current = _zeros_for(sub, self._batch_size, indexed)
                     data[key] = current
-                if isinstance(current, NonTensorData):
+                if is_non_tensor(current):
                     current[leaf_index] = sub
                 elif is_unbatched(current):
                     current.copy_(sub)  # the whole batch shares it: written whole
                 elif isinstance(current, _Tensor):
-                    current[leaf_index] = sub if not isinstance(sub, NonTensorData) else sub.data
+                    current[leaf_index] = (
+                        sub if not isinstance(sub, NonTensorDataBase) else sub.data
+                    )
                 else:
                     current[leaf_index] = sub
             return
         for current in data.values():
-            if isinstance(current, NonTensorData) or is_unbatched(current):
+            if is_non_tensor(current) or is_unbatched(current):
                 continue
             current[leaf_index] = value
 
@@ -954,7 +960,7 @@ class TensorDict(TensorDictBase):
             common = common[:batch_dims]
         new = torch.Size(common)
         for key, value in self._tensordict.items():
-            if isinstance(value, NonTensorData):
+            if isinstance(value, NonTensorDataBase):
                 value.batch_size = new
             elif is_unbatched(value):
                 self._tensordict[key] = value.rebatched(new)
@@ -1099,7 +1105,7 @@ def _mark_view(view: TensorDict, locked: bool) -> None:
     subs = []
     for value in view._tensordict.values():
         kind = type(value)
-        if kind is _MMT or kind is NonTensorData:
+        if kind is _MMT or is_non_tensor(value):
             continue
         if kind is not TensorDict or value._mm is None:
             break
@@ -1173,8 +1179,8 @@ def _zeros_for(value, batch_size: torch.Size, indexed_dims: int):
     if isinstance(value, _Tensor):
         shape = batch_size + value.shape[indexed_dims:]
         return torch.zeros(shape, dtype=value.dtype, device=value.device)
-    if isinstance(value, NonTensorData):
-        return NonTensorData(value.data, batch_size)
+    if isinstance(value, NonTensorDataBase):
+        return value._with(batch_size)
     return value.new_zeros(batch_size + value.batch_size[indexed_dims:])
 
 

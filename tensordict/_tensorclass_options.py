@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from tensordict._collection import is_tensor_collection
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, NonTensorDataBase
 from tensordict.base import TensorDictBase
 from tensordict.errors import ClassFlagError, FieldCastError, warn
 
@@ -167,7 +167,7 @@ def stored_value(cls, name: str, value, batch_dims: int):
         return None
     if cls._tc_autocast:
         return _autocast(cls, name, value)
-    if isinstance(value, (torch.Tensor, NonTensorData)) or is_tensor_collection(value):
+    if isinstance(value, (torch.Tensor, NonTensorDataBase)) or is_tensor_collection(value):
         return value
     if isinstance(value, Mapping):
         return NonTensorData(value)  # a dict is a value of the field, not a sub-tensordict
@@ -208,7 +208,7 @@ def _autocast(cls, name: str, value):
                 return value
             cast = torch.as_tensor(value)
             return cast if target is torch.Tensor else target(cast)
-        if isinstance(value, target) and not isinstance(value, NonTensorData):
+        if isinstance(value, target) and not isinstance(value, NonTensorDataBase):
             cast = value
         elif target is np.ndarray:
             cast = np.asarray(value)

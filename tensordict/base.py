@@ -21,11 +21,13 @@ from tensordict._collection import (
     NO_DEFAULT,
     TensorCollection,
     default_is_leaf,
+    is_leaf_nontensor,
+    is_non_tensor,
     is_tensor_collection,
 )
 from tensordict._helpers import KEY_SEPARATOR, expand_as_right
 from tensordict._keys import NestedKey, _key_parts, unravel_key, unravel_key_list
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
 from tensordict._ops.apply import ApplyMixin, tensor_leaves
 from tensordict._ops.autograd import AutogradMixin
 from tensordict._ops.convert import ConvertMixin, shape_of
@@ -55,7 +57,7 @@ from tensordict.memmap.tensor import MemoryMappedTensor
 
 
 def _is_leaf_nontensor(cls: type) -> bool:
-    return issubclass(cls, NonTensorData) or default_is_leaf(cls)
+    return is_leaf_nontensor(cls) or default_is_leaf(cls)
 
 
 class _KeysView:
@@ -559,7 +561,7 @@ class TensorDictBase(
         for depth, part in enumerate(parts):
             if getattr(type(level), "_is_tensorclass", False):
                 level = level._tensordict
-            elif not hasattr(level, "_get_str") or isinstance(level, NonTensorData):
+            elif not hasattr(level, "_get_str") or is_non_tensor(level):
                 if default is not NO_DEFAULT and default is not None:
                     return default
                 msg = f"cannot get {parts!r}: the entry {parts[:depth]!r} is a {type(level).__name__}, not a tensordict"
@@ -588,10 +590,10 @@ class TensorDictBase(
             value = self._get_str(index, None)
             if value is None:
                 raise self._missing((index,), 0, self)
-            return value.data if type(value) is NonTensorData else value
+            return _read_value(value) if is_non_tensor(value) else value
         if type(index) is tuple and index and _all_str(index):
             value = self.get(index, NO_DEFAULT)
-            return value.data if type(value) is NonTensorData else value
+            return _read_value(value) if is_non_tensor(value) else value
         return self._index(index)
 
     def __getitems__(self, indices) -> TensorDictBase:
@@ -639,7 +641,7 @@ class TensorDictBase(
             'cartpole'
         """
         value = self.get(key, default)
-        return value.data if isinstance(value, NonTensorData) else value
+        return _read_value(value) if is_non_tensor(value) else value
 
     def _walk_to_parent(self, parts: tuple, create: bool):
         """The tensordict that holds the last part of ``parts``, created when asked."""
@@ -659,7 +661,7 @@ class TensorDictBase(
                     raise LockedError(msg)
                 nxt = level._new_like({}, level.batch_size)
                 level._set_str(part, nxt, inplace=False, validated=True)
-            elif not is_tensor_collection(nxt) or isinstance(nxt, NonTensorData):
+            elif not is_tensor_collection(nxt) or is_non_tensor(nxt):
                 msg = (
                     f"cannot reach {parts!r}: the entry {parts[: depth + 1]!r} is a "
                     f"{type(nxt).__name__}, not a tensordict"
@@ -842,9 +844,7 @@ class TensorDictBase(
                     continue
             target_parent = self._walk_to_parent(parts, create=True) if len(parts) > 1 else self
             current = target_parent._get_str(parts[-1], None)
-            if isinstance(value, (Mapping, TensorDictBase)) and not isinstance(
-                value, NonTensorData
-            ):
+            if isinstance(value, (Mapping, TensorDictBase)) and not is_non_tensor(value):
                 if current is not None and isinstance(current, TensorDictBase):
                     self._update(value, parts, clone, inplace, wanted)
                     continue
@@ -902,9 +902,7 @@ class TensorDictBase(
             tensor([0., 2., 0.])
         """
         for key, value in _source_items(input_dict_or_td):
-            if isinstance(value, (Mapping, TensorDictBase)) and not isinstance(
-                value, NonTensorData
-            ):
+            if isinstance(value, (Mapping, TensorDictBase)) and not is_non_tensor(value):
                 self.get(key, NO_DEFAULT).update_at_(value, index, clone)
             else:
                 self.set_at_(key, value.clone() if clone else value, index)
@@ -944,9 +942,7 @@ class TensorDictBase(
             }:
                 if not isinstance(value, (Mapping, TensorDictBase)):
                     continue
-            if isinstance(value, (Mapping, TensorDictBase)) and not isinstance(
-                value, NonTensorData
-            ):
+            if isinstance(value, (Mapping, TensorDictBase)) and not is_non_tensor(value):
                 sub = self.get(parts, NO_DEFAULT)
                 sub.update_(value, clone=clone)
                 continue
@@ -1413,11 +1409,15 @@ def _source_items(source) -> Iterator:
 
 def _as_value(key, value, device):
     """Converts a user value into what a tensordict stores (tensor, collection or NonTensorData)."""
-    if isinstance(value, (torch.Tensor, TensorDictBase, NonTensorData)) or getattr(
-        type(value), "_is_tensorclass", False
+    if (
+        isinstance(value, (torch.Tensor, TensorDictBase))
+        or is_non_tensor(value)
+        or getattr(type(value), "_is_tensorclass", False)
     ):
         return value
     if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc":
+            return NonTensorData(value)  # strings or objects: no tensor holds them
         return torch.as_tensor(value, device=device)
     if isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
         return torch.as_tensor(value, device=device)
@@ -1427,7 +1427,22 @@ def _as_value(key, value, device):
         and all(isinstance(v, torch.Tensor) for v in value)
     ):
         return torch.stack(list(value))
+    if type(value) is list or (type(value) is tuple and not list_to_stack()):
+        if value and all(
+            is_tensor_collection(v) and not is_non_tensor(v) for v in value
+        ):  # tensordicts or tensorclasses: stacked, as tensors are
+            return torch.stack(list(value))
+        return entry_from_list(list(value), list_to_stack())
+    if type(value) is tuple:
+        return entry_from_list(list(value), False)
     return NonTensorData(value)
+
+
+def _read_value(value):
+    """What ``td[key]`` gives for a non-tensor entry: its value, or a stack's linked list."""
+    if isinstance(value, NonTensorDataBase):
+        return value.data
+    return value._read_value()
 
 
 def _check_batch(key, value, batch_size: torch.Size) -> None:

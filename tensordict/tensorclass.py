@@ -31,7 +31,8 @@ import torch
 from tensordict import _tensorclass_options as _options
 from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._keys import _key_parts
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
+from tensordict._nontensor_stack import NonTensorStack
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
 from tensordict._ops.printing import collection_repr
 from tensordict._ops.torch_function import dispatch as _dispatch
@@ -102,8 +103,10 @@ class _Field:
                 raise AttributeError(msg)
             return self.default
         value = obj._tensordict._get_str(self.name, None)
-        if type(value) is NonTensorData:
+        if isinstance(value, NonTensorDataBase):
             return value.data
+        if getattr(type(value), "_is_non_tensor", False):
+            return value._read_value()  # a stack of values reads as its linked list
         return value
 
     def __set__(self, obj, value) -> None:
@@ -401,7 +404,7 @@ class _TensorClassMethods:
         A non-tensor field reads back as its Python value.
         """
         value = self._tensordict.get(key, default)
-        return value.data if type(value) is NonTensorData else value
+        return value.data if isinstance(value, NonTensorDataBase) else value
 
     def set(self, key, value, inplace: bool = False, **kwargs):
         """Sets a field (or a nested key under a field) and returns the instance.
@@ -1024,7 +1027,10 @@ class TensorClass(TensorCollection, metaclass=_TensorClassMeta):
 
 
 __all__ = [
+    "MetaData",
     "NonTensorData",
+    "NonTensorDataBase",
+    "NonTensorStack",
     "ReservedFieldError",
     "TensorClass",
     "TensorCollection",

@@ -3,7 +3,7 @@
 A public face over the modules that implement these names; nothing is defined here.
 """
 
-from tensordict._collection import is_tensor_collection
+from tensordict._collection import is_non_tensor, is_tensor_collection
 from tensordict._helpers import (
     KEY_SEPARATOR,
     assert_allclose_td,
@@ -17,6 +17,7 @@ from tensordict._helpers import (
     unravel_key_to_tuple,
 )
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._nontensor_stack import LinkedList
 from tensordict._options import (
     capture_non_tensor_stack,
     get_defaults_to_none,
@@ -33,6 +34,7 @@ from tensordict.tensorclass import is_tensorclass
 
 __all__ = [
     "KEY_SEPARATOR",
+    "LinkedList",
     "NestedKey",
     "assert_allclose_td",
     "assert_close",
@@ -45,6 +47,7 @@ __all__ = [
     "is_floating",
     "is_inexact",
     "is_integer",
+    "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
     "lazy_legacy",

@@ -323,11 +323,11 @@ def test_index_assignment_writes_every_field():
 
 
 def test_torch_stack_and_cat_return_the_class():
-    """torch.stack and torch.cat of instances return the class, non-tensor values kept."""
+    """torch.stack and torch.cat of instances return the class; stacked values read as nested lists."""
     a, b = frame(), frame()
     stacked = torch.stack([a, b], 1)
     assert type(stacked) is Frame and stacked.batch_size == torch.Size([4, 2])
-    assert torch.equal(stacked.label[:, 1], b.label) and stacked.source == "camera"
+    assert torch.equal(stacked.label[:, 1], b.label) and stacked.source == [["camera"] * 2] * 4
     cat = torch.cat([a, b])
     assert type(cat) is Frame and cat.batch_size == torch.Size([8])
 

@@ -10,8 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
-from tensordict._nontensor import NonTensorData
+from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._ops.convert import shape_of
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import BatchSizeError
@@ -301,12 +300,12 @@ class ApplyMixin:
                     ov = default
                 other_values.append(ov)
             full = prefix + (key,)
-            if is_tensor_collection(value) and not (
-                call_on_nested and not isinstance(value, NonTensorData)
-            ):
+            if is_tensor_collection(value) and not (call_on_nested and not is_non_tensor(value)):
                 # with a new batch size, sub-tensordicts get exactly that batch size (their
                 # own further dims are dropped), as in the well-known API
-                if isinstance(value, NonTensorData):
+                if is_non_tensor(value) and not hasattr(value, "_with"):
+                    res = value.clone()  # a stack of values: a copy, never shared
+                elif is_non_tensor(value):
                     res = value if batch_size is None else value._with(batch_size)
                 else:
                     res = value._fast_apply(

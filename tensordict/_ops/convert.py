@@ -6,8 +6,8 @@ from collections import OrderedDict
 
 import torch
 
-from tensordict._collection import NO_DEFAULT
-from tensordict._nontensor import NonTensorData
+from tensordict._collection import NO_DEFAULT, is_non_tensor
+from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops.printing import collection_repr, compact_fields, dtype_short  # noqa: F401
 
 
@@ -64,8 +64,10 @@ class ConvertMixin:
                 out[key] = value.to_dict(convert_tensors=convert_tensors)
             elif getattr(type(value), "_is_tensorclass", False):
                 out[key] = value.to_dict(convert_tensors=convert_tensors)
-            elif isinstance(value, NonTensorData):
+            elif isinstance(value, NonTensorDataBase):
                 out[key] = value.data
+            elif is_non_tensor(value):
+                out[key] = value.tolist()
             else:
                 out[key] = value.tolist() if convert_tensors else value
         return out
@@ -87,8 +89,10 @@ class ConvertMixin:
         for key, value in self._items_level():
             if _is_tensordict(value):
                 out[key] = value.numpy()
-            elif isinstance(value, NonTensorData):
+            elif isinstance(value, NonTensorDataBase):
                 out[key] = value.data
+            elif is_non_tensor(value):
+                out[key] = value.tolist()
             else:
                 out[key] = value.detach().cpu().numpy()
         return out

@@ -14,8 +14,8 @@ from concurrent.futures import Future
 
 import torch
 
+from tensordict._collection import is_non_tensor
 from tensordict._keys import _key_parts
-from tensordict._nontensor import NonTensorData
 from tensordict.errors import EntryExistsError, NotMemmapError, warn
 from tensordict.memmap import _io
 from tensordict.memmap import format as fmt
@@ -404,12 +404,12 @@ class MemmapMixin:
                 except BaseException:
                     inner._store_entry(key, value)
                     raise
-            elif isinstance(value, NonTensorData):
+            elif is_non_tensor(value):
                 if key not in level.meta:
                     level.claim(key)  # before writing: never over another writer's value
                     path = os.path.join(folder, fmt.file_name(key, "", robust_key))
                     _io.write_nontensor(path, value)
-                    level.add(key, {"type": "NonTensorData"})
+                    level.add(key, {"type": value._memmap_record})
             elif value._mm is not None and value._memmap_folder() is not None:
                 value._memmap_missing(robust_key)
             else:
@@ -940,6 +940,8 @@ class MemmapMixin:
         for _, value in self._items_level():
             if isinstance(value, torch.Tensor):
                 yield value
+            elif getattr(type(value), "_is_non_tensor", False):
+                continue
             elif getattr(type(value), "_is_tensorclass", False):
                 yield from value._tensordict._stored_tensors()
             elif hasattr(value, "_stored_tensors"):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from tensordict._nontensor import NonTensorData
+from tensordict._collection import is_non_tensor
+from tensordict._nontensor import NonTensorData, NonTensorDataBase
 from tensordict._options import get_printoptions
 from tensordict._unbatched import is_unbatched
 
@@ -167,8 +168,14 @@ def detailed_entry(value, options: dict, depth: int) -> str:
     """One entry in the detailed layout, indented for ``depth``."""
     if value is None:
         return "None"
-    if isinstance(value, NonTensorData):
+    if isinstance(value, NonTensorDataBase):
         return repr(value)
+    if is_non_tensor(value):  # a stack of values: the values, then the batch size
+        inner = _INDENT * (depth + 1)
+        return (
+            f"{type(value).__name__}(\n{inner}{value.tolist()!r},\n"
+            f"{inner}batch_size={value.batch_size},\n{inner}device={value.device})"
+        )
     if isinstance(value, RaggedLeaf):
         parts = [f"shape={value.shape}"] if options["show_shape"] else []
         if options["show_field_device"]:
@@ -215,8 +222,10 @@ _ONE_LINE = -(10**9)
 def _compact_leaf(value, batch_dims: int, options: dict) -> str:
     if value is None:
         return "None"
-    if isinstance(value, NonTensorData):
+    if type(value) is NonTensorData:
         return type(value.data).__name__
+    if is_non_tensor(value):
+        return type(value).__name__
     if is_unbatched(value):
         batch_dims = 0  # its whole shape is its own
     if value.is_nested:
@@ -240,7 +249,7 @@ def _compact_head(value, batch_dims: int) -> str:
 
 def _compact_value(value, batch_dims: int, options: dict, indent: int, used: int) -> str:
     """An entry's value: a leaf's ``f32[4]``, or a collection's braces, wrapped if too wide."""
-    if value is None or isinstance(value, (torch.Tensor, RaggedLeaf, NonTensorData)):
+    if value is None or isinstance(value, (torch.Tensor, RaggedLeaf)) or is_non_tensor(value):
         return _compact_leaf(value, batch_dims, options)
     head = _compact_head(value, batch_dims)
     body = _compact_block(value._repr_items(), value.batch_dims, options, indent, used + len(head))

@@ -39,7 +39,14 @@ import torch
 
 from tensordict.memmap import format as fmt
 
-_KINDS = (fmt.KIND_TD, fmt.KIND_LAZY, fmt.KIND_TENSORCLASS, fmt.KIND_NONTENSOR, "unknown")
+_KINDS = (
+    fmt.KIND_TD,
+    fmt.KIND_LAZY,
+    fmt.KIND_TENSORCLASS,
+    fmt.KIND_NONTENSOR,
+    fmt.KIND_NONTENSOR_STACK,
+    "unknown",
+)
 
 
 class FolderScan:
@@ -224,6 +231,8 @@ class FolderScan:
             self._lazy(node, folder, meta)
         elif kind == fmt.KIND_TENSORCLASS:
             self._tensorclass(node, folder, meta)
+        elif kind == fmt.KIND_NONTENSOR_STACK:
+            self._nontensor_stack(node, folder, meta)
         else:
             self._nontensor(node, folder, meta)
         self._stray_links(node, folder)
@@ -335,7 +344,22 @@ class FolderScan:
         node["entries"].append(data)
         node["bytes"] += data["bytes"]
 
+    def _nontensor_stack(self, node: dict, folder: str, meta: dict) -> None:
+        self._check_version(node, folder, meta)
+        found = self._check(node, folder, fmt.parse_nontensor_stack, folder, meta)
+        if found is None:
+            return
+        values, pickled = found
+        if pickled is not None:
+            node["pickled"] = True
+            self._flagged.add(pickled)
+            node["bytes"] += os.lstat(pickled).st_size
+        else:
+            node["value"] = values
+
     def _nontensor(self, node: dict, folder: str, meta: dict) -> None:
+        if meta.get("_type") == fmt.METADATA_TYPE:
+            node["type"] = "MetaData"
         path = os.path.join(folder, fmt.PICKLE_FILE)
         if "data" not in meta:
             node["pickled"] = True
@@ -491,8 +515,10 @@ class FolderScan:
 
 def _declared_kind(declared) -> str:
     """The kind a record's ``"type"`` announces (a tensorclass records its class name)."""
-    if declared in ("TensorDict", "LazyStackedTensorDict", "NonTensorData"):
+    if declared in ("TensorDict", "LazyStackedTensorDict", "NonTensorData", "NonTensorStack"):
         return declared
+    if declared == "MetaData":
+        return "NonTensorData"
     return "tensorclass" if isinstance(declared, str) and declared.isidentifier() else "unknown"
 
 

@@ -44,7 +44,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from tensordict._nontensor import NonTensorData
+from tensordict._collection import is_non_tensor
+from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict.errors import (
     EntryExistsError,
     ExistingFileError,
@@ -194,7 +195,7 @@ def _is_mapped_collection(value) -> bool:
     return (
         value is not None
         and not isinstance(value, _Tensor)
-        and not isinstance(value, NonTensorData)
+        and not is_non_tensor(value)
         and value._mm is not None
     )
 
@@ -253,7 +254,7 @@ def plan_entries(
                 msg = f"cannot memory-map the entry {key!r}: {path!r} already exists and existsok=False"
                 raise ExistingFileError(msg)
             plan.tensors.append((path, value, shape_path))
-        elif isinstance(value, NonTensorData):
+        elif is_non_tensor(value):
             if folder is not None:
                 plan.nontensors.append(
                     (os.path.join(folder, fmt.file_name(key, "", robust_key)), value)
@@ -284,7 +285,7 @@ def rebuild_entries(items, folder, replacement: dict, inplace: bool, robust_key)
     for key, value in items:
         if isinstance(value, _Tensor):
             data[key] = replacement[id(value)].pop(0)  # one per occurrence, in plan order
-        elif isinstance(value, NonTensorData):
+        elif is_non_tensor(value):
             data[key] = value
         else:
             data[key] = value._memmap_rebuild(
@@ -299,8 +300,8 @@ def records_of(items, folder: str, robust_key) -> dict:
     for key, value in items:
         if isinstance(value, _Tensor):
             meta[key] = fmt.tensor_record(value)
-        elif isinstance(value, NonTensorData):
-            meta[key] = {"type": "NonTensorData"}
+        elif is_non_tensor(value):
+            meta[key] = {"type": value._memmap_record}
         else:
             meta[key] = {"type": value._memmap_record_type()}
             value._memmap_write_meta(sub_folder(folder, key, robust_key), robust_key)
@@ -399,17 +400,27 @@ def _remove_written(jobs: list) -> None:
                 os.unlink(created)
 
 
-def write_nontensor(folder: str, value: NonTensorData) -> None:
+def write_nontensor(folder: str, value) -> None:
+    """Writes the folder of a non-tensor entry: a single value, or a stack's ``_memmap_payload()``."""
     os.makedirs(folder, exist_ok=True)
-    data = value.data
-    pickled = not fmt.json_compatible(data)
-    pickle_path = os.path.join(folder, fmt.PICKLE_FILE)
+    if isinstance(value, NonTensorDataBase):
+        data = value.data
+        pickled = not fmt.json_compatible(data)
+        pickle_path = os.path.join(folder, fmt.PICKLE_FILE)
+        content = {"data": data}  # the reference's layout: {"data": value}
+        meta = fmt.nontensor_meta(data, pickled, value._memmap_type)
+    else:
+        meta, data = value._memmap_payload()
+        pickled = not fmt.json_compatible(data)
+        pickle_path = os.path.join(folder, fmt.STACK_PICKLE_FILE)
+        content = data  # the reference's layout: the nested list of values
+        meta["data"] = fmt.STACK_PICKLE_FILE if pickled else data
     if pickled:
         with open(pickle_path, "wb") as handle:
-            pickle.dump({"data": data}, handle)  # the reference's layout: {"data": value}
+            pickle.dump(content, handle)
     elif os.path.lexists(pickle_path):
         os.unlink(pickle_path)
-    fmt.write_meta_dict(folder, fmt.nontensor_meta(data, pickled))
+    fmt.write_meta_dict(folder, meta)
 
 
 def write_tree(
@@ -502,7 +513,7 @@ def _only_recorded_names(folder: str) -> bool:
             except ValueError:
                 pass
     else:  # a non-tensor value's folder
-        names = {fmt.PICKLE_FILE}
+        names = {fmt.PICKLE_FILE, fmt.STACK_PICKLE_FILE}
     for name in os.listdir(folder):
         if fmt.is_own_file(name):
             continue
@@ -736,7 +747,7 @@ def _load_sub(folder: str, key: str, record: dict, options: Options, previous, b
     if _is_mapped_collection(previous) and previous._memmap_refresh_from(meta, stat, options):
         return previous  # sub-tensordicts keep their identity across refreshes
     value = load_folder(path, meta, stat, options)
-    if isinstance(value, NonTensorData):
+    if isinstance(value, NonTensorDataBase):
         return value if value.batch_size == batch_size else value._with(batch_size)
     fmt.check_batch_prefix(folder, key, value.batch_size, batch_size)
     return value
@@ -763,10 +774,11 @@ def _load_tensor(folder: str, key: str, dtype, shape, nested: bool, robust_key):
         return None
 
 
-def _load_nontensor(folder: str, meta: dict, options: Options) -> NonTensorData:
+def _load_nontensor(folder: str, meta: dict, options: Options) -> NonTensorDataBase:
     how, value = fmt.parse_nontensor(folder, meta)
+    cls = MetaData if meta.get("_type") == fmt.METADATA_TYPE else NonTensorData
     if how == "data":
-        return NonTensorData(value, metadata=meta.get("_metadata"))
+        return cls(value, metadata=meta.get("_metadata"))
     if not options.allow_pickle:
         msg = (
             f"{value!r} holds a pickled value; loading never unpickles unless asked: pass "
@@ -778,7 +790,7 @@ def _load_nontensor(folder: str, meta: dict, options: Options) -> NonTensorData:
     if type(content) is not dict or "data" not in content:
         msg = f"{value!r} must hold a pickled dict with a 'data' item, got {type(content).__name__}"
         raise MemmapFormatError(msg)
-    return NonTensorData(content["data"], metadata=meta.get("_metadata"))
+    return cls(content["data"], metadata=meta.get("_metadata"))
 
 
 # ====================================================================== refreshing
@@ -819,7 +831,7 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
         mmt = MemoryMappedTensor
         for value in data.values():
             # This loop runs once per entry of every unchanged level: the common leaf first.
-            if type(value) is mmt or isinstance(value, (_Tensor, NonTensorData)):
+            if type(value) is mmt or isinstance(value, _Tensor) or is_non_tensor(value):
                 continue
             if value._mm is not None:
                 value._memmap_refresh(options)

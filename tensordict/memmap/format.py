@@ -34,7 +34,17 @@ Records
   ``"data"`` (the JSON value), ``"_metadata"`` and ``"_is_non_tensor": true``. A
   value that JSON cannot hold is pickled to ``other.pickle`` in that folder as the
   dict ``{"data": value}`` and ``"data"`` is left out of ``meta.json``; it is read
-  back only when the caller passes ``allow_pickle=True``.
+  back only when the caller passes ``allow_pickle=True``. A :class:`MetaData` entry
+  is the same with ``{"type": "MetaData"}`` and ``"_type"``
+  ``"<class 'tensordict.tensorclass.MetaData'>"``.
+* A stack of non-tensor values: ``{"type": "NonTensorStack"}``; the folder
+  ``<name>/`` holds a ``meta.json`` with ``"_type"``
+  (``"<class 'tensordict.tensorclass.NonTensorStack'>"``), ``"_format_version"``,
+  ``"_class"`` (``"tensordict:NonTensorStack"``), ``"stack_dim"``, ``"device"`` and
+  ``"data"``: the values as nested lists, one level per batch dimension (the batch
+  size is read from them). Values that JSON cannot hold are pickled, as that
+  nested list, to ``pickle.pkl`` in the folder, and ``"data"`` is the string
+  ``"pickle.pkl"``; they are read back only with ``allow_pickle=True``.
 
 A lazily stacked tensordict's folder holds ``meta.json`` with ``"_type"``,
 ``"_format_version"``, ``"_class"``, ``"stack_dim"``, ``"stack_dim_name"`` and one
@@ -120,6 +130,10 @@ TD_CLASS = "tensordict:TensorDict"
 LAZY_TYPE = "<class 'tensordict._lazy.LazyStackedTensorDict'>"
 LAZY_CLASS = "tensordict:LazyStackedTensorDict"
 NONTENSOR_TYPE = "<class 'tensordict.tensorclass.NonTensorData'>"
+METADATA_TYPE = "<class 'tensordict.tensorclass.MetaData'>"
+NONTENSOR_STACK_TYPE = "<class 'tensordict.tensorclass.NonTensorStack'>"
+NONTENSOR_STACK_CLASS = "tensordict:NonTensorStack"
+STACK_PICKLE_FILE = "pickle.pkl"
 
 DTYPES = {
     str(dtype): dtype
@@ -511,9 +525,9 @@ def level_meta(batch_size, device, type_str: str = TD_TYPE, class_str: str = TD_
     }
 
 
-def nontensor_meta(data, pickled: bool) -> dict:
-    """The ``meta.json`` of a non-tensor entry's folder."""
-    meta = {"_type": NONTENSOR_TYPE}
+def nontensor_meta(data, pickled: bool, type_str: str = NONTENSOR_TYPE) -> dict:
+    """The ``meta.json`` of a non-tensor entry's folder (``type_str``: its class, as printed)."""
+    meta = {"_type": type_str}
     if not pickled:
         meta["data"] = data
     meta["_metadata"] = None
@@ -555,6 +569,7 @@ KIND_TD = "TensorDict"
 KIND_LAZY = "LazyStackedTensorDict"
 KIND_TENSORCLASS = "tensorclass"
 KIND_NONTENSOR = "NonTensorData"
+KIND_NONTENSOR_STACK = "NonTensorStack"
 
 _CLASS_TYPE = re.compile(r"^<class '([A-Za-z_][\w.]*)'>$")
 
@@ -583,6 +598,8 @@ def level_kind(folder: str, meta: dict) -> str:
             raise MemmapFormatError(msg)
     if meta.get("_is_non_tensor") is True or (cls is None and type_str == NONTENSOR_TYPE):
         return KIND_NONTENSOR
+    if cls == NONTENSOR_STACK_CLASS or (cls is None and type_str == NONTENSOR_STACK_TYPE):
+        return KIND_NONTENSOR_STACK
     if cls == TD_CLASS or (cls is None and type_str == TD_TYPE):
         return KIND_TD
     if cls == LAZY_CLASS or (cls is None and type_str == LAZY_TYPE):
@@ -845,3 +862,37 @@ def parse_nontensor(folder: str, meta: dict) -> tuple:
         msg = f"{meta_path(folder)!r}: a non-tensor entry holds neither 'data' nor {PICKLE_FILE}"
         raise MemmapFormatError(msg)
     return "pickle", path
+
+
+def parse_nontensor_stack(folder: str, meta: dict) -> tuple:
+    """Returns ``(values, None)`` or ``(None, pickle_path)`` for a NonTensorStack level.
+
+    Raises:
+        ValueError: if ``"data"`` is missing, is neither a list nor the name of the
+            pickle file, the pickle file is not a regular file, or ``"stack_dim"``
+            is not an int.
+    """
+    stack_dim = meta.get("stack_dim", 0)
+    if type(stack_dim) is not int:
+        msg = f"{meta_path(folder)!r}: 'stack_dim' must be an int, got {stack_dim!r}"
+        raise MemmapFormatError(msg)
+    if "data" not in meta:
+        msg = f"{meta_path(folder)!r}: a NonTensorStack level has no 'data'"
+        raise MemmapFormatError(msg)
+    data = meta["data"]
+    if type(data) is list:
+        return data, None
+    if data != STACK_PICKLE_FILE:
+        msg = (
+            f"{meta_path(folder)!r}: a NonTensorStack's 'data' must be a list of values or "
+            f"{STACK_PICKLE_FILE!r}, got {data!r}"
+        )
+        raise MemmapFormatError(msg)
+    path = os.path.join(folder, STACK_PICKLE_FILE)
+    if os.path.islink(path):
+        msg = f"refusing to follow the symbolic link {path!r}"
+        raise SymlinkError(msg)
+    if not os.path.isfile(path):
+        msg = f"{meta_path(folder)!r}: the pickled values {path!r} are missing"
+        raise MemmapFormatError(msg)
+    return None, path
