@@ -4,13 +4,11 @@ Each function is a thin layer over the classes (:class:`TensorDict`,
 :class:`LazyStackedTensorDict`, tensorclasses) and over :func:`stack`. They sit
 at the level of :mod:`tensordict._stack`: nothing below imports this module.
 
-Non-tensor entries: a :class:`NonTensorData` holds one value for its whole
-batch. Where the rows of a result need values of their own (padding with
-``None``, stacking entries that hold different values), these functions store
-one :class:`NonTensorData` holding the nested list of row values, the same
-stand-in :class:`LazyStackedTensorDict` uses; ``td[key]`` then reads that list.
-Each such place calls :func:`_rows_entry`, which is where a ``NonTensorStack``
-result belongs once that class exists.
+Non-tensor entries (:class:`NonTensorData`, :class:`MetaData`,
+:class:`NonTensorStack`) are read as one value per batch element. Where the
+elements of a result need values of their own (padding with ``None``, stacking
+entries that hold different values), the result is a :class:`NonTensorStack`;
+an entry that no function changes is kept as it is.
 """
 
 from __future__ import annotations
@@ -22,10 +20,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import default_collate
 
-from tensordict._collection import is_tensor_collection
+from tensordict._collection import is_non_tensor, is_tensor_collection
 from tensordict._keys import unravel_key
 from tensordict._lazy import LazyStackedTensorDict
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, NonTensorDataBase
+from tensordict._nontensor_stack import _from_flat, _values_at
 from tensordict._stack import stack
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
@@ -60,7 +59,7 @@ __all__ = [
 # ---------------------------------------------------------------------- helpers
 def _is_leaf(cls: type) -> bool:
     """``keys(is_leaf=...)`` that stops at tensors and non-tensor entries."""
-    return not is_tensor_collection(cls) or issubclass(cls, NonTensorData)
+    return not is_tensor_collection(cls) or getattr(cls, "_is_non_tensor", False)
 
 
 def _leaf_keys(td) -> list:
@@ -73,7 +72,7 @@ def _as_tuple(key) -> tuple:
 
 
 def _check_collection(value, what: str, i: int | None = None):
-    if not is_tensor_collection(value) or isinstance(value, NonTensorData):
+    if not is_tensor_collection(value) or is_non_tensor(value):
         where = what if i is None else f"{what} {i}"
         msg = f"{where} must be a tensordict or a tensorclass instance, got {type(value).__name__}"
         raise NotTensorCollectionError(msg)
@@ -82,24 +81,6 @@ def _check_collection(value, what: str, i: int | None = None):
 def _inner(td):
     """The tensordict that holds a tensorclass instance's data, or ``td`` itself."""
     return td._tensordict if is_tensorclass(td) else td
-
-
-def _rows_entry(rows, batch_size, device=None) -> NonTensorData:
-    """A non-tensor entry whose rows hold values of their own: ``rows`` is their nested list.
-
-    NonTensorStack: once it exists, this is where it should be built (one value
-    per batch element); until then the nested list is held by one NonTensorData.
-    """
-    return NonTensorData(rows, batch_size, device)
-
-
-def _row_values(entry: NonTensorData, n: int) -> list:
-    """The values of the ``n`` rows of a non-tensor entry along its first dimension.
-
-    NonTensorStack: a stack gives each row its own value here; a NonTensorData
-    holds one value for all its rows.
-    """
-    return [entry.data] * n
 
 
 # ---------------------------------------------------------------------- pad
@@ -141,25 +122,20 @@ def _pad_tensor(tensor: torch.Tensor, pairs: list, value) -> torch.Tensor:
     return F.pad(tensor, flat, value=value)
 
 
-def _pad_rows(data, shape: tuple, pairs: list, depth: int = 0, fill: bool = False):
-    """The nested list of a non-tensor entry's rows, padded with ``None``."""
-    if depth == len(pairs):
-        return None if fill else data
-    before, after = pairs[depth]
-    size = shape[depth]
-    rows = []
-    for j in range(size + before + after):
-        inside = 0 <= j - before < size
-        rows.append(_pad_rows(data, shape, pairs, depth + 1, fill or not inside))
-    return rows
+def _pad_non_tensor(entry, pairs: list):
+    """A non-tensor entry padded with ``None`` (or cropped): a stack, or ``entry`` when ``pairs`` are all zero.
 
-
-def _pad_non_tensor(entry: NonTensorData, pairs: list, new_size) -> NonTensorData:
+    The positions of the elements are padded as a tensor (with ``-1``), so the
+    values land exactly where the padded tensors put theirs.
+    """
     pairs = pairs[: entry.batch_dims]
     if not any(b or a for b, a in pairs):
         return entry
-    rows = _pad_rows(entry.data, tuple(entry.batch_size), pairs)
-    return _rows_entry(rows, new_size + entry.batch_size[len(pairs) :], entry.device)
+    flat = _values_at(entry, entry.batch_size)
+    positions = torch.arange(len(flat)).reshape(entry.batch_size)
+    positions = _pad_tensor(positions, pairs, -1)
+    values = [None if p < 0 else flat[p] for p in positions.reshape(-1).tolist()]
+    return _from_flat(values, positions.shape, entry.device)
 
 
 def _padded_size(size: torch.Size, pairs: list) -> torch.Size:
@@ -175,16 +151,16 @@ def _pad_copy(td, pairs: list, value):
     new_size = _padded_size(td.batch_size, pairs)
     source = {}
     for key, entry in td.items():
-        source[key] = _pad_entry(entry, pairs, value, new_size)
+        source[key] = _pad_entry(entry, pairs, value)
     names = td.names if td.names is not None and any(n is not None for n in td.names) else None
     return TensorDict(source, batch_size=new_size, device=td.device, names=names)
 
 
-def _pad_entry(entry, pairs: list, value, new_size):
+def _pad_entry(entry, pairs: list, value):
     if isinstance(entry, torch.Tensor):
         return _pad_tensor(entry, pairs, value)
-    if isinstance(entry, NonTensorData):
-        return _pad_non_tensor(entry, pairs, new_size)
+    if is_non_tensor(entry):
+        return _pad_non_tensor(entry, pairs)
     extra = [(0, 0)] * (entry.batch_dims - len(pairs))
     return _pad_copy(entry, pairs + extra, value)
 
@@ -215,7 +191,7 @@ def _filled_like(td, value):
     for key, entry in td.items():
         if isinstance(entry, torch.Tensor):
             source[key] = torch.full_like(entry, value)
-        elif isinstance(entry, NonTensorData):
+        elif is_non_tensor(entry):
             source[key] = NonTensorData(None, entry.batch_size, entry.device)
         else:
             source[key] = _filled_like(entry, value)
@@ -485,7 +461,7 @@ def pad_sequence(
     result = TensorDict({}, batch_size=out_size, device=first.device)
     for key in keys:
         entries = [td.get(key) for td in datas]
-        if isinstance(entries[0], NonTensorData):
+        if is_non_tensor(entries[0]):
             result.set(key, _stack_non_tensor(entries, batch_pos, sample_size, padding_side))
             continue
         pos, length = plan[key]
@@ -522,7 +498,7 @@ def _plan_padding(datas: list, keys: list, pad_dim: int) -> dict:
         length = 0
         for td in datas:
             entry = td.get(key)
-            if isinstance(entry, NonTensorData):
+            if is_non_tensor(entry):
                 break
             if entry.ndim == 0:
                 msg = f"pad_sequence cannot pad the scalar entry {key!r}: it has no dimension"
@@ -555,31 +531,16 @@ def _mask(entries: list, datas: list, pos: int, length: int, side: str) -> torch
     return torch.stack(masks)
 
 
-def _stack_non_tensor(entries: list, batch_pos, sample_size: list, side: str) -> NonTensorData:
-    size = torch.Size([len(entries), *sample_size])
-    device = entries[0].device
-    values = [e.data for e in entries]
-    unpadded = batch_pos is None or all(
-        e.batch_size[batch_pos] == sample_size[batch_pos] for e in entries
-    )
-    if unpadded:
-        if all(_same(v, values[0]) for v in values):
-            return NonTensorData(values[0], size, device)
-        if batch_pos is None:
-            return _rows_entry(values, size, device)
-    rows = []
+def _stack_non_tensor(entries: list, batch_pos, sample_size: list, side: str):
+    """The samples' non-tensor entries, each padded with ``None`` along ``batch_pos``, stacked."""
+    padded = []
     for e in entries:
-        missing = sample_size[batch_pos] - e.batch_size[batch_pos]
-        pairs = [(0, 0)] * batch_pos + [(0, missing) if side == "right" else (missing, 0)]
-        rows.append(_pad_rows(e.data, tuple(e.batch_size), pairs))
-    return _rows_entry(rows, size, device)
-
-
-def _same(a, b) -> bool:
-    try:
-        return type(a) is type(b) and bool(a == b)
-    except (TypeError, ValueError, RuntimeError):  # values whose == is not one truth value
-        return a is b
+        if batch_pos is not None:
+            missing = sample_size[batch_pos] - e.batch_size[batch_pos]
+            pairs = [(0, 0)] * batch_pos + [(0, missing) if side == "right" else (missing, 0)]
+            e = _pad_non_tensor(e, pairs)
+        padded.append(e)
+    return stack(padded, 0)
 
 
 # ---------------------------------------------------------------------- unpad_sequence
@@ -651,7 +612,7 @@ def unpad_sequence(padded, mask=None, *, pad_dim: int = 0) -> LazyStackedTensorD
     positions = {}
     for key in keys:
         entry = padded.get(key)
-        if isinstance(entry, NonTensorData):
+        if is_non_tensor(entry):
             continue
         pos = pad_dim if pad_dim >= 0 else entry.ndim - 1 + pad_dim
         if not 0 <= pos < entry.ndim - 1:
@@ -684,14 +645,18 @@ def unpad_sequence(padded, mask=None, *, pad_dim: int = 0) -> LazyStackedTensorD
     samples = []
     for i in range(n):
         size = list(padded.batch_size[1:])
+        # The run of each batch dimension a tensor entry pads: non-tensor entries keep it.
+        window = [slice(None)] * sample_dims
         for key, pos in positions.items():
             if pos < sample_dims:
-                size[pos] = runs[key][i][1]
+                start, length = runs[key][i]
+                size[pos] = length
+                window[pos] = slice(start, start + length)
         sample = TensorDict({}, batch_size=size, device=padded.device)
         for key in keys:
             entry = padded.get(key)
-            if isinstance(entry, NonTensorData):
-                sample.set(key, NonTensorData(entry.data, size, entry.device))
+            if is_non_tensor(entry):
+                sample.set(key, entry[i][tuple(window)] if window else entry[i])
                 continue
             start, length = runs[key][i]
             sample.set(key, entry[i].narrow(positions[key], start, length))
@@ -700,6 +665,13 @@ def unpad_sequence(padded, mask=None, *, pad_dim: int = 0) -> LazyStackedTensorD
 
 
 # ---------------------------------------------------------------------- group_by
+def _rows(entry, n: int) -> list:
+    """The values of a non-tensor entry's ``n`` rows along its first dimension (nested lists below it)."""
+    if isinstance(entry, NonTensorDataBase):
+        return [entry.data] * n
+    return entry.tolist()
+
+
 def group_by(tensordict, key):
     """Splits a tensordict into groups of rows (along the first batch dimension) that share an entry's value.
 
@@ -740,8 +712,8 @@ def group_by(tensordict, key):
     if isinstance(entry, torch.Tensor):
         values, inverse = torch.unique(entry, dim=0, return_inverse=True)
         counts = torch.bincount(inverse, minlength=len(values)).tolist()
-    elif isinstance(entry, NonTensorData):
-        rows = [tuple(v) if isinstance(v, list) else v for v in _row_values(entry, n)]
+    elif is_non_tensor(entry):
+        rows = [tuple(v) if isinstance(v, list) else v for v in _rows(entry, n)]
         try:
             values = sorted(set(rows))
         except TypeError as err:
@@ -767,7 +739,7 @@ def _occupied(result, key: tuple) -> bool:
     """Whether ``key`` or a prefix of it is already set in ``result`` (the first value wins)."""
     node = result
     for part in key:
-        if not is_tensor_collection(node) or isinstance(node, NonTensorData):
+        if not is_tensor_collection(node) or is_non_tensor(node):
             return True
         if part not in node.keys():
             return False
@@ -869,7 +841,7 @@ def make_tensordict(
     """
     source = dict(kwargs)
     if input_dict is not None:
-        if is_tensor_collection(input_dict) and not isinstance(input_dict, NonTensorData):
+        if is_tensor_collection(input_dict) and not is_non_tensor(input_dict):
             source.update(_inner(input_dict).items())
         elif isinstance(input_dict, collections.abc.Mapping):
             source.update(input_dict)
@@ -962,7 +934,7 @@ def dense_stack_tds(td_list, dim: int | None = None):
         >>> type(dense).__name__, dense["lazy"].batch_size, dense["lazy"].stack_dim
         ('TensorDict', torch.Size([2, 2]), 1)
     """
-    if is_tensor_collection(td_list) and not isinstance(td_list, NonTensorData):
+    if is_tensor_collection(td_list) and not is_non_tensor(td_list):
         if not getattr(type(td_list), "_is_lazy", False):
             return td_list
         return _dense_stack(list(td_list.tensordicts), td_list.stack_dim)
@@ -1009,13 +981,11 @@ def _dense_stack(tds: list, dim: int):
             if any(not isinstance(v, torch.Tensor) or v.shape != head.shape for v in values):
                 return maybe_dense_stack(tds, dim)
             source[key] = torch.stack(values, d)
-        elif isinstance(head, NonTensorData):
-            size = torch.stack([torch.empty(v.batch_size, device="meta") for v in values], d).shape
-            if all(_same(v.data, head.data) for v in values):
-                source[key] = NonTensorData(head.data, size, head.device)
-            else:
-                source[key] = _rows_entry([v.data for v in values], size, head.device)
-        elif all(is_tensor_collection(v) and not isinstance(v, NonTensorData) for v in values):
+        elif is_non_tensor(head):
+            if not all(is_non_tensor(v) for v in values):
+                return maybe_dense_stack(tds, dim)
+            source[key] = stack(values, d)
+        elif all(is_tensor_collection(v) and not is_non_tensor(v) for v in values):
             source[key] = _dense_stack(values, d)
         else:
             return maybe_dense_stack(tds, dim)
@@ -1085,7 +1055,7 @@ def _collate(batch, pads: dict, nested: list, mask_key):
     if type(batch) is not list or not batch:
         return batch
     elem = batch[0]
-    if is_tensor_collection(elem) and not isinstance(elem, NonTensorData):
+    if is_tensor_collection(elem) and not is_non_tensor(elem):
         if not pads and not nested:
             return maybe_dense_stack(batch)
         return _collate_collections(batch, pads, nested, mask_key)
