@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import default_collate
 
-from tensordict._collection import is_non_tensor, is_tensor_collection
+from tensordict._collection import is_leaf_nontensor, is_non_tensor, is_tensor_collection
 from tensordict._keys import unravel_key
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
@@ -57,13 +57,22 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- helpers
-def _is_leaf(cls: type) -> bool:
-    """``keys(is_leaf=...)`` that stops at tensors and non-tensor entries."""
-    return not is_tensor_collection(cls) or getattr(cls, "_is_non_tensor", False)
-
-
 def _leaf_keys(td) -> list:
-    return list(td.keys(include_nested=True, leaves_only=True, is_leaf=_is_leaf))
+    """The keys of the tensors and non-tensor entries of ``td``, nested ones included."""
+    return list(td.keys(include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor))
+
+
+def _check_same_kind(entries: list, key, what: str, error: type[Exception]) -> None:
+    """Raises ``error`` for an entry that is a non-tensor entry in some inputs and not in others."""
+    kinds = [is_non_tensor(e) for e in entries]
+    if any(kinds) and not all(kinds):
+        i = kinds.index(not kinds[0])
+        msg = (
+            f"{what} cannot combine the entry {key!r}: input 0 holds a {type(entries[0]).__name__} "
+            f"and input {i} a {type(entries[i]).__name__}; make it a non-tensor entry in every "
+            "input or in none"
+        )
+        raise error(msg)
 
 
 def _as_tuple(key) -> tuple:
@@ -236,8 +245,8 @@ def pad(tensordict, pad_size, value: float = 0.0, inplace: bool = False, safe: b
             Dimensions it leaves out are not padded; a negative number removes
             that many elements.
         value (float, optional): the value of the new elements; it is cast to
-            each tensor's dtype. Non-tensor entries hold ``None`` there. Defaults
-            to ``0.0``.
+            each tensor's dtype. A padded non-tensor entry becomes a
+            :class:`NonTensorStack` holding ``None`` there. Defaults to ``0.0``.
         inplace (bool, optional): pad ``tensordict`` itself and return it: its
             sub-tensordicts keep their identity and each leaf is replaced by its
             padded copy. A lazy stack pads its members in place and gains filler
@@ -349,7 +358,9 @@ def pad_sequence(
             from each entry's last dimension. Defaults to ``0``.
         padding_value (float or Mapping[NestedKey, float], optional): the value of
             the new elements, or one per entry (entries it does not name get ``0``).
-            Non-tensor entries hold ``None`` in padded batch rows. Defaults to ``0.0``.
+            Non-tensor entries are stacked (a :class:`NonTensorStack` unless they are
+            equal :class:`MetaData`) and hold ``None`` in padded batch rows.
+            Defaults to ``0.0``.
         out (TensorDictBase, optional): a tensordict that receives the result in
             place (it must have every key, with the result's shapes) and is
             returned. Defaults to ``None``.
@@ -368,8 +379,9 @@ def pad_sequence(
     Raises:
         TooFewInputsError: (a ``RuntimeError``) if there are no tensordicts.
         PaddingError: (a ``RuntimeError``) if an entry is a scalar, shapes differ
-            outside ``pad_dim``, the samples' batch sizes differ outside it, or
-            ``return_mask`` is set for tensorclass inputs.
+            outside ``pad_dim``, the samples' batch sizes differ outside it, an entry
+            is a non-tensor entry in some samples only, or ``return_mask`` is set for
+            tensorclass inputs.
         KeyMismatchError: (a ``KeyError``) if the samples' keys differ.
         MissingKeyError: (a ``KeyError``) if ``padding_value`` names no entry.
         InvalidArgumentError: (a ``ValueError``) if ``padding_side`` is neither side,
@@ -419,6 +431,8 @@ def pad_sequence(
                 f"sample {i} alone has {only_other}"
             )
             raise KeyMismatchError(msg)
+    for key in keys:
+        _check_same_kind([td.get(key) for td in datas], key, "pad_sequence", PaddingError)
     value_of = _padding_values(padding_value, keys)
     ndim = first.batch_dims
     for i, td in enumerate(datas):
@@ -579,7 +593,8 @@ def unpad_sequence(padded, mask=None, *, pad_dim: int = 0) -> LazyStackedTensorD
 
     Returns:
         A :class:`LazyStackedTensorDict` of the samples along its first dimension;
-        their entries are views of ``padded``. Non-tensor entries keep their row.
+        their entries are views of ``padded``. Non-tensor entries keep their row,
+        cut to the sample's batch size.
 
     Raises:
         InvalidArgumentError: (a ``ValueError``) if ``padded`` has no batch dimension.
@@ -684,8 +699,9 @@ def group_by(tensordict, key):
 
     Returns:
         ``(values, groups)``: the sorted distinct values (a tensor, or a list for a
-        non-tensor entry) and a tuple holding, for each, the tensordict of its rows
-        in their original order (views of one gathered copy).
+        non-tensor entry, where a row holding a list of values is read as a tuple)
+        and a tuple holding, for each, the tensordict of its rows in their original
+        order (views of one gathered copy).
 
     Raises:
         InvalidArgumentError: (a ``ValueError``) if the tensordict has no batch dimension.
@@ -926,6 +942,8 @@ def dense_stack_tds(td_list, dim: int | None = None):
             ``dim`` is ``None``.
         TooFewInputsError: (a ``RuntimeError``) if the sequence is empty.
         NotTensorCollectionError: (a ``TypeError``) if an input is not a tensordict.
+        EntryTypeError: (a ``TypeError``) if an entry is a non-tensor entry in some
+            inputs only.
 
     Examples:
         >>> inner = lazy_stack([TensorDict(a=torch.zeros(3)), TensorDict(a=torch.zeros(4))])
@@ -976,14 +994,13 @@ def _dense_stack(tds: list, dim: int):
     source = {}
     for key in keys:
         values = [t.get(key) for t in tds]
+        _check_same_kind(values, key, "dense_stack_tds", EntryTypeError)
         head = values[0]
         if isinstance(head, torch.Tensor):
             if any(not isinstance(v, torch.Tensor) or v.shape != head.shape for v in values):
                 return maybe_dense_stack(tds, dim)
             source[key] = torch.stack(values, d)
         elif is_non_tensor(head):
-            if not all(is_non_tensor(v) for v in values):
-                return maybe_dense_stack(tds, dim)
             source[key] = stack(values, d)
         elif all(is_tensor_collection(v) and not is_non_tensor(v) for v in values):
             source[key] = _dense_stack(values, d)

@@ -10,12 +10,20 @@ import functools
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from torch.utils.data import DataLoader
 
 import tensordict
-from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack, tensorclass
+from tensordict import (
+    LazyStackedTensorDict,
+    MetaData,
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    lazy_stack,
+    tensorclass,
+)
 from tensordict.functional import (
     collate,
     dense_stack_tds,
@@ -118,10 +126,11 @@ def test_pad_keeps_the_tensorclass():
 
 
 def test_pad_fills_non_tensor_rows_with_none():
-    """A non-tensor entry holds its value in the old rows and None in the new ones."""
+    """A padded non-tensor entry is a NonTensorStack: its value in the old rows, None in the new ones."""
     td = TensorDict({"a": torch.zeros(2), "s": "hello"}, [2])
     padded = pad(td, [1, 1])
-    assert list(padded["s"]) == [None, "hello", "hello", None]
+    assert isinstance(padded.get("s"), NonTensorStack)
+    assert padded.get("s").tolist() == [None, "hello", "hello", None]
 
 
 @pytest.mark.parametrize(
@@ -261,7 +270,8 @@ def test_pad_sequence_batch_pad_of_non_tensor_entries_holds_none():
     """When the batch is padded, a non-tensor entry holds None in the padded rows."""
     samples = [TensorDict({"a": torch.arange(n), "s": f"s{n}"}, [n]) for n in (2, 3)]
     batch = pad_sequence(samples)
-    assert [list(row) for row in batch["s"]] == [["s2", "s2", None], ["s3", "s3", "s3"]]
+    assert isinstance(batch.get("s"), NonTensorStack)
+    assert batch.get("s").tolist() == [["s2", "s2", None], ["s3", "s3", "s3"]]
 
 
 @pytest.mark.parametrize(
@@ -586,3 +596,263 @@ def test_collate_pad_keys_need_samples_without_batch_dims():
     samples = [TensorDict(ids=torch.ones(2, n), batch_size=[2]) for n in (2, 3)]
     with pytest.raises(ValueError, match="pad_sequence"):
         collate(samples, pad_keys={"ids": 0})
+
+
+# ---------------------------------------------------------------------- non-tensor entries
+def _labelled():
+    """Three rows with a tensor and a NonTensorStack of strings, ``label``."""
+    td = TensorDict(a=torch.arange(3), batch_size=[3])
+    td["label"] = ["x", "y", "x"]
+    return td
+
+
+def _grid_labels():
+    td = TensorDict(a=torch.zeros(2, 2), batch_size=[2, 2])
+    td["label"] = [["a", "b"], ["c", "d"]]
+    return td
+
+
+@pytest.mark.parametrize(
+    "pad_size, expected",
+    [
+        ([0, 2], ["x", "y", "x", None, None]),
+        ([1, 0], [None, "x", "y", "x"]),
+        ([-1, 0], ["y", "x"]),
+        ([1, -2], [None, "x"]),
+    ],
+)
+def test_pad_of_a_non_tensor_stack_pads_its_values_with_none(pad_size, expected):
+    """A stack entry is padded (or cropped) where the tensors are, with None in the new rows."""
+    padded = pad(_labelled(), pad_size)
+    assert isinstance(padded.get("label"), NonTensorStack)
+    assert padded["label"] == expected
+    assert padded.batch_size == torch.Size([len(expected)])
+
+
+def test_pad_of_a_non_tensor_stack_pads_every_batch_dimension():
+    """Padding two batch dimensions of a 2-D stack puts None in each new row and column."""
+    padded = pad(_grid_labels(), [0, 1, 1, 0])
+    assert padded.get("label").tolist() == [[None, "a", "b"], [None, "c", "d"], [None, None, None]]
+    assert pad(_grid_labels(), [0, 0, 0, 1]).get("label").tolist() == [
+        ["a", "b", None],
+        ["c", "d", None],
+    ]
+
+
+def test_pad_without_padding_keeps_non_tensor_entries_as_they_are():
+    """A zero pad leaves a stack its values and a NonTensorData or a MetaData its type."""
+    assert pad(_labelled(), [0, 0]).get("label").tolist() == ["x", "y", "x"]
+    same = TensorDict(a=torch.zeros(3), s="c", batch_size=[3])
+    assert type(pad(same, [0, 0]).get("s")) is NonTensorData
+    meta = TensorDict(a=torch.zeros(3), m=MetaData("m", batch_size=[3]), batch_size=[3])
+    assert type(pad(meta, [0, 0]).get("m")) is MetaData
+    assert pad(meta, [0, 1]).get("m").tolist() == ["m", "m", "m", None]
+
+
+def test_pad_in_place_and_nested_pad_non_tensor_stacks():
+    """In place, and inside a sub-tensordict, a stack entry is padded like the tensors."""
+    td = _labelled()
+    assert pad(td, [1, 1], inplace=True) is td
+    assert td["label"] == [None, "x", "y", "x", None]
+    outer = pad(TensorDict(n=_labelled(), batch_size=[3]), [0, 1])
+    assert outer.get(("n", "label")).tolist() == ["x", "y", "x", None]
+
+
+def test_pad_of_a_lazy_stack_gives_filler_members_none_values():
+    """The filler members of a padded lazy stack hold None in their non-tensor entries."""
+    members = [TensorDict(a=torch.zeros(2), s=v, batch_size=[2]) for v in ("p", "q")]
+    padded = pad(lazy_stack(members), [1, 0, 0, 1])
+    assert padded.get("s").tolist() == [[None, None, None], ["p", "p", None], ["q", "q", None]]
+
+
+@pytest.mark.parametrize("side, second", [("right", ["x", "y", None]), ("left", [None, "x", "y"])])
+def test_pad_sequence_pads_non_tensor_stacks_along_the_batch(side, second):
+    """Samples whose batch is padded give a 2-D stack holding None at the padded positions."""
+    td = _labelled()
+    batch = pad_sequence([td, td[:2]], padding_side=side, return_mask=True)
+    assert isinstance(batch.get("label"), NonTensorStack)
+    assert batch.get("label").tolist() == [["x", "y", "x"], second]
+    assert list(batch["masks"].keys()) == ["a"]
+
+
+def test_pad_sequence_stacks_non_tensor_entries_of_different_kinds():
+    """A NonTensorData sample and a stack sample stack into one stack of their values."""
+    plain = TensorDict(a=torch.arange(2), label="c", batch_size=[2])
+    batch = pad_sequence([_labelled(), plain])
+    assert batch.get("label").tolist() == [["x", "y", "x"], ["c", "c", None]]
+
+
+def test_pad_sequence_of_samples_without_batch_dims_stacks_one_value_each():
+    """Samples with an empty batch size give a 1-D stack; equal MetaData stay one MetaData."""
+    samples = [TensorDict(a=torch.zeros(n), label=v) for n, v in ((2, "p"), (1, "q"))]
+    assert pad_sequence(samples).get("label").tolist() == ["p", "q"]
+    same = [TensorDict(a=torch.zeros(n), label="p") for n in (2, 1)]
+    assert pad_sequence(same).get("label").tolist() == ["p", "p"]
+    metas = [TensorDict(a=torch.zeros(n), m=MetaData("m")) for n in (2, 1)]
+    meta = pad_sequence(metas).get("m")
+    assert type(meta) is MetaData
+    assert meta.data == "m"
+    assert meta.batch_size == torch.Size([2])
+
+
+def test_pad_sequence_on_a_feature_dim_stacks_non_tensor_stacks_unpadded():
+    """With a feature pad_dim the batch is not padded: the stacks are stacked as they are."""
+    first = TensorDict(a=torch.zeros(3, 2), batch_size=[3])
+    first["label"] = ["x", "y", "z"]
+    second = TensorDict(a=torch.zeros(3, 1), batch_size=[3])
+    second["label"] = ["u", "v", "w"]
+    for pad_dim in (1, -1):
+        batch = pad_sequence([first, second], pad_dim=pad_dim)
+        assert batch.get("label").tolist() == [["x", "y", "z"], ["u", "v", "w"]]
+
+
+def test_pad_sequence_refuses_an_entry_that_is_non_tensor_in_some_samples_only():
+    """An entry that is a string in one sample and a tensor in another raises, naming it."""
+    text = TensorDict(a=torch.zeros(2), label="p", batch_size=[2])
+    tensor = TensorDict(a=torch.zeros(1), label=torch.zeros(1), batch_size=[1])
+    for samples in ([text, tensor], [tensor, text]):
+        with pytest.raises(RuntimeError, match="label"):
+            pad_sequence(samples)
+
+
+def test_unpad_sequence_gives_each_sample_its_non_tensor_row():
+    """Each unpadded sample reads its own value of a stacked non-tensor entry."""
+    samples = [TensorDict(a=torch.zeros(n), label=v) for n, v in ((2, "p"), (1, "q"))]
+    back = unpad_sequence(pad_sequence(samples, return_mask=True))
+    assert [sample["label"] for sample in back.tensordicts] == ["p", "q"]
+
+
+def test_unpad_sequence_on_a_feature_dim_keeps_each_samples_non_tensor_stack():
+    """With a feature pad_dim, each sample keeps the stack it was padded with."""
+    first = TensorDict(a=torch.zeros(3, 2), batch_size=[3])
+    first["label"] = ["x", "y", "z"]
+    second = TensorDict(a=torch.zeros(3, 1), batch_size=[3])
+    second["label"] = ["u", "v", "w"]
+    back = unpad_sequence(pad_sequence([first, second], pad_dim=1, return_mask=True), pad_dim=1)
+    assert [s.get("label").tolist() for s in back.tensordicts] == [["x", "y", "z"], ["u", "v", "w"]]
+    assert [s["a"].shape[1] for s in back.tensordicts] == [2, 1]
+
+
+def test_group_by_a_non_tensor_stack_groups_rows_by_value():
+    """Rows of a stack are grouped by their sorted distinct values, in their original order."""
+    values, groups = group_by(_labelled(), "label")
+    assert values == ["x", "y"]
+    assert [g["a"].tolist() for g in groups] == [[0, 2], [1]]
+    assert [g.get("label").tolist() for g in groups] == [["x", "x"], ["y"]]
+    numbers = TensorDict(a=torch.arange(3), batch_size=[3])
+    numbers["n"] = NonTensorStack(3, 1, 3)
+    values, groups = group_by(numbers, "n")
+    assert values == [1, 3]
+    assert [g["a"].tolist() for g in groups] == [[1], [0, 2]]
+
+
+def test_group_by_reads_list_rows_as_tuples():
+    """A row holding several values (a 2-D stack, or list values) is compared as a tuple."""
+    values, groups = group_by(_grid_labels(), "label")
+    assert values == [("a", "b"), ("c", "d")]
+    assert [g.get("label").tolist() for g in groups] == [[["a", "b"]], [["c", "d"]]]
+    lists = TensorDict(a=torch.arange(3), batch_size=[3])
+    lists["l"] = NonTensorStack([1, 2], [3], [1, 2])
+    values, groups = group_by(lists, "l")
+    assert values == [(1, 2), (3,)]
+    assert [g["a"].tolist() for g in groups] == [[0, 2], [1]]
+
+
+def test_group_by_a_metadata_entry_gives_one_group():
+    """A MetaData entry holds one value, so every row lands in one group."""
+    td = TensorDict(a=torch.arange(3), m=MetaData("m", batch_size=[3]), batch_size=[3])
+    values, groups = group_by(td, "m")
+    assert values == ["m"]
+    assert groups[0]["a"].tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("values", [({"k": 1}, {"k": 2}, {"k": 1}), ("a", 1, "a")])
+def test_group_by_refuses_stack_values_it_cannot_hash_or_sort(values):
+    """Unhashable or unorderable values raise a TypeError naming the entry."""
+    td = TensorDict(a=torch.arange(3), batch_size=[3])
+    td["s"] = NonTensorStack(*values)
+    with pytest.raises(TypeError, match="'s'"):
+        group_by(td, "s")
+
+
+@pytest.mark.parametrize("dim, expected", [(0, [["x", "y", "x"], ["c", "c", "c"]]), (1, None)])
+def test_dense_stack_tds_stacks_non_tensor_entries_into_a_stack(dim, expected):
+    """Non-tensor entries of the inputs are stacked along the new dimension, densely around."""
+    plain = TensorDict(a=torch.arange(3), label="c", batch_size=[3])
+    result = dense_stack_tds([_labelled(), plain], dim)
+    assert type(result) is TensorDict
+    assert isinstance(result.get("label"), NonTensorStack)
+    if expected is None:
+        expected = [["x", "c"], ["y", "c"], ["x", "c"]]
+    assert result.get("label").tolist() == expected
+
+
+def test_dense_stack_tds_of_a_lazy_stack_and_of_2d_stacks():
+    """A lazy stack's members and 2-D stacks are stacked into stacks of the right shape."""
+    result = dense_stack_tds(lazy_stack([_labelled(), _labelled()]))
+    assert result.get("label").tolist() == [["x", "y", "x"], ["x", "y", "x"]]
+    grid = dense_stack_tds([_grid_labels(), _grid_labels()], 1)
+    assert grid.get("label").batch_size == torch.Size([2, 2, 2])
+    assert grid.get("label").tolist() == [[["a", "b"], ["a", "b"]], [["c", "d"], ["c", "d"]]]
+
+
+def test_dense_stack_tds_keeps_equal_metadata_and_stacks_strings():
+    """Equal MetaData stack into one MetaData; NonTensorData always stack into a stack."""
+    meta = TensorDict(a=torch.zeros(3), m=MetaData("m", batch_size=[3]), batch_size=[3])
+    stacked = dense_stack_tds([meta, meta], 0).get("m")
+    assert type(stacked) is MetaData
+    assert stacked.batch_size == torch.Size([2, 3])
+    same = dense_stack_tds([TensorDict(s="a"), TensorDict(s="a")], 0).get("s")
+    assert isinstance(same, NonTensorStack)
+    assert same.tolist() == ["a", "a"]
+
+
+# differs from the reference: it fails with an AttributeError; we name the entry
+def test_dense_stack_tds_refuses_an_entry_that_is_non_tensor_in_some_inputs_only():
+    """An entry that is a string in one input and a tensor in another raises, naming it."""
+    text = TensorDict(label="p", batch_size=[1])
+    tensor = TensorDict(label=torch.zeros(1), batch_size=[1])
+    with pytest.raises(TypeError, match="label"):
+        dense_stack_tds([text, tensor], 0)
+
+
+def test_maybe_dense_stack_and_collate_stack_non_tensor_entries():
+    """Stacking and collating samples with strings give a stack of their values."""
+    stacked = maybe_dense_stack([_labelled(), _labelled()])
+    assert stacked.get("label").tolist() == [["x", "y", "x"], ["x", "y", "x"]]
+    samples = [TensorDict(a=torch.zeros(n), label=v) for n, v in ((2, "p"), (1, "q"))]
+    batch = collate(samples, pad_keys={"a": -1.0})
+    assert batch.get("label").tolist() == ["p", "q"]
+    assert batch["a"].tolist() == [[0.0, 0.0], [0.0, -1.0]]
+    same = collate([TensorDict(a=torch.zeros(2), label="p")] * 2)
+    assert same.get("label").tolist() == ["p", "p"]
+
+
+def test_merge_and_make_tensordict_keep_non_tensor_stacks():
+    """Merging and building tensordicts carry stack entries over as they are."""
+    merged = merge_tensordicts(_labelled(), TensorDict(b=torch.zeros(3), batch_size=[3]))
+    assert merged.get("label").tolist() == ["x", "y", "x"]
+    later = merge_tensordicts(TensorDict(b=torch.zeros(3), batch_size=[3]), _labelled())
+    assert later.get("label").tolist() == ["x", "y", "x"]
+    combined = merge_tensordicts(_labelled(), _labelled(), callback_exist=lambda *v: v[0])
+    assert combined.get("label").tolist() == ["x", "y", "x"]
+    assert make_tensordict(_labelled()).get("label").tolist() == ["x", "y", "x"]
+    built = make_tensordict(label=NonTensorStack("a", "b"), batch_size=[2])
+    assert built["label"] == ["a", "b"]
+
+
+@given(
+    values=st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=5),
+    before=st.integers(-2, 3),
+    after=st.integers(-2, 3),
+)
+def test_pad_of_a_non_tensor_stack_matches_padding_a_list(values, before, after):
+    """Padding a stack gives the list padded with None (or cut) at each end."""
+    assume(len(values) + min(before, 0) + min(after, 0) >= 1)  # crops leave a row
+    td = TensorDict(a=torch.zeros(len(values)), batch_size=[len(values)])
+    td["s"] = NonTensorStack(*values)
+    expected = [None] * max(before, 0) + values[max(-before, 0) :]
+    expected = expected[: len(expected) + after] if after < 0 else expected + [None] * after
+    padded = pad(td, [before, after])
+    assert padded.batch_size == torch.Size([len(expected)])
+    assert padded.get("s").tolist() == expected
