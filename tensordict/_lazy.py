@@ -18,6 +18,7 @@ from tensordict._nontensor import NonTensorData
 from tensordict._ops.indexing import normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.printing import RaggedLeaf, collection_repr
+from tensordict._ops.shape_more import STACKERS
 from tensordict._options import GET_DEFAULT, lazy_legacy
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase, _as_value, _check_batch
@@ -1113,3 +1114,6 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
         (torch.Size([2]), True)
     """
     return LazyStackedTensorDict._stack_members(list(tds), dim, out=out)
+
+
+STACKERS["lazy_stack"] = lazy_stack

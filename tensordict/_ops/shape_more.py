@@ -1,0 +1,572 @@
+"""More shape methods: splitting by index, rolling, moving, flipping, narrowing, tiling.
+
+Like :mod:`tensordict._ops.shape`, each method acts on the batch dimensions only:
+it computes the new batch size on a zero-memory tensor of the batch shape, then
+hands one per-entry function to the class primitive ``_batch_op``. Methods that
+only reorder dims go through :meth:`permute` and methods that select rows go
+through indexing, so lazy stacks keep their members lazy there, as in the
+well-known API; the others give a dense tensordict.
+
+Building a lazy stack needs the concrete class, which lives above this layer:
+:mod:`tensordict._lazy` puts its ``lazy_stack`` in :data:`STACKERS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from tensordict._nontensor import NonTensorData, _dummy
+from tensordict._ops import names as dimnames
+from tensordict.errors import (
+    AxisRangeError,
+    DimensionError,
+    InvalidArgumentError,
+    ShapeArgumentError,
+)
+
+STACKERS: dict[str, Callable] = {}
+"""``"lazy_stack"``: the function building a lazy stack, put here by :mod:`tensordict._lazy`."""
+
+
+def _dim(dim: int, ndim: int, what: str = "dim") -> int:
+    """``dim`` as a non-negative batch dim; ``DimensionError`` (an IndexError) when out of range."""
+    dim = int(dim)
+    if not -ndim <= dim < ndim:
+        msg = f"{what} {dim} is out of range for a tensordict with {ndim} batch dimensions (expected a dim in [{-ndim}, {ndim - 1}])"
+        raise DimensionError(msg)
+    return dim + ndim if dim < 0 else dim
+
+
+def _as_tuple(value) -> tuple:
+    if isinstance(value, (Sequence, torch.Size)):
+        return tuple(int(v) for v in value)
+    return (int(value),)
+
+
+def _entrywise(tensor_fn, td_fn):
+    """A ``_batch_op`` function: ``tensor_fn(x, extra)`` on tensors, ``td_fn(x, extra)`` on sub-tensordicts.
+
+    A non-tensor entry takes the batch size ``tensor_fn`` gives a tensor of its batch shape.
+    """
+
+    def op(x, extra):
+        if isinstance(x, torch.Tensor):
+            return tensor_fn(x, extra)
+        if isinstance(x, NonTensorData):
+            return x._reshaped(lambda d: tensor_fn(d, torch.Size()))
+        return td_fn(x, extra)
+
+    return op
+
+
+class ShapeMoreMixin:
+    """Split by index, roll, move, swap, flip, narrow, tile, broadcast, rotate, promote, restack."""
+
+    __slots__ = ()
+
+    def tensor_split(self, indices_or_sections, dim: int = 0) -> tuple:
+        """Splits the tensordict along batch dim ``dim`` like ``torch.tensor_split``.
+
+        An int ``n`` gives ``n`` parts as equal as possible (the first ones one element longer
+        when the size does not divide); a list, tuple or 1-d tensor of ints gives the indices
+        at which to cut. The parts select rows of this tensordict, so they are views, keep its
+        dim names, and on a lazy stack are lazy stacks.
+
+        Args:
+            indices_or_sections (int, list of int, tuple of int or torch.Tensor): the number of
+                parts, or the cut indices.
+            dim (int, optional): the batch dim; negative values count from the last batch dim.
+                Defaults to 0.
+
+        Returns:
+            A tuple of tensordicts.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims.
+            InvalidArgumentError: if ``indices_or_sections`` is neither an int, a sequence of
+                ints nor an integer tensor of at most one dim, or asks for 0 parts.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.arange(5)}, [5])
+            >>> [part["a"].tolist() for part in td.tensor_split(2)]
+            [[0, 1, 2], [3, 4]]
+            >>> [part["a"].tolist() for part in td.tensor_split([1, 4])]
+            [[0], [1, 2, 3], [4]]
+        """
+        d = _dim(dim, self.batch_dims)
+        ios = indices_or_sections
+        if isinstance(ios, torch.Tensor):
+            ok = ios.ndim <= 1 and not ios.is_floating_point() and not ios.is_complex()
+            ios = ios.tolist() if ok else ios
+        elif isinstance(ios, (list, tuple)):
+            ok = all(isinstance(i, int) and not isinstance(i, bool) for i in ios)
+        else:
+            ok = isinstance(ios, int) and not isinstance(ios, bool)
+        if not ok:
+            msg = f"tensor_split: indices_or_sections must be an int, a list of ints or a 1-d integer tensor, got {indices_or_sections!r}"
+            raise InvalidArgumentError(msg)
+        if isinstance(ios, int) and ios <= 0:
+            msg = f"tensor_split: the number of sections must be greater than 0, got {ios}"
+            raise InvalidArgumentError(msg)
+        size = self.batch_size[d]
+        lengths = [len(p) for p in torch.empty(size, device="meta").tensor_split(ios)]
+        parts, start = [], 0
+        for length in lengths:
+            parts.append(self[(slice(None),) * d + (slice(start, start + length),)])
+            start += length
+        return tuple(parts)
+
+    def roll(self, shifts, dims=None, *, inplace: bool = False):
+        """Returns a tensordict whose batch dims ``dims`` are rolled by ``shifts``, like ``torch.roll``.
+
+        Along each dim, the element at ``i`` moves to ``(i + shift) % size``. Without ``dims``
+        the batch dims are rolled as one flattened dim, as ``torch.roll`` does, then restored. The leaves are copies and the dims keep their names;
+        on a lazy stack the result is dense.
+
+        Args:
+            shifts (int or tuple of int): the shift of each dim.
+            dims (int or tuple of int, optional): the batch dims to roll, one per shift.
+                Defaults to None, all of them flattened.
+
+        Keyword Args:
+            inplace (bool, optional): roll this tensordict itself (its sub-tensordicts too,
+                which keep their identity) and return it. Defaults to False.
+
+        Returns:
+            A new tensordict, or this one with ``inplace``.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+            ShapeArgumentError: if ``shifts`` and ``dims`` do not have as many entries (one
+                shift without ``dims``).
+            RuntimeError: with ``inplace``, if the tensordict is locked.
+            NotImplementedError: with ``inplace``, on a lazy stack.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([[0, 1], [2, 3], [4, 5]])}, [3, 2])
+            >>> td.roll(1)["a"].tolist(), td.roll((1, 1), (0, 1))["a"].tolist()
+            ([[5, 0], [1, 2], [3, 4]], [[5, 4], [1, 0], [3, 2]])
+        """
+        shift_t = _as_tuple(shifts)
+        if dims is None:
+            if len(shift_t) != 1:
+                msg = f"roll: without dims, shifts must be one int (the batch dims are rolled as one), got shifts={shifts!r}"
+                raise ShapeArgumentError(msg)
+            numel = self.batch_size.numel()
+
+            def flat_roll(x, extra):
+                return x.reshape(torch.Size((numel,)) + extra).roll(shift_t, 0).reshape(x.shape)
+
+            op = _entrywise(flat_roll, flat_roll)
+            result = self._batch_op(op, self.batch_size, dimnames.clean(self.names))
+            return self._maybe_inplace(result, inplace, "roll")
+        dims_t = _as_tuple(dims)
+        if len(shift_t) != len(dims_t):
+            msg = f"roll: shifts and dims must have as many entries, got shifts={shifts!r} and dims={dims!r}"
+            raise ShapeArgumentError(msg)
+        dims_t = tuple(_dim(d, self.batch_dims) for d in dims_t)
+        op = _entrywise(
+            lambda x, extra: x.roll(shift_t, dims_t),
+            lambda x, extra: x.roll(shift_t, dims_t),
+        )
+        result = self._batch_op(op, self.batch_size, dimnames.clean(self.names))
+        return self._maybe_inplace(result, inplace, "roll")
+
+    def movedim(self, source, destination):
+        """Returns a tensordict with the batch dims ``source`` moved to the positions ``destination``.
+
+        Like ``torch.movedim`` on the batch dims: the other dims keep their order. This is a
+        :meth:`permute`, so the leaves are views, the dim names follow their dims, and a lazy
+        stack stays lazy.
+
+        Args:
+            source (int or tuple of int): the batch dims to move.
+            destination (int or tuple of int): where they go, one position per dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+            InvalidArgumentError: if ``source`` and ``destination`` have different lengths.
+            ShapeArgumentError: if a dim is repeated in ``source`` or in ``destination``.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3, 4], names=["x", "y", "z"])
+            >>> moved = td.movedim(0, -1)
+            >>> moved.batch_size, moved.names
+            (torch.Size([3, 4, 2]), ['y', 'z', 'x'])
+        """
+        src, dst = _as_tuple(source), _as_tuple(destination)
+        if len(src) != len(dst):
+            msg = f"movedim: source and destination must have as many dims, got {len(src)} and {len(dst)}"
+            raise InvalidArgumentError(msg)
+        ndim = self.batch_dims
+        src = tuple(_dim(d, ndim) for d in src)
+        dst = tuple(_dim(d, ndim) for d in dst)
+        for what, dims in (("source", src), ("destination", dst)):
+            if len(set(dims)) != len(dims):
+                msg = f"movedim: a dim is repeated in {what} {list(dims)}"
+                raise ShapeArgumentError(msg)
+        order = [None] * ndim
+        for s, t in zip(src, dst):
+            order[t] = s
+        rest = iter(d for d in range(ndim) if d not in src)
+        order = [next(rest) if o is None else o for o in order]
+        return self.permute(*order)
+
+    def moveaxis(self, source, destination):
+        """Returns a tensordict with the batch dims ``source`` moved to ``destination``: :meth:`movedim`.
+
+        Args:
+            source (int or tuple of int): the batch dims to move.
+            destination (int or tuple of int): where they go, one position per dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+            InvalidArgumentError: if ``source`` and ``destination`` have different lengths.
+            ShapeArgumentError: if a dim is repeated.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
+            >>> td.moveaxis(1, 0).batch_size
+            torch.Size([3, 2])
+        """
+        return self.movedim(source, destination)
+
+    def swapaxes(self, axis0: int, axis1: int):
+        """Returns a tensordict with the batch dims ``axis0`` and ``axis1`` exchanged.
+
+        This is :meth:`transpose`: the leaves are views, the dim names follow their dims and
+        a lazy stack stays lazy.
+
+        Args:
+            axis0 (int): a batch dim; negative values count from the last batch dim.
+            axis1 (int): the other batch dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            AxisRangeError: if a dim is out of range for the batch dims (a ``ValueError``).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3], names=["x", "y"])
+            >>> td.swapaxes(0, 1)["a"].shape, td.swapaxes(0, 1).names
+            (torch.Size([3, 2, 4]), ['y', 'x'])
+        """
+        ndim = self.batch_dims
+        for axis in (axis0, axis1):
+            if not -ndim <= axis < ndim:
+                msg = f"swapaxes: dim {axis} is out of range for a tensordict with {ndim} batch dimensions"
+                raise AxisRangeError(msg)
+        return self.transpose(axis0, axis1)
+
+    def swapdims(self, axis0: int, axis1: int):
+        """Returns a tensordict with the batch dims ``axis0`` and ``axis1`` exchanged: :meth:`swapaxes`.
+
+        Args:
+            axis0 (int): a batch dim; negative values count from the last batch dim.
+            axis1 (int): the other batch dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            AxisRangeError: if a dim is out of range for the batch dims (a ``ValueError``).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).swapdims(0, -1).batch_size
+            torch.Size([3, 2])
+        """
+        return self.swapaxes(axis0, axis1)
+
+    def flip(self, dims):
+        """Returns a tensordict with the order of the elements reversed along the batch dims ``dims``.
+
+        Like ``torch.flip`` on the batch dims; the leaves are copies and the dims keep their
+        names. On a lazy stack the result is dense.
+
+        Args:
+            dims (int or sequence of int): the batch dims to reverse (none for an empty one).
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([[0, 1], [2, 3]])}, [2, 2])
+            >>> td.flip(0)["a"].tolist(), td.flip((0, 1))["a"].tolist()
+            ([[2, 3], [0, 1]], [[3, 2], [1, 0]])
+        """
+        ndim = self.batch_dims
+        dims_t = tuple(_dim(d, ndim) for d in _as_tuple(dims))
+        op = _entrywise(lambda x, extra: x.flip(dims_t), lambda x, extra: x.flip(dims_t))
+        return self._batch_op(op, self.batch_size, dimnames.clean(self.names))
+
+    def fliplr(self):
+        """Returns a tensordict reversed along batch dim 1, like ``torch.fliplr``.
+
+        Returns:
+            A new tensordict (see :meth:`flip`).
+
+        Raises:
+            ShapeArgumentError: if the tensordict has fewer than 2 batch dims.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([[0, 1], [2, 3]])}, [2, 2])
+            >>> td.fliplr()["a"].tolist()
+            [[1, 0], [3, 2]]
+        """
+        if self.batch_dims < 2:
+            msg = f"fliplr needs at least 2 batch dimensions, the tensordict has {self.batch_dims}"
+            raise ShapeArgumentError(msg)
+        return self.flip(1)
+
+    def flipud(self):
+        """Returns a tensordict reversed along batch dim 0, like ``torch.flipud``.
+
+        Returns:
+            A new tensordict (see :meth:`flip`).
+
+        Raises:
+            ShapeArgumentError: if the tensordict has no batch dims.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([[0, 1], [2, 3]])}, [2, 2])
+            >>> td.flipud()["a"].tolist()
+            [[2, 3], [0, 1]]
+        """
+        if self.batch_dims < 1:
+            msg = "flipud needs at least 1 batch dimension, the tensordict has none"
+            raise ShapeArgumentError(msg)
+        return self.flip(0)
+
+    def narrow(self, dim: int, start: int, length: int):
+        """Returns the ``length`` elements of batch dim ``dim`` from ``start`` on, like ``torch.narrow``.
+
+        The leaves are views and the dims keep their names; on a lazy stack the result is
+        dense. A negative ``start`` counts from the end of the dim.
+
+        Args:
+            dim (int): the batch dim; negative values count from the last batch dim.
+            start (int): the first element kept.
+            length (int): how many elements are kept.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if ``dim`` or ``start`` is out of range.
+            ShapeArgumentError: if ``length`` is negative or the range ends past the dim.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.arange(5)}, [5])
+            >>> td.narrow(0, 1, 3)["a"].tolist()
+            [1, 2, 3]
+        """
+        d = _dim(dim, self.batch_dims)
+        size = self.batch_size[d]
+        if not -size <= start <= size:
+            msg = f"narrow: start {start} is out of range for dim {dim} of size {size}"
+            raise DimensionError(msg)
+        start = start + size if start < 0 else start
+        if length < 0 or start + length > size:
+            msg = (
+                f"narrow: start ({start}) + length ({length}) exceeds the size {size} of dim {dim}"
+            )
+            raise ShapeArgumentError(msg)
+        new = _dummy(self.batch_size).narrow(d, start, length).shape
+        op = _entrywise(
+            lambda x, extra: x.narrow(d, start, length), lambda x, extra: x.narrow(d, start, length)
+        )
+        return self._batch_op(op, new, dimnames.clean(self.names))
+
+    def tile(self, dims):
+        """Returns a tensordict whose batch dims are repeated ``dims`` times, like ``torch.tile``.
+
+        With fewer counts than batch dims, the leading dims are repeated once; with more, new
+        leading batch dims are added. The feature dims are left as they are. The leaves are
+        copies and the result has no dim names; on a lazy stack it is dense.
+
+        Args:
+            dims (int or tuple of int): the number of repetitions of each batch dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            RuntimeError: if a count is negative.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([[1, 2]])}, [1, 2])
+            >>> td.tile(2)["a"].tolist(), td.tile((2, 1, 1)).batch_size
+            ([[1, 2, 1, 2]], torch.Size([2, 1, 2]))
+        """
+        reps = _as_tuple(dims)
+        reps = (1,) * (self.batch_dims - len(reps)) + reps
+        new = _dummy(self.batch_size).tile(reps).shape
+        op = _entrywise(
+            lambda x, extra: x.tile(reps + (1,) * len(extra)),
+            lambda x, extra: x.tile(reps + (1,) * len(extra)),
+        )
+        return self._batch_op(op, new)
+
+    def broadcast_to(self, shape):
+        """Returns a tensordict whose batch dims are broadcast to ``shape``, like ``torch.broadcast_to``.
+
+        The leaves are expanded views (see :meth:`expand`), the result has no dim names, and on
+        a lazy stack it is dense.
+
+        Args:
+            shape (sequence of int): the new batch size; -1 keeps the size of a dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            ShapeArgumentError: if the batch size does not broadcast to ``shape``.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(1, 3)}, [1])
+            >>> td.broadcast_to((2, 4))["a"].shape
+            torch.Size([2, 4, 3])
+        """
+        try:
+            new = _dummy(self.batch_size).broadcast_to(_as_tuple(shape)).shape
+        except RuntimeError as err:
+            msg = f"cannot broadcast the batch size {list(self.batch_size)} to {list(shape)}: {err}"
+            raise ShapeArgumentError(msg) from err
+        op = _entrywise(
+            lambda x, extra: x.expand(new + extra), lambda x, extra: x.expand(new + extra)
+        )
+        return self._batch_op(op, new)
+
+    def rot90(self, k: int = 1, dims=(0, 1)):
+        """Returns a tensordict rotated by ``k`` quarter turns in the plane of two batch dims.
+
+        Like ``torch.rot90`` on the batch dims: from the first dim towards the second for a
+        positive ``k``. An odd ``k`` exchanges the sizes and the names of the two dims. The
+        leaves are copies; on a lazy stack the result is dense.
+
+        Args:
+            k (int, optional): the number of quarter turns. Defaults to 1.
+            dims (tuple of two int, optional): the batch dims of the plane. Defaults to (0, 1).
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            ShapeArgumentError: if the tensordict has fewer than 2 batch dims, ``dims`` does not
+                hold two dims, or they are the same dim.
+            DimensionError: if a dim is out of range for the batch dims.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.tensor([[0, 1], [2, 3]])}, [2, 2])
+            >>> td.rot90()["a"].tolist()
+            [[1, 3], [0, 2]]
+        """
+        ndim = self.batch_dims
+        if ndim < 2:
+            msg = f"rot90 needs at least 2 batch dimensions, the tensordict has {ndim}"
+            raise ShapeArgumentError(msg)
+        plane = _as_tuple(dims)
+        if len(plane) != 2:
+            msg = f"rot90 needs two dims, got dims={dims!r}"
+            raise ShapeArgumentError(msg)
+        d0, d1 = (_dim(d, ndim) for d in plane)
+        if d0 == d1:
+            msg = f"rot90 needs two different dims, got dims={dims!r}"
+            raise ShapeArgumentError(msg)
+        k = int(k)
+        new = _dummy(self.batch_size).rot90(k, (d0, d1)).shape
+        names = self.names
+        if names is not None and k % 2:
+            names = list(names)
+            names[d0], names[d1] = names[d1], names[d0]
+        op = _entrywise(
+            lambda x, extra: x.rot90(k, (d0, d1)), lambda x, extra: x.rot90(k, (d0, d1))
+        )
+        return self._batch_op(op, new, dimnames.clean(names))
+
+    def _atleast(self, n: int):
+        out = self
+        while out.batch_dims < n:
+            out = out.unsqueeze(0)
+        return out
+
+    def atleast_1d(self):
+        """Returns the tensordict with at least 1 batch dim: a dim of size 1 is put first if needed.
+
+        Returns:
+            This tensordict when it has a batch dim, or a new one (see :meth:`unsqueeze`).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(3)}, []).atleast_1d().batch_size
+            torch.Size([1])
+        """
+        return self._atleast(1)
+
+    def atleast_2d(self):
+        """Returns the tensordict with at least 2 batch dims: dims of size 1 are put first if needed.
+
+        Returns:
+            This tensordict when it has 2 batch dims or more, or a new one (see
+            :meth:`unsqueeze`).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(3)}, [3]).atleast_2d().batch_size
+            torch.Size([1, 3])
+        """
+        return self._atleast(2)
+
+    def atleast_3d(self):
+        """Returns the tensordict with at least 3 batch dims: dims of size 1 are put first if needed.
+
+        Unlike ``torch.atleast_3d``, which appends a dim to a 2-d tensor, the new dims always
+        come first, as in the well-known API.
+
+        Returns:
+            This tensordict when it has 3 batch dims or more, or a new one (see
+            :meth:`unsqueeze`).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(3, 2)}, [3, 2]).atleast_3d().batch_size
+            torch.Size([1, 3, 2])
+        """
+        return self._atleast(3)
+
+    def to_lazystack(self, dim: int = 0):
+        """Returns the tensordict as a lazy stack of its slices along batch dim ``dim``.
+
+        The members are the tensordicts of :meth:`unbind` along ``dim``, views of this one;
+        the stack dim loses its name. A lazy stack along ``dim`` already is returned as it is;
+        one along another dim is restacked along ``dim``, its members lazy stacks themselves.
+
+        Args:
+            dim (int, optional): the batch dim to stack along; negative values count from the
+                last batch dim. Defaults to 0.
+
+        Returns:
+            A :class:`LazyStackedTensorDict`.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3, 2)}, [3, 2])
+            >>> lazy = td.to_lazystack(1)
+            >>> type(lazy).__name__, lazy.stack_dim, len(lazy.tensordicts)
+            ('LazyStackedTensorDict', 1, 2)
+        """
+        d = _dim(dim, self.batch_dims)
+        if self._is_lazy and self.stack_dim == d:
+            return self
+        return STACKERS["lazy_stack"](list(self.unbind(d)), d)
