@@ -1117,3 +1117,4 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
 
 
 STACKERS["lazy_stack"] = lazy_stack
+STACKERS["maybe_dense_stack"] = LazyStackedTensorDict.maybe_dense_stack

@@ -331,3 +331,81 @@ def test_rot90_tile_property(shape, k, reps):
     assert_leaves(td.rot90(k), td, lambda x, e: x.rot90(k, (0, 1)))
     full = (1,) * (len(shape) - len(reps)) + tuple(reps)
     assert_leaves(td.tile(tuple(reps)), td, lambda x, e: x.tile(full + (1,) * e))
+
+
+# --- stacking ------------------------------------------------------------------
+
+
+def test_stack_class_methods():
+    """TensorDict.lazy_stack, maybe_dense_stack, stack and cat build what their names say."""
+    td = make_td()
+    other = TensorDict({"x": torch.zeros(2, 3)}, [2, 3])
+    lazy = TensorDict.lazy_stack([td, td], 1)
+    assert isinstance(lazy, LazyStackedTensorDict)
+    assert lazy.stack_dim == 1 and lazy.batch_size == torch.Size([2, 2, 3])
+    assert isinstance(LazyStackedTensorDict.lazy_stack([td, td]), LazyStackedTensorDict)
+    assert type(TensorDict.maybe_dense_stack([td, td])) is TensorDict
+    assert isinstance(TensorDict.maybe_dense_stack([td, other]), LazyStackedTensorDict)
+    assert type(td.stack([td, td], 2)) is TensorDict
+    assert torch.equal(TensorDict.stack([td, td], 2)["a"], torch.stack([td["a"]] * 2, 2))
+    assert torch.equal(TensorDict.cat([td, td], 1)["b", "c"], torch.cat([td["b", "c"]] * 2, 1))
+
+
+def test_stack_from_tensordict_orders():
+    """stack_from_tensordict stacks the tensor leaves in key order, sorted order or a given order."""
+    td = TensorDict(
+        {
+            "b": torch.ones(3, 2),
+            "a": torch.zeros(3, 2),
+            "n": {"c": torch.full((3, 2), 2.0)},
+            "s": "x",
+        },
+        [3],
+    )
+    assert td.stack_from_tensordict()[:, 0, 0].tolist() == [1.0, 0.0, 2.0]
+    assert td.stack_from_tensordict(sorted=True)[:, 0, 0].tolist() == [0.0, 1.0, 2.0]
+    order = [("n", "c"), "a", "b"]
+    assert td.stack_from_tensordict(sorted=order)[:, 0, 0].tolist() == [2.0, 0.0, 1.0]
+    assert td.stack_from_tensordict(-1).shape == torch.Size([3, 2, 3])
+    assert td.cat_from_tensordict(1)[0].tolist() == [1.0, 1.0, 0.0, 0.0, 2.0, 2.0]
+    out = torch.empty(3, 3, 2)
+    assert td.stack_from_tensordict(out=out) is out
+    assert torch.equal(out, td.stack_from_tensordict())
+
+
+@pytest.mark.parametrize("kind", ["td", "lazy"])
+def test_stack_and_cat_tensors(kind):
+    """stack_tensors and cat_tensors write one new entry and drop the others unless kept."""
+    td = TensorDict({"a": torch.zeros(3, 2), "b": torch.ones(3, 2)}, [3])
+    a, b = td["a"].clone(), td["b"].clone()
+    obj = td if kind == "td" else lazy_stack(list(td.unbind(0)))
+    assert obj.stack_tensors("a", "b", out_key="c", dim=-1, keep_entries=True) is obj
+    assert set(obj.keys()) == {"a", "b", "c"}
+    assert torch.equal(obj["c"], torch.stack([a, b], -1))
+    obj.cat_tensors("a", "b", out_key="d", dim=1)
+    assert set(obj.keys(True, True)) == {"c", "d"}
+    assert torch.equal(obj["d"], torch.cat([a, b], 1))
+
+
+@pytest.mark.parametrize(
+    "call, exc",
+    [
+        (lambda t: t.stack_tensors("a", "zz", out_key="c", dim=1), KeyError),
+        (lambda t: t.stack_tensors("a", "b", out_key="c", dim=1), RuntimeError),
+        (lambda t: t.cat_tensors("a", "b", out_key="c", dim=0), RuntimeError),
+        (lambda t: t.stack_from_tensordict(), RuntimeError),
+        (lambda t: t.lock_().cat_tensors("a", "b", out_key="c", dim=1), RuntimeError),
+    ],
+)
+def test_stack_tensors_errors(call, exc):
+    """A failing stack_tensors or cat_tensors raises and leaves the entries as they were."""
+    td = TensorDict({"a": torch.zeros(3, 2), "b": torch.ones(3, 3)}, [3])
+    with pytest.raises(exc):
+        call(td)
+    assert set(td.keys()) == {"a", "b"}
+
+
+def test_stack_from_empty_tensordict():
+    """stack_from_tensordict on a tensordict without tensor leaves raises RuntimeError."""
+    with pytest.raises(RuntimeError, match="non-empty"):
+        TensorDict({}, [3]).stack_from_tensordict()

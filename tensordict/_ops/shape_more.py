@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, _dummy
 from tensordict._ops import names as dimnames
 from tensordict.errors import (
@@ -27,7 +28,7 @@ from tensordict.errors import (
 )
 
 STACKERS: dict[str, Callable] = {}
-"""``"lazy_stack"``: the function building a lazy stack, put here by :mod:`tensordict._lazy`."""
+"""``"lazy_stack"`` and ``"maybe_dense_stack"``: the stacking functions, put here by :mod:`tensordict._lazy`."""
 
 
 def _dim(dim: int, ndim: int, what: str = "dim") -> int:
@@ -43,6 +44,11 @@ def _as_tuple(value) -> tuple:
     if isinstance(value, (Sequence, torch.Size)):
         return tuple(int(v) for v in value)
     return (int(value),)
+
+
+def _sorted_keys(keys) -> list:
+    """Nested keys in sorted order, a string key sorting as a tuple of one part."""
+    return sorted(keys, key=lambda k: (k,) if isinstance(k, str) else k)
 
 
 def _entrywise(tensor_fn, td_fn):
@@ -570,3 +576,254 @@ class ShapeMoreMixin:
         if self._is_lazy and self.stack_dim == d:
             return self
         return STACKERS["lazy_stack"](list(self.unbind(d)), d)
+
+    # ------------------------------------------------------------------ stacking
+    @classmethod
+    def lazy_stack(cls, input, dim: int = 0, *, out=None, **kwargs):
+        """Stacks tensordicts lazily along a new batch dim ``dim``: the function :func:`lazy_stack`.
+
+        Args:
+            input (sequence of TensorDictBase): the members, with one batch size.
+            dim (int, optional): the new batch dim. Defaults to 0.
+
+        Keyword Args:
+            out (TensorDictBase, optional): a tensordict to write the stack into. Defaults to
+                None.
+            **kwargs: passed on to :func:`lazy_stack`.
+
+        Returns:
+            A :class:`LazyStackedTensorDict`, or ``out``.
+
+        Raises:
+            RuntimeError: if ``input`` is empty or the batch sizes differ.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3)}, [3])
+            >>> stack = TensorDict.lazy_stack([td, td], 1)
+            >>> type(stack).__name__, stack.batch_size
+            ('LazyStackedTensorDict', torch.Size([3, 2]))
+        """
+        return STACKERS["lazy_stack"](input, dim, out=out, **kwargs)
+
+    @classmethod
+    def maybe_dense_stack(cls, input, dim: int = 0, *, out=None, **kwargs):
+        """Stacks tensordicts densely when their keys and shapes allow it, lazily otherwise.
+
+        Args:
+            input (sequence of TensorDictBase): the members, with one batch size.
+            dim (int, optional): the new batch dim. Defaults to 0.
+
+        Keyword Args:
+            out (TensorDictBase, optional): a tensordict to copy the stack into (with
+                ``update_``), which is returned. Defaults to None.
+            **kwargs: accepted for compatibility and ignored.
+
+        Returns:
+            A :class:`TensorDict` or a :class:`LazyStackedTensorDict`, or ``out``.
+
+        Raises:
+            RuntimeError: if ``input`` is empty or the batch sizes differ.
+
+        Examples:
+            >>> a, b = TensorDict({"x": torch.zeros(2)}, [2]), TensorDict({"y": torch.ones(2)}, [2])
+            >>> type(TensorDict.maybe_dense_stack([a, a])).__name__
+            'TensorDict'
+            >>> type(TensorDict.maybe_dense_stack([a, b])).__name__
+            'LazyStackedTensorDict'
+        """
+        result = STACKERS["maybe_dense_stack"](input, dim)
+        if out is not None:
+            out.update_(result)
+            return out
+        return result
+
+    @classmethod
+    def stack(cls, input, dim: int = 0, *, out=None):
+        """Stacks tensordicts along a new batch dim ``dim``: ``torch.stack`` of tensordicts.
+
+        Args:
+            input (sequence of TensorDictBase): the tensordicts, with the same keys and
+                batch size.
+            dim (int, optional): the new batch dim. Defaults to 0.
+
+        Keyword Args:
+            out (TensorDictBase, optional): a tensordict to write the stack into. Defaults to
+                None.
+
+        Returns:
+            A new tensordict, or ``out``.
+
+        Raises:
+            RuntimeError: if the batch sizes, the keys or the shapes of a leaf differ.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3)}, [3])
+            >>> TensorDict.stack([td, td]).batch_size
+            torch.Size([2, 3])
+        """
+        return torch.stack(list(input), dim, out=out)
+
+    @classmethod
+    def cat(cls, input, dim: int = 0, *, out=None):
+        """Concatenates tensordicts along the batch dim ``dim``: ``torch.cat`` of tensordicts.
+
+        Args:
+            input (sequence of TensorDictBase): the tensordicts, with the same keys and
+                the same batch size but along ``dim``.
+            dim (int, optional): the batch dim to concatenate along. Defaults to 0.
+
+        Keyword Args:
+            out (TensorDictBase, optional): a tensordict to write the result into. Defaults
+                to None.
+
+        Returns:
+            A new tensordict, or ``out``.
+
+        Raises:
+            RuntimeError: if the keys or the shapes differ.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3)}, [3])
+            >>> TensorDict.cat([td, td]).batch_size
+            torch.Size([6])
+        """
+        return torch.cat(list(input), dim, out=out)
+
+    def _tensor_leaves_in_order(self, sorted) -> list:
+        if sorted is None or sorted is False:
+            keys = list(self.keys(True, True))
+        elif sorted is True:
+            keys = _sorted_keys(self.keys(True, True))
+        else:
+            keys = list(sorted)
+        values = [self[key] for key in keys]
+        return [v for v in values if isinstance(v, torch.Tensor)]
+
+    def stack_from_tensordict(self, dim: int = 0, *, sorted=None, out=None) -> torch.Tensor:
+        """Returns the tensor leaves stacked into one tensor with ``torch.stack``.
+
+        The leaves (nested ones included, non-tensor entries skipped) are taken in key order,
+        in sorted order, or in the order of a list of keys, and must have one shape.
+
+        Args:
+            dim (int, optional): the dim of the result along which the leaves lie. Defaults
+                to 0.
+
+        Keyword Args:
+            sorted (bool or list of NestedKey, optional): True sorts the keys; a list gives
+                the keys and their order. Defaults to None, the key order.
+            out (torch.Tensor, optional): a tensor to write the result into. Defaults to None.
+
+        Returns:
+            A tensor, or ``out``.
+
+        Raises:
+            RuntimeError: if the leaves have different shapes, or there are none.
+            KeyError: if a listed key is missing.
+
+        Examples:
+            >>> td = TensorDict({"b": torch.ones(2), "a": torch.zeros(2)}, [2])
+            >>> td.stack_from_tensordict().tolist(), td.stack_from_tensordict(sorted=True).tolist()
+            ([[1.0, 1.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, 1.0]])
+        """
+        leaves = self._tensor_leaves_in_order(sorted)
+        return torch.stack(leaves, dim) if out is None else torch.stack(leaves, dim, out=out)
+
+    def cat_from_tensordict(self, dim: int = 0, *, sorted=None, out=None) -> torch.Tensor:
+        """Returns the tensor leaves concatenated into one tensor with ``torch.cat``.
+
+        The leaves are taken as in :meth:`stack_from_tensordict` and must have the same shape
+        but along ``dim``.
+
+        Args:
+            dim (int, optional): the dim to concatenate along. Defaults to 0.
+
+        Keyword Args:
+            sorted (bool or list of NestedKey, optional): True sorts the keys; a list gives
+                the keys and their order. Defaults to None, the key order.
+            out (torch.Tensor, optional): a tensor to write the result into. Defaults to None.
+
+        Returns:
+            A tensor, or ``out``.
+
+        Raises:
+            RuntimeError: if the shapes do not fit, or there are no tensor leaves.
+            KeyError: if a listed key is missing.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 1), "b": torch.ones(2, 1)}, [2])
+            >>> td.cat_from_tensordict(1).tolist()
+            [[0.0, 1.0], [0.0, 1.0]]
+        """
+        leaves = self._tensor_leaves_in_order(sorted)
+        return torch.cat(leaves, dim) if out is None else torch.cat(leaves, dim, out=out)
+
+    def _combine_entries(self, fn, keys, out_key, keep_entries: bool):
+        result = fn([self[key] for key in keys])
+        self.set(out_key, result)
+        if not keep_entries:
+            for key in keys:
+                if unravel_key(key) != unravel_key(out_key):
+                    self.del_(key)
+        return self
+
+    def stack_tensors(self, *keys, out_key, dim: int = 0, keep_entries: bool = False):
+        """Stacks the entries ``keys`` into one new entry ``out_key``, in place, and returns the tensordict.
+
+        The entries go through ``torch.stack(values, dim)``; ``dim`` counts the dims of the
+        entries, batch dims included, so it is usually past the batch dims. The entries are
+        removed afterwards unless ``keep_entries``.
+
+        Args:
+            *keys (NestedKey): the entries to stack, of one shape.
+
+        Keyword Args:
+            out_key (NestedKey): the key of the result.
+            dim (int, optional): the dim of the result along which the entries lie. Defaults
+                to 0.
+            keep_entries (bool, optional): keep the stacked entries. Defaults to False.
+
+        Returns:
+            This tensordict.
+
+        Raises:
+            KeyError: if a key is missing.
+            RuntimeError: if the shapes differ, the result does not start with the batch size,
+                or the tensordict is locked; the tensordict is left unchanged.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3, 2), "b": torch.ones(3, 2)}, [3])
+            >>> td.stack_tensors("a", "b", out_key="c", dim=1)["c"].shape, list(td.keys())
+            (torch.Size([3, 2, 2]), ['c'])
+        """
+        return self._combine_entries(lambda v: torch.stack(v, dim), keys, out_key, keep_entries)
+
+    def cat_tensors(self, *keys, out_key, dim: int = 0, keep_entries: bool = False):
+        """Concatenates the entries ``keys`` into one new entry ``out_key``, in place, and returns the tensordict.
+
+        The entries go through ``torch.cat(values, dim)``; ``dim`` counts the dims of the
+        entries, batch dims included. The entries are removed afterwards unless
+        ``keep_entries``.
+
+        Args:
+            *keys (NestedKey): the entries to concatenate.
+
+        Keyword Args:
+            out_key (NestedKey): the key of the result.
+            dim (int, optional): the dim to concatenate along. Defaults to 0.
+            keep_entries (bool, optional): keep the concatenated entries. Defaults to False.
+
+        Returns:
+            This tensordict.
+
+        Raises:
+            KeyError: if a key is missing.
+            RuntimeError: if the shapes do not fit, the result does not start with the batch
+                size, or the tensordict is locked; the tensordict is left unchanged.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3, 2), "b": torch.ones(3, 1)}, [3])
+            >>> td.cat_tensors("a", "b", out_key="c", dim=-1, keep_entries=True)["c"].shape
+            torch.Size([3, 3])
+        """
+        return self._combine_entries(lambda v: torch.cat(v, dim), keys, out_key, keep_entries)
