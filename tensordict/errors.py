@@ -18,6 +18,7 @@ __all__ = [
     "ClassFlagError",
     "ConflictingArgumentsError",
     "ConversionInputError",
+    "DensifyError",
     "DimensionError",
     "EntryExistsError",
     "EntryTypeError",
@@ -234,6 +235,10 @@ class ShapeArgumentError(TensorDictError, RuntimeError):
     ``rot90`` or ``fliplr`` with too few batch dims, a dim repeated in ``movedim``,
     a batch size that does not broadcast to a shape.
     """
+
+
+class DensifyError(TensorDictError, NotImplementedError):
+    """A lazy stack that ``densify`` cannot turn dense: its stack dim is not 0."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

@@ -409,3 +409,60 @@ def test_stack_from_empty_tensordict():
     """stack_from_tensordict on a tensordict without tensor leaves raises RuntimeError."""
     with pytest.raises(RuntimeError, match="non-empty"):
         TensorDict({}, [3]).stack_from_tensordict()
+
+
+# --- ragged entries --------------------------------------------------------------
+
+
+def ragged_stack(dim=0):
+    """A lazy stack whose "x" leaves differ in their last dim, with a dense leaf and a nested one."""
+    a = TensorDict({"x": torch.zeros(2, 3), "y": torch.ones(2), "n": {"z": torch.zeros(2, 1)}}, [2])
+    b = TensorDict({"x": torch.ones(2, 5), "y": torch.ones(2), "n": {"z": torch.ones(2, 1)}}, [2])
+    return lazy_stack([a, b], dim)
+
+
+def test_densify_lazy_stack():
+    """densify stacks equal leaves densely and ragged ones into a nested tensor of the layout."""
+    dense = ragged_stack().densify()
+    assert type(dense) is TensorDict and dense.batch_size == torch.Size([2, 2])
+    assert dense["x"].is_nested and dense["x"].layout == torch.strided
+    assert not dense["y"].is_nested and dense["y"].shape == torch.Size([2, 2])
+    assert type(dense["n"]) is TensorDict
+    assert torch.equal(dense["n", "z"], torch.stack([torch.zeros(2, 1), torch.ones(2, 1)]))
+    assert ragged_stack().densify(layout=torch.jagged)["x"].layout == torch.jagged
+    assert dense.densify() is dense
+
+
+def test_densify_tensordict():
+    """densify returns a tensordict without lazy stacks itself, and densifies lazy sub-stacks."""
+    td = make_td()
+    assert td.densify() is td
+    outer = TensorDict({"s": ragged_stack(), "t": torch.zeros(2)}, [2])
+    dense = outer.densify()
+    assert dense is not outer and type(dense["s"]) is TensorDict
+    assert dense["s", "x"].is_nested
+
+
+def test_densify_other_stack_dim():
+    """densify of a lazy stack along a dim other than 0 raises NotImplementedError."""
+    stack = ragged_stack(1)
+    with pytest.raises(NotImplementedError, match="1"):
+        stack.densify()
+
+
+def test_to_padded_tensor():
+    """to_padded_tensor pads each nested leaf with the padding value and keeps the others."""
+    dense = ragged_stack().densify()
+    padded = dense.to_padded_tensor(padding=-1.0)
+    assert padded is not dense
+    assert padded["x"].shape == torch.Size([2, 2, 5])
+    assert padded["x"][0, 0].tolist() == [0.0, 0.0, 0.0, -1.0, -1.0]
+    assert torch.equal(padded["y"], dense["y"])
+    lazy = make("lazy")
+    assert isinstance(lazy.to_padded_tensor(), LazyStackedTensorDict)
+
+
+def test_to_padded_tensor_mask_key():
+    """A mask_key raises RuntimeError when the ragged dim is not a batch dim."""
+    with pytest.raises(RuntimeError, match="mask_key"):
+        ragged_stack().densify().to_padded_tensor(mask_key="mask")

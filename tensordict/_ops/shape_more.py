@@ -17,13 +17,16 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from tensordict._collection import is_tensor_collection
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, _dummy
 from tensordict._ops import names as dimnames
 from tensordict.errors import (
     AxisRangeError,
+    DensifyError,
     DimensionError,
     InvalidArgumentError,
+    PaddingError,
     ShapeArgumentError,
 )
 
@@ -827,3 +830,96 @@ class ShapeMoreMixin:
             torch.Size([3, 3])
         """
         return self._combine_entries(lambda v: torch.cat(v, dim), keys, out_key, keep_entries)
+
+    # ------------------------------------------------------------------ ragged entries
+    def densify(self, layout: torch.layout = torch.strided):
+        """Returns the tensordict with its lazy stacks made dense, ragged leaves as nested tensors.
+
+        A lazy stack (along dim 0) becomes a :class:`TensorDict`: leaves of one shape are
+        stacked, leaves whose shapes differ become one nested tensor of the given layout, and
+        sub-stacks are densified the same way. A tensordict with no lazy stack inside is
+        returned as it is.
+
+        Args:
+            layout (torch.layout, optional): the layout of the nested tensors,
+                ``torch.strided`` or ``torch.jagged``. Defaults to ``torch.strided``.
+
+        Returns:
+            This tensordict, or a new :class:`TensorDict`.
+
+        Raises:
+            DensifyError: if a lazy stack inside is stacked along another dim than 0 (a
+                ``NotImplementedError``).
+
+        Examples:
+            >>> a = TensorDict({"x": torch.zeros(2, 3)}, [2])
+            >>> b = TensorDict({"x": torch.ones(2, 5)}, [2])
+            >>> dense = lazy_stack([a, b]).densify()
+            >>> type(dense).__name__, dense.batch_size, dense["x"].is_nested
+            ('TensorDict', torch.Size([2, 2]), True)
+        """
+        if self._is_lazy:
+            return self._densify_members(layout)
+        out, changed = {}, False
+        for key, value in self._items_level():
+            if is_tensor_collection(value) and not isinstance(value, NonTensorData):
+                dense = value.densify(layout)
+                changed = changed or dense is not value
+                value = dense
+            out[key] = value
+        if not changed:
+            return self
+        return self._new_like(out, self.batch_size, self.names)
+
+    def _densify_members(self, layout):
+        if self.stack_dim != 0:
+            msg = f"densify needs a lazy stack along dim 0, this one is stacked along dim {self.stack_dim}; call to_lazystack(0) first"
+            raise DensifyError(msg)
+        members = self.tensordicts
+        out = {}
+        for key in self.keys():
+            values = [member.get(key) for member in members]
+            if all(isinstance(v, torch.Tensor) for v in values):
+                if all(v.shape == values[0].shape for v in values):
+                    out[key] = torch.stack(values, 0)
+                else:
+                    out[key] = torch.nested.nested_tensor(values, layout=layout)
+            elif all(is_tensor_collection(v) and not isinstance(v, NonTensorData) for v in values):
+                out[key] = STACKERS["lazy_stack"](values, 0).densify(layout)
+            else:
+                out[key] = self.get(key)
+        return self._new_like(out, self.batch_size)
+
+    def to_padded_tensor(self, padding=0.0, mask_key=None):
+        """Returns a tensordict whose nested-tensor leaves are padded into regular tensors.
+
+        Each nested leaf goes through ``torch.nested.to_padded_tensor(leaf, padding)``: every
+        component is padded at its end to the largest size along each dim. The other leaves
+        are kept; a lazy stack pads its members and stays lazy. Always a new tensordict.
+
+        Args:
+            padding (float, optional): the value written in the padding. Defaults to 0.0.
+            mask_key (NestedKey, optional): accepted for compatibility: a mask is only
+                written when the ragged dim is a batch dim, which batch sizes here never have.
+                Defaults to None.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            PaddingError: if ``mask_key`` is given (a ``RuntimeError``).
+
+        Examples:
+            >>> a = TensorDict({"x": torch.zeros(2, 3)}, [2])
+            >>> b = TensorDict({"x": torch.ones(2, 5)}, [2])
+            >>> lazy_stack([a, b]).densify().to_padded_tensor(padding=-1.0)["x"][0, 0]
+            tensor([ 0.,  0.,  0., -1., -1.])
+        """
+        if mask_key is not None:
+            msg = f"to_padded_tensor: mask_key={mask_key!r} needs the ragged dim to be a batch dim, and batch sizes here are never ragged; pad without mask_key"
+            raise PaddingError(msg)
+
+        def pad(x):
+            return torch.nested.to_padded_tensor(x, padding) if x.is_nested else x
+
+        return self._fast_apply(pad)
