@@ -19,6 +19,7 @@ from tensordict._ops.indexing import normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.printing import RaggedLeaf, collection_repr
 from tensordict._ops.shape import _shape_args
+from tensordict._ops.shape_more import STACKERS
 from tensordict._options import GET_DEFAULT, lazy_legacy
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase, _as_value, _check_batch
@@ -1232,3 +1233,7 @@ def _td_rows(td) -> list:
     for part in td.unbind(0):
         rows.extend(_td_rows(part) if part.batch_dims else [part])
     return rows
+
+
+STACKERS["lazy_stack"] = lazy_stack
+STACKERS["maybe_dense_stack"] = LazyStackedTensorDict.maybe_dense_stack

@@ -35,6 +35,7 @@ from tensordict._ops.exchange import ExchangeMixin
 from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
+from tensordict._ops.shape_more import ShapeMoreMixin
 from tensordict._ops.torch_function import dispatch
 from tensordict._options import (
     GET_DEFAULT,
@@ -133,6 +134,7 @@ class _KeysView:
 
 class TensorDictBase(
     ShapeMixin,
+    ShapeMoreMixin,
     PointwiseMixin,
     ApplyMixin,
     AutogradMixin,

@@ -13,10 +13,12 @@ import warnings
 
 __all__ = [
     "AbstractClassError",
+    "AxisRangeError",
     "BatchSizeError",
     "ClassFlagError",
     "ConflictingArgumentsError",
     "ConversionInputError",
+    "DensifyError",
     "DimensionError",
     "EntryExistsError",
     "EntryTypeError",
@@ -39,6 +41,7 @@ __all__ = [
     "PathThroughLeafError",
     "ReservedFieldError",
     "ShapeMismatchError",
+    "ShapeArgumentError",
     "SymlinkError",
     "TensorDictError",
     "TooFewInputsError",
@@ -219,6 +222,23 @@ class UnsupportedConversionError(TensorDictError, NotImplementedError):
 
 class ShapeMismatchError(TensorDictError, RuntimeError):
     """Tensors that must be stacked into one entry have different shapes (naming the key)."""
+
+
+class AxisRangeError(DimensionError, ValueError):
+    """A batch dim out of range where the well-known API raises ``ValueError`` (``swapaxes``)."""
+
+
+class ShapeArgumentError(TensorDictError, RuntimeError):
+    """Arguments of a shape method that do not fit the batch size or each other.
+
+    ``roll`` shifts and dims of different lengths, ``narrow`` past the end of a dim,
+    ``rot90`` or ``fliplr`` with too few batch dims, a dim repeated in ``movedim``,
+    a batch size that does not broadcast to a shape.
+    """
+
+
+class DensifyError(TensorDictError, NotImplementedError):
+    """A lazy stack that ``densify`` cannot turn dense: its stack dim is not 0."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
