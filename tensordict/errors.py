@@ -221,6 +221,18 @@ class ShapeMismatchError(TensorDictError, RuntimeError):
     """Tensors that must be stacked into one entry have different shapes (naming the key)."""
 
 
+class CopyAtError(TensorDictError, RuntimeError):
+    """``copy_at_(..., fast=True)`` got a source, destination or index the tensor-only copy cannot take."""
+
+
+class ReplaceArgumentError(TensorDictError, RuntimeError):
+    """``replace()`` got more than one positional argument, or one that is not a dict or tensordict."""
+
+
+class UnknownStorageError(TensorDictError, ValueError):
+    """``from_schema()`` got a ``storage`` it does not support, or a schema entry that is not a pair."""
+
+
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
