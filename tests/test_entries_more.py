@@ -506,3 +506,35 @@ def test_lazy_stack_split_and_copy():
     assert type(c) is type(stack)
     c.clear()
     assert c.is_empty() and not stack.is_empty()
+
+
+# --- to_tensordict ---------------------------------------------------------------------
+
+
+@tensorclass
+class Sparse:
+    x: torch.Tensor
+    y: torch.Tensor = None
+
+
+def test_to_tensordict_retain_none():
+    """retain_none=True writes the None fields of tensorclasses, at any depth, as None entries."""
+    s = Sparse(x=torch.zeros(2), batch_size=[2])
+    assert list(s.to_tensordict().keys()) == ["x"]
+    assert list(s.to_tensordict(retain_none=True).keys()) == ["x", "y"]
+    td = TensorDict(a=s, b={"c": s}, batch_size=[2])
+    out = td.to_tensordict(retain_none=True)
+    assert ("b", "c", "y") in out.keys(include_nested=True)
+    assert ("a", "y") not in td.to_tensordict().keys(include_nested=True)
+
+
+def test_to_tensordict_plain_copies():
+    """to_tensordict gives plain, unlocked TensorDicts at every depth, with copied tensors."""
+    s = Sparse(x=torch.zeros(2), batch_size=[2])
+    td = TensorDict(a=s, b={"c": torch.zeros(2)}, batch_size=[2]).lock_()
+    out = td.to_tensordict()
+    assert type(out["a"]) is TensorDict and not out.is_locked
+    assert out["b", "c"] is not td["b", "c"]
+    stack = lazy_stack([TensorDict(x=torch.zeros(3)), TensorDict(x=torch.ones(3))])
+    dense = stack.to_tensordict(retain_none=True)
+    assert type(dense) is TensorDict and dense["x"].shape == torch.Size([2, 3])

@@ -51,6 +51,25 @@ def _index_has_tensor(idx) -> bool:
     return any(isinstance(i, torch.Tensor) or i is None or i is Ellipsis for i in items)
 
 
+def plain_tree(td, retain_none: bool | None):
+    """Turns, in place, the tensorclasses, typed tensordicts and lazy stacks inside ``td`` into
+    plain tensordicts (their ``to_tensordict``), and returns ``td``.
+
+    ``to_tensordict`` of every class calls it on its fresh copy, so that the result holds plain
+    tensordicts only, at every depth (with ``retain_none``, a tensorclass field set to ``None``
+    becomes a ``None`` entry).
+    """
+    for key, value in list(td._items_level()):
+        if not _is_subtree(value):
+            continue
+        if type(value) is not type(td):
+            value = value.to_tensordict(retain_none=retain_none)
+            td._set_str(key, value, inplace=False, validated=True)
+        else:
+            plain_tree(value, retain_none)
+    return td
+
+
 class EntriesMixin:
     """Entry-level methods of :class:`~tensordict.TensorDictBase` (see the module docstring)."""
 
