@@ -538,3 +538,13 @@ def test_to_tensordict_plain_copies():
     stack = lazy_stack([TensorDict(x=torch.zeros(3)), TensorDict(x=torch.ones(3))])
     dense = stack.to_tensordict(retain_none=True)
     assert type(dense) is TensorDict and dense["x"].shape == torch.Size([2, 3])
+
+
+def test_separates_missing_key_gives_none_entry():
+    """strict=False, or a default that does not fit the batch size, stores None under the key."""
+    td = make_td()
+    out = td.separates("z", strict=False)
+    assert "z" in out.keys() and out.get("z").data is None
+    with pytest.warns(FutureWarning):
+        out = td.separates("y", "a", default=0)
+    assert out.get("y").data is None and "a" in out.keys() and "a" not in td.keys()

@@ -46,6 +46,15 @@ def _lookup(name: str) -> Callable:
         raise UnsupportedConversionError(msg) from None
 
 
+def _fits_batch(value, batch_size: torch.Size) -> bool:
+    """False for a number or tensor whose leading dims are not ``batch_size`` (no broadcasting)."""
+    if isinstance(value, (bool, int, float, complex)):
+        return not batch_size
+    if isinstance(value, torch.Tensor):
+        return value.shape[: len(batch_size)] == batch_size
+    return True
+
+
 def _index_has_tensor(idx) -> bool:
     items = idx if isinstance(idx, tuple) else (idx,)
     return any(isinstance(i, torch.Tensor) or i is None or i is Ellipsis for i in items)
@@ -339,9 +348,10 @@ class EntriesMixin:
 
         Keyword Args:
             default (optional): if given, a missing key does not raise and the result holds
-                ``default`` under it.
-            strict (bool, optional): a missing key without a default raises; if False it is
-                skipped. Defaults to True.
+                ``default`` under it (``None`` with a ``FutureWarning`` if it does not fit the
+                batch size).
+            strict (bool, optional): a missing key without a default raises; if False the
+                result holds ``None`` under it. Defaults to True.
             filter_empty (bool, optional): also remove the nested tensordicts that the removal
                 leaves empty. Defaults to True.
 
@@ -365,11 +375,20 @@ class EntriesMixin:
             parts = _key_parts(key)
             if self.get(parts, None) is not None:
                 present.append(parts)
-            elif default is not NO_DEFAULT:
-                if default is not None:
-                    out.set(parts, default)
-            elif strict:
+            elif default is NO_DEFAULT and strict:
                 raise self._missing(parts, 0, self)
+            else:
+                fill = None if default is NO_DEFAULT else default
+                if _fits_batch(fill, self.batch_size):
+                    out.set(parts, fill)
+                else:
+                    warn(
+                        f"separates() stored None under the missing key {unravel_key(parts)!r}: "
+                        "its default does not fit the batch size. Starting with TensorDict 0.17, "
+                        "this will raise the error of split_keys()",
+                        FutureWarning,
+                    )
+                    out.set(parts, None)
         if present and self.is_locked:
             msg = f"cannot separate {unravel_key(present[0])!r}: the tensordict is locked"
             raise LockedError(msg)
