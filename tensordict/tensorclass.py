@@ -333,6 +333,30 @@ class _TensorClassMethods:
                     out._set_str(name, None, inplace=False, validated=False)
         return out
 
+    @classmethod
+    def from_list(cls, input, **kwargs):
+        """Stacks a list of dicts of field values (or instances) into one instance, on a new dim 0.
+
+        Args:
+            input (list): dicts of field values, or instances of the class.
+            **kwargs: as for :meth:`TensorDict.from_list` (``batch_size``, ``lazy``, ...).
+
+        Returns:
+            An instance whose first batch dim is the length of the list.
+
+        Raises:
+            UnknownFieldError: if a key is not a field.
+
+        Examples:
+            >>> @tensorclass
+            ... class Frame:
+            ...     pixels: torch.Tensor
+            >>> Frame.from_list([{"pixels": torch.zeros(3)}, {"pixels": torch.ones(3)}]).batch_size
+            torch.Size([2])
+        """
+        items = [_unwrap(item) for item in input] if isinstance(input, (list, tuple)) else input
+        return cls.from_tensordict(TensorDict.from_list(items, **kwargs))
+
     # ------------------------------------------------------------------ attributes
     def _set_field(self, name: str, value) -> None:
         td = self._tensordict

@@ -548,3 +548,11 @@ def test_separates_missing_key_gives_none_entry():
     with pytest.warns(FutureWarning):
         out = td.separates("y", "a", default=0)
     assert out.get("y").data is None and "a" in out.keys() and "a" not in td.keys()
+
+
+def test_tensorclass_from_list():
+    """A tensorclass stacks dicts of field values, or instances, into one instance."""
+    from_dicts = Point.from_list([{"x": torch.zeros(3), "y": torch.zeros(3)}] * 2)
+    assert type(from_dicts) is Point and from_dicts.batch_size == torch.Size([2])
+    from_points = Point.from_list([Point(x=torch.zeros(3), y=torch.ones(3))] * 2)
+    assert type(from_points) is Point and from_points.y.shape == torch.Size([2, 3])
