@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from tensordict import _entries_build  # noqa: F401  (registers from_list, from_schema, ...)
 from tensordict._collection import is_tensor_collection
 from tensordict._lazy import lazy_stack as _lazy_stack
 from tensordict._nontensor import NonTensorData

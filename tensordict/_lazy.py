@@ -15,6 +15,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._nontensor import NonTensorDataBase, _dummy, stack_entries
+from tensordict._ops.entries import plain_tree
 from tensordict._ops.indexing import normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.printing import RaggedLeaf, collection_repr
@@ -847,7 +848,22 @@ class LazyStackedTensorDict(TensorDictBase):
             source[key] = value
         return TensorDict._new_unsafe(source, self._batch_size, self.device, self.names)
 
-    to_tensordict = contiguous
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """Returns a dense :class:`TensorDict` copy (see :meth:`contiguous`), plain at every depth.
+
+        Keyword Args:
+            retain_none (bool, optional): write the ``None`` fields of the tensorclasses inside
+                as ``None`` entries. Defaults to ``None`` (no).
+
+        Returns:
+            A new :class:`TensorDict`.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict(a=torch.zeros(3)), TensorDict(a=torch.ones(3))])
+            >>> type(stack.to_tensordict()).__name__, stack.to_tensordict().batch_size
+            ('TensorDict', torch.Size([2]))
+        """
+        return plain_tree(self.contiguous(), retain_none)
 
     def to_dict(self, **kwargs) -> dict:
         """Returns a nested dict of the stacked entries, as ``contiguous().to_dict()``.

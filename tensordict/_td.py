@@ -11,6 +11,7 @@ from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops import names as dimnames
 from tensordict._ops.apply import check_result
 from tensordict._ops.convert import shape_of
+from tensordict._ops.entries import plain_tree
 from tensordict._ops.indexing import (
     batch_size_from_dummy,
     batch_size_from_leaf,
@@ -975,8 +976,8 @@ class TensorDict(TensorDictBase):
         device and names are kept.
 
         Keyword Args:
-            retain_none (bool, optional): accepted for compatibility and ignored (a
-                TensorDict holds no ``None`` entry).
+            retain_none (bool, optional): write the ``None`` fields of the tensorclasses
+                inside as ``None`` entries. Defaults to ``None`` (no: they are left out).
 
         Returns:
             A new :class:`TensorDict` with copies of every tensor.
@@ -987,7 +988,7 @@ class TensorDict(TensorDictBase):
             >>> copy.is_memmap(), copy.is_locked
             (False, False)
         """
-        return self.clone()
+        return plain_tree(self.clone(), retain_none)
 
     # ------------------------------------------------------------------ memmap hooks
     def _memmap_plan(self, folder, plan, robust_key, existsok: bool, like: bool) -> None:

@@ -31,6 +31,7 @@ from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_l
 from tensordict._ops.apply import ApplyMixin, tensor_leaves
 from tensordict._ops.autograd import AutogradMixin
 from tensordict._ops.convert import ConvertMixin, shape_of
+from tensordict._ops.entries import EntriesMixin
 from tensordict._ops.exchange import ExchangeMixin
 from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pointwise import PointwiseMixin
@@ -141,6 +142,7 @@ class TensorDictBase(
     ConvertMixin,
     ExchangeMixin,
     MemmapMixin,
+    EntriesMixin,
     abc.ABC,
     TensorCollection,
 ):

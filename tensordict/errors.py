@@ -18,6 +18,7 @@ __all__ = [
     "ClassFlagError",
     "ConflictingArgumentsError",
     "ConversionInputError",
+    "CopyAtError",
     "DensifyError",
     "DimensionError",
     "EntryExistsError",
@@ -39,16 +40,18 @@ __all__ = [
     "NotTensorCollectionError",
     "PaddingError",
     "PathThroughLeafError",
+    "ReplaceArgumentError",
     "ReservedFieldError",
-    "ShapeMismatchError",
     "ShapeArgumentError",
+    "ShapeMismatchError",
     "SymlinkError",
     "TensorDictError",
     "TooFewInputsError",
     "UnbatchedMemmapError",
     "UnknownFieldError",
-    "UnsupportedConversionError",
+    "UnknownStorageError",
     "UnsetFieldError",
+    "UnsupportedConversionError",
     "warn",
 ]
 
@@ -239,6 +242,18 @@ class ShapeArgumentError(TensorDictError, RuntimeError):
 
 class DensifyError(TensorDictError, NotImplementedError):
     """A lazy stack that ``densify`` cannot turn dense: its stack dim is not 0."""
+
+
+class CopyAtError(TensorDictError, RuntimeError):
+    """``copy_at_(..., fast=True)`` got a source, destination or index the tensor-only copy cannot take."""
+
+
+class ReplaceArgumentError(TensorDictError, RuntimeError):
+    """``replace()`` got more than one positional argument, or one that is not a dict or tensordict."""
+
+
+class UnknownStorageError(TensorDictError, ValueError):
+    """``from_schema()`` got a ``storage`` it does not support, or a schema entry that is not a pair."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

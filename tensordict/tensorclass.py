@@ -311,8 +311,54 @@ class _TensorClassMethods:
         return cls._from_tensordict(td)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
-        """Returns a copy of the data as a plain tensordict (fields set to ``None`` are left out)."""
-        return self._tensordict.clone()
+        """Returns a copy of the data as a plain tensordict, plain at every depth.
+
+        Keyword Args:
+            retain_none (bool, optional): write the fields set to ``None`` as ``None`` entries.
+                Defaults to ``None`` (no: they are left out).
+
+        Returns:
+            A new :class:`TensorDict`.
+
+        Examples:
+            >>> @tensorclass
+            ... class Frame:
+            ...     pixels: torch.Tensor
+            ...     label: torch.Tensor = None
+            >>> frame = Frame(pixels=torch.zeros(2), batch_size=[2])
+            >>> list(frame.to_tensordict().keys()), list(frame.to_tensordict(retain_none=True).keys())
+            (['pixels'], ['pixels', 'label'])
+        """
+        out = self._tensordict.to_tensordict(retain_none=retain_none)
+        if retain_none:
+            for name in type(self)._tc_fields:
+                if out._get_str(name, None) is None and name not in out._keys_level():
+                    out._set_str(name, None, inplace=False, validated=False)
+        return out
+
+    @classmethod
+    def from_list(cls, input, **kwargs):
+        """Stacks a list of dicts of field values (or instances) into one instance, on a new dim 0.
+
+        Args:
+            input (list): dicts of field values, or instances of the class.
+            **kwargs: as for :meth:`TensorDict.from_list` (``batch_size``, ``lazy``, ...).
+
+        Returns:
+            An instance whose first batch dim is the length of the list.
+
+        Raises:
+            UnknownFieldError: if a key is not a field.
+
+        Examples:
+            >>> @tensorclass
+            ... class Frame:
+            ...     pixels: torch.Tensor
+            >>> Frame.from_list([{"pixels": torch.zeros(3)}, {"pixels": torch.ones(3)}]).batch_size
+            torch.Size([2])
+        """
+        items = [_unwrap(item) for item in input] if isinstance(input, (list, tuple)) else input
+        return cls.from_tensordict(TensorDict.from_list(items, **kwargs))
 
     # ------------------------------------------------------------------ attributes
     def _set_field(self, name: str, value) -> None:
