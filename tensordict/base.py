@@ -34,6 +34,7 @@ from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
 from tensordict._ops.torch_function import dispatch
+from tensordict._ops.values import ValuesMixin
 from tensordict._options import (
     GET_DEFAULT,
     capture_non_tensor_stack,
@@ -137,6 +138,7 @@ class TensorDictBase(
     ConvertMixin,
     ExchangeMixin,
     MemmapMixin,
+    ValuesMixin,
     abc.ABC,
     TensorCollection,
 ):

@@ -13,6 +13,7 @@ import warnings
 
 __all__ = [
     "AbstractClassError",
+    "AcceleratorUnavailableError",
     "BatchSizeError",
     "ClassFlagError",
     "ConflictingArgumentsError",
@@ -237,3 +238,7 @@ def warn(message: str, category: type[Warning]) -> None:
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
+
+
+class AcceleratorUnavailableError(TensorDictError, RuntimeError):
+    """A method needs a CUDA device (pinned memory, streams) and none is available."""
