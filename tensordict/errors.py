@@ -18,6 +18,7 @@ __all__ = [
     "ClassFlagError",
     "ConflictingArgumentsError",
     "ConversionInputError",
+    "DimTypeError",
     "DimensionError",
     "EntryExistsError",
     "EntryTypeError",
@@ -242,3 +243,7 @@ def warn(message: str, category: type[Warning]) -> None:
 
 class AcceleratorUnavailableError(TensorDictError, RuntimeError):
     """A method needs a CUDA device (pinned memory, streams) and none is available."""
+
+
+class DimTypeError(TensorDictError, TypeError, ValueError):
+    """A dim argument that must be an int is of another type (torch raises either builtin)."""

@@ -20,7 +20,14 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict._nontensor import NonTensorData
-from tensordict.errors import AcceleratorUnavailableError, DimensionError, KeyMismatchError
+from tensordict.errors import (
+    AcceleratorUnavailableError,
+    DimensionError,
+    DimTypeError,
+    KeyMismatchError,
+    warn,
+)
+from tensordict.memmap.tensor import MemoryMappedTensor
 
 # ------------------------------------------------------------------------------ predicates
 # name: (what it tests, example input, example output)
@@ -73,7 +80,7 @@ def _batch_dim(td, dim, what: str) -> int:
     """``dim`` as a non-negative batch dim of ``td``, or DimensionError (an IndexError)."""
     if isinstance(dim, bool) or not isinstance(dim, int):
         msg = f"{what}() takes an int batch dim, got {dim!r} ({type(dim).__name__})"
-        raise TypeError(msg)
+        raise DimTypeError(msg)
     ndim = td.batch_dims
     if not -ndim <= dim < ndim:
         msg = f"{what}(): dim {dim} is out of range for a tensordict with {ndim} batch dims {list(td.batch_size)}"
@@ -326,20 +333,34 @@ class ValuesMixin:
         return self._fast_apply(cast, named=True, nested_keys=True)
 
     def as_tensor(self):
-        """Returns a tensordict whose leaves are plain ``torch.Tensor`` objects.
+        """Returns a tensordict whose leaves went through their own ``as_tensor()``, if any.
 
-        Tensor subclasses (a :class:`MemoryMappedTensor`, for instance) become plain tensors
-        over the same memory; non-tensor entries are kept.
+        Leaves without such a method are kept as they are: ``torch.Tensor`` and
+        :class:`MemoryMappedTensor` included, so today the result holds the same leaves.
+        With memory-mapped leaves it warns that this will change: from TensorDict 0.17 they
+        will come back as plain tensors over the same memory (``as_subclass(torch.Tensor)``).
+        A locked tensordict gives a locked result.
 
         Returns:
             A new tensordict with the same keys, batch size, names and device.
 
+        Warns:
+            FutureWarning: if a leaf is a :class:`MemoryMappedTensor`.
+
         Examples:
-            >>> td = TensorDict({"a": torch.zeros(2)}, [2]).memmap_("buffer")
-            >>> type(td["a"]).__name__, type(td.as_tensor()["a"]).__name__
-            ('MemoryMappedTensor', 'Tensor')
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.as_tensor()["a"] is td["a"]
+            True
         """
-        return self._fast_apply(lambda x: x.as_subclass(torch.Tensor))
+        if any(isinstance(leaf, MemoryMappedTensor) for leaf in _tensor_leaves(self)):
+            msg = (
+                "as_tensor() keeps the MemoryMappedTensor leaves of the tensordict as they are; "
+                "from TensorDict 0.17 it will return them as plain torch.Tensor over the same "
+                "memory (as_subclass(torch.Tensor)). Call that yourself to get them now."
+            )
+            warn(msg, FutureWarning)
+        out = self._fast_apply(lambda x: x.as_tensor() if hasattr(x, "as_tensor") else x)
+        return out.lock_() if self.is_locked else out
 
     @property
     def data(self):
@@ -459,8 +480,7 @@ class ValuesMixin:
         out = self._fast_apply(
             pointer, batch_size=torch.Size(()), names=None, device=torch.device("cpu")
         )
-        dropped = [k for k, v in out.items(True, True) if isinstance(v, NonTensorData)]
-        return out.exclude(*dropped) if dropped else out
+        return _tensors_only(out)
 
     def param_count(self, *, count_duplicates: bool = True) -> int:
         """Returns the number of elements of all the tensor leaves together.
@@ -770,7 +790,7 @@ class ValuesMixin:
 
         Raises:
             DimensionError: if ``dim`` is out of range for the batch dims (an ``IndexError``).
-            TypeError: if ``dim`` is not an int.
+            DimTypeError: if ``dim`` is not an int (a ``TypeError`` and ``ValueError``).
             NotImplementedError: if a leaf is an integer tensor and no floating ``dtype`` is
                 given (torch has no integer softmax).
 
@@ -780,7 +800,7 @@ class ValuesMixin:
             (tensor([0.5000, 0.5000]), tensor([0.5000, 0.5000, 0.5000]))
         """
         d = _batch_dim(self, dim, "softmax")
-        return self._fast_apply(lambda x: torch.softmax(x, d, dtype=dtype))
+        return _dense(self)._fast_apply(lambda x: torch.softmax(x, d, dtype=dtype))
 
     def cummax(self, dim: int, *, reduce: bool | None = None, return_indices: bool = True):
         """Returns the running maximum of every leaf along the batch dim ``dim``, with indices.
@@ -803,7 +823,7 @@ class ValuesMixin:
 
         Raises:
             DimensionError: if ``dim`` is out of range for the batch dims (an ``IndexError``).
-            TypeError: if ``dim`` is not an int.
+            DimTypeError: if ``dim`` is not an int (a ``TypeError`` and ``ValueError``).
             RuntimeError: with ``reduce``, if the leaves do not concatenate.
 
         Examples:
@@ -812,7 +832,7 @@ class ValuesMixin:
             >>> out.values["a"], out.indices["a"]
             (tensor([1., 3., 3.]), tensor([0, 1, 1]))
         """
-        return _cumulative(_tensors_only(self), "cummax", dim, reduce, return_indices)
+        return _cumulative(_tensors_only(_dense(self)), "cummax", dim, reduce, return_indices)
 
     def cummin(self, dim: int, *, reduce: bool | None = None, return_indices: bool = True):
         """Returns the running minimum of every leaf along the batch dim ``dim``, with indices.
@@ -834,7 +854,7 @@ class ValuesMixin:
 
         Raises:
             DimensionError: if ``dim`` is out of range for the batch dims (an ``IndexError``).
-            TypeError: if ``dim`` is not an int.
+            DimTypeError: if ``dim`` is not an int (a ``TypeError`` and ``ValueError``).
             RuntimeError: with ``reduce``, if the leaves do not concatenate.
 
         Examples:
@@ -843,7 +863,7 @@ class ValuesMixin:
             >>> out.values["a"], out.indices["a"]
             (tensor([2., 1., 1.]), tensor([0, 1, 1]))
         """
-        return _cumulative(_tensors_only(self), "cummin", dim, reduce, return_indices)
+        return _cumulative(_tensors_only(_dense(self)), "cummin", dim, reduce, return_indices)
 
     def quantile(
         self,
@@ -898,13 +918,14 @@ class ValuesMixin:
         """
         keepdim = False if keepdim is NO_DEFAULT else keepdim
         kwargs = {"interpolation": interpolation}
+        src = _dense(self)
         batch = self.batch_size
         if dim is NO_DEFAULT or dim is None:
             if reduce:
-                flat = torch.cat([leaf.reshape(-1) for leaf in _tensor_leaves(self)])
+                flat = torch.cat([leaf.reshape(-1) for leaf in _tensor_leaves(src)])
                 return torch.quantile(flat, q, **kwargs)
             extra = torch.as_tensor(q).shape
-            out = self._fast_apply(
+            out = src._fast_apply(
                 lambda x: torch.quantile(x.reshape(-1), q, **kwargs), batch_size=extra, names=None
             )
         elif isinstance(dim, str) and dim == "feature":
@@ -913,22 +934,22 @@ class ValuesMixin:
                 return x.reshape(batch + (-1,))
 
             if reduce:
-                flat = torch.cat([features(leaf) for leaf in _tensor_leaves(self)], -1)
+                flat = torch.cat([features(leaf) for leaf in _tensor_leaves(src)], -1)
                 return torch.quantile(flat, q, dim=-1, **kwargs)
             extra = torch.as_tensor(q).shape
-            out = self._fast_apply(
+            out = src._fast_apply(
                 lambda x: torch.quantile(features(x), q, dim=-1, **kwargs),
                 batch_size=extra + batch,
                 names=None,
             )
         else:
-            d = _batch_dim(self, dim, "quantile")
+            d = _batch_dim(src, dim, "quantile")
             if reduce:
-                joined = torch.cat(_tensor_leaves(self), d)
+                joined = torch.cat(_tensor_leaves(src), d)
                 return torch.quantile(joined, q, dim=d, keepdim=keepdim, **kwargs)
             kept = batch[:d] + ((1,) if keepdim else ()) + batch[d + 1 :]
             extra = torch.as_tensor(q).shape
-            out = self._fast_apply(
+            out = src._fast_apply(
                 lambda x: torch.quantile(x, q, dim=d, keepdim=keepdim, **kwargs),
                 batch_size=extra + torch.Size(kept),
                 names=None,
@@ -938,8 +959,23 @@ class ValuesMixin:
         return out
 
 
+def _dense(td):
+    """``td``, or a lazy stack made dense: ops along a batch dim need the stacked leaves."""
+    return td.contiguous() if td._is_lazy else td
+
+
+def _non_tensor_keys(td, prefix: tuple = ()) -> list:
+    keys = []
+    for key, value in td._items_level():
+        if isinstance(value, NonTensorData):
+            keys.append(prefix + (key,))
+        elif is_tensor_collection(value):
+            keys.extend(_non_tensor_keys(value, prefix + (key,)))
+    return keys
+
+
 def _tensors_only(td):
-    dropped = [k for k, v in td.items(True, True) if not isinstance(v, torch.Tensor)]
+    dropped = _non_tensor_keys(td)
     return td.exclude(*dropped) if dropped else td
 
 
@@ -980,13 +1016,15 @@ def _ternary(td, fn, other1, other2, value, what: str):
 
 def _ternary_(td, fn, other1, other2, value, what: str):
     a, b = _operands(td, (other1, other2), what)
-    for key in list(td.keys(True, True)):
-        leaf = td.get(key)
-        if not isinstance(leaf, torch.Tensor):
-            continue
-        y = a.get(key) if is_tensor_collection(a) else _as_operand(a, leaf)
-        z = b.get(key) if is_tensor_collection(b) else _as_operand(b, leaf)
-        fn(leaf, y, z, value=value)
+    collections = [o for o in (a, b) if is_tensor_collection(o)]
+
+    def write(x, *leaves):
+        it = iter(leaves)
+        y = next(it) if is_tensor_collection(a) else _as_operand(a, x)
+        z = next(it) if is_tensor_collection(b) else _as_operand(b, x)
+        return fn(x, y, z, value=value)  # the leaf itself: nothing is rebound
+
+    td._fast_apply(write, *collections, inplace=True)
     return td
 
 
