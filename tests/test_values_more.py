@@ -101,6 +101,12 @@ def test_predicates_match_torch_on_any_floats(values):
 
 # ------------------------------------------------------------------------------ casts
 CASTS = {
+    "half": torch.float16,
+    "float": torch.float32,
+    "double": torch.float64,
+    "bfloat16": torch.bfloat16,
+    "int": torch.int32,
+    "bool": torch.bool,
     "float16": torch.float16,
     "float32": torch.float32,
     "float64": torch.float64,
@@ -142,6 +148,8 @@ def test_cast_filter_gets_the_tuple_key_and_the_leaf():
     assert sorted(seen) == [("a",), ("b", "c")]
     assert out["a"].dtype == torch.float32
     assert out["b", "c"].dtype == torch.float64
+    assert td.double(cast_filter=keep_ints)["b", "c"].dtype == torch.float64
+    assert td.half(cast_filter=keep_ints)["a"].dtype == torch.float32
 
 
 def test_type_takes_a_dtype_or_a_tensor_type_name():

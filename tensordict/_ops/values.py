@@ -41,6 +41,12 @@ _PREDICATES = {
 
 # ------------------------------------------------------------------------------ casts
 _CASTS = {
+    "half": torch.float16,
+    "float": torch.float32,
+    "double": torch.float64,
+    "bfloat16": torch.bfloat16,
+    "int": torch.int32,
+    "bool": torch.bool,
     "float16": torch.float16,
     "float32": torch.float32,
     "float64": torch.float64,
@@ -147,7 +153,7 @@ def _make_cast(name: str, dtype: torch.dtype):
         return self.type(dtype, cast_filter=cast_filter)
 
     method.__name__ = name
-    method.__doc__ = f"""Returns the tensordict with its tensor leaves cast to ``torch.{name}``.
+    method.__doc__ = f"""Returns the tensordict with its tensor leaves cast to ``{dtype}``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
         this tensordict rather than copied; this tensordict is left unchanged.
@@ -163,7 +169,7 @@ def _make_cast(name: str, dtype: torch.dtype):
         Examples:
             >>> td = TensorDict({{"a": torch.tensor([1.0, 2.0]), "b": torch.tensor([1, 2])}}, [2])
             >>> td.{name}()["a"].dtype
-            torch.{name}
+            {dtype}
             >>> td.{name}(cast_filter=lambda key, leaf: key == ("b",))["a"].dtype
             torch.float32
         """
