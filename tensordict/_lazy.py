@@ -1180,6 +1180,12 @@ class LazyStackedTensorDict(TensorDictBase):
             member._attach(parts, node, depth, tensor.select(self._stack_dim, i), None, robust_key)
         return tensor
 
+    def _reset_device(self, device) -> None:
+        """Records ``device`` in every member, moving nothing (``auto_device_``)."""
+        for member in self.tensordicts:
+            if isinstance(member, TensorDictBase):
+                member._reset_device(device)
+
 
 class _Shape:
     """Stands in for a value of a given shape in batch-size checks."""

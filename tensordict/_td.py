@@ -1066,6 +1066,13 @@ class TensorDict(TensorDictBase):
         self._lock_parents = 0
         self._mm = state["mm"]
 
+    def _reset_device(self, device) -> None:
+        """Records ``device`` here and in every sub-tensordict, moving nothing (``auto_device_``)."""
+        self._device = device
+        for value in self._tensordict.values():
+            if isinstance(value, TensorDictBase):
+                value._reset_device(device)
+
 
 def _index_leaf(value, index):
     """``value[index]``; a jagged nested tensor, which torch cannot index along its first dim

@@ -38,6 +38,7 @@ from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
 from tensordict._ops.shape_more import ShapeMoreMixin
 from tensordict._ops.torch_function import dispatch
+from tensordict._ops.values import ValuesMixin
 from tensordict._options import (
     GET_DEFAULT,
     capture_non_tensor_stack,
@@ -143,6 +144,7 @@ class TensorDictBase(
     ExchangeMixin,
     MemmapMixin,
     EntriesMixin,
+    ValuesMixin,
     abc.ABC,
     TensorCollection,
 ):

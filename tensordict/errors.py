@@ -13,6 +13,7 @@ import warnings
 
 __all__ = [
     "AbstractClassError",
+    "AcceleratorUnavailableError",
     "AxisRangeError",
     "BatchSizeError",
     "ClassFlagError",
@@ -20,6 +21,7 @@ __all__ = [
     "ConversionInputError",
     "CopyAtError",
     "DensifyError",
+    "DimTypeError",
     "DimensionError",
     "EntryExistsError",
     "EntryTypeError",
@@ -272,3 +274,11 @@ def warn(message: str, category: type[Warning]) -> None:
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
+
+
+class AcceleratorUnavailableError(TensorDictError, RuntimeError):
+    """A method needs a CUDA device (pinned memory, streams) and none is available."""
+
+
+class DimTypeError(TensorDictError, TypeError, ValueError):
+    """A dim argument that must be an int is of another type (torch raises either builtin)."""

@@ -138,7 +138,9 @@ def _check_key(cls, key, what: str) -> None:
 
 # ====================================================================== method forwarding
 # Methods whose result is an entry (maybe a sub-tensordict), never a new instance.
-_RAW_RESULT = frozenset({"pop", "setdefault", "get_non_tensor"})
+# Properties whose tensordict value a tensorclass returns as an instance of its class.
+_WRAPPED_PROPERTIES = frozenset({"data"})
+_RAW_RESULT = frozenset({"pop", "setdefault", "get_non_tensor", "data_ptr"})
 
 # Methods that add keys: key argument position (and keyword name), checked against the fields.
 # The make_memmap* methods take any key, as in the well-known API: the entry is kept
@@ -214,6 +216,8 @@ class _TensorClassMethods:
             return type(self)._from_tensordict(result)
         if type(result) in (tuple, list) and result and isinstance(result[0], TensorDictBase):
             return type(result)(self._wrap(r) for r in result)
+        if isinstance(result, tuple) and hasattr(type(result), "n_fields"):  # torch.return_types
+            return type(result)(tuple(self._wrap(r) for r in result))
         return result
 
     @classmethod
@@ -399,7 +403,7 @@ class _TensorClassMethods:
             raise AttributeError(msg) from None
         if callable(attr):
             return _forward(self, name, attr)
-        return attr
+        return self._wrap(attr) if name in _WRAPPED_PROPERTIES else attr
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)) | {n for n in dir(TensorDict) if n[0] != "_"})
@@ -681,9 +685,11 @@ def _load_as(cls, folder: str, meta: dict, stat, options):
 def _reserved_names() -> frozenset:
     public = {n for n in dir(TensorDict) if not n.startswith("_")}
     public |= {n for n in vars(_TensorClassMethods) if not n.startswith("_")}
-    return frozenset(public)
+    # ``data`` is a common field name, and the well-known API lets a field take it.
+    return frozenset(public - _FIELD_NAMES_ALLOWED)
 
 
+_FIELD_NAMES_ALLOWED = frozenset({"data"})
 _RESERVED = _reserved_names()
 _MANDATORY = frozenset(
     {"__init__", "__setattr__", "__getattr__", "_is_tensorclass", "_is_tensor_collection"}

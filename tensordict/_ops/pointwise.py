@@ -929,91 +929,6 @@ class PointwiseMixin:
         """
         return self.to(torch.device("cuda" if device is None else device))
 
-    def float(self):
-        """Returns the tensordict with every tensor leaf cast to ``torch.float32``.
-
-        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
-        It is ``self.to(torch.float32)``: always a new tensordict, whose leaves that already
-        have this dtype are shared rather than copied.
-
-        Returns:
-            A new tensordict with the same keys, batch size, names and device.
-
-        Examples:
-            >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
-            >>> td.float()["a"]
-            tensor([1., 2.])
-        """
-        return self.to(torch.float32)
-
-    def double(self):
-        """Returns the tensordict with every tensor leaf cast to ``torch.float64``.
-
-        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
-        It is ``self.to(torch.float64)``: always a new tensordict, whose leaves that already
-        have this dtype are shared rather than copied.
-
-        Returns:
-            A new tensordict with the same keys, batch size, names and device.
-
-        Examples:
-            >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
-            >>> td.double()["a"]
-            tensor([1., 2.], dtype=torch.float64)
-        """
-        return self.to(torch.float64)
-
-    def half(self):
-        """Returns the tensordict with every tensor leaf cast to ``torch.float16``.
-
-        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
-        It is ``self.to(torch.float16)``: always a new tensordict, whose leaves that already
-        have this dtype are shared rather than copied.
-
-        Returns:
-            A new tensordict with the same keys, batch size, names and device.
-
-        Examples:
-            >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
-            >>> td.half()["a"]
-            tensor([1., 2.], dtype=torch.float16)
-        """
-        return self.to(torch.float16)
-
-    def bfloat16(self):
-        """Returns the tensordict with every tensor leaf cast to ``torch.bfloat16``.
-
-        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
-        It is ``self.to(torch.bfloat16)``: always a new tensordict, whose leaves that already
-        have this dtype are shared rather than copied.
-
-        Returns:
-            A new tensordict with the same keys, batch size, names and device.
-
-        Examples:
-            >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
-            >>> td.bfloat16()["a"]
-            tensor([1., 2.], dtype=torch.bfloat16)
-        """
-        return self.to(torch.bfloat16)
-
-    def int(self):
-        """Returns the tensordict with every tensor leaf cast to ``torch.int32``.
-
-        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
-        It is ``self.to(torch.int32)``: always a new tensordict, whose leaves that already
-        have this dtype are shared rather than copied.
-
-        Returns:
-            A new tensordict with the same keys, batch size, names and device.
-
-        Examples:
-            >>> td = TensorDict({"a": torch.tensor([1.5, -2.5])}, [2])
-            >>> td.int()["a"]
-            tensor([ 1, -2], dtype=torch.int32)
-        """
-        return self.to(torch.int32)
-
     def long(self):
         """Returns the tensordict with every tensor leaf cast to ``torch.int64``.
 
@@ -1030,23 +945,6 @@ class PointwiseMixin:
             tensor([ 1, -2])
         """
         return self.to(torch.int64)
-
-    def bool(self):
-        """Returns the tensordict with every tensor leaf cast to ``torch.bool``.
-
-        Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
-        It is ``self.to(torch.bool)``: always a new tensordict, whose leaves that already
-        have this dtype are shared rather than copied.
-
-        Returns:
-            A new tensordict with the same keys, batch size, names and device.
-
-        Examples:
-            >>> td = TensorDict({"a": torch.tensor([0.0, 2.5])}, [2])
-            >>> td.bool()["a"]
-            tensor([False,  True])
-        """
-        return self.to(torch.bool)
 
     def clone(self, recurse: bool = True, **kwargs):
         """Returns a copy of the tensordict; with ``recurse=False`` the copy shares the tensors.
