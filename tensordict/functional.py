@@ -25,6 +25,7 @@ from tensordict._keys import unravel_key
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
 from tensordict._nontensor_stack import _from_flat, _values_at
+from tensordict._ops.exchange import CONVERTERS
 from tensordict._stack import stack
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
@@ -1127,3 +1128,6 @@ def _collate_collections(batch: list, pads: dict, nested: list, mask_key):
     if tc_type is not None:
         return tc_type._from_tensordict(result)
     return result
+
+
+CONVERTERS["pad"] = pad  # TensorDictBase.pad

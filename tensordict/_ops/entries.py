@@ -15,8 +15,14 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    is_leaf_nontensor,
+    is_non_tensor,
+    is_tensor_collection,
+)
 from tensordict._keys import NestedKey, _key_parts, unravel_key
+from tensordict._nontensor import NonTensorData
 from tensordict._ops.exchange import CONVERTERS
 from tensordict.errors import (
     CopyAtError,
@@ -575,6 +581,102 @@ class EntriesMixin:
         """
         value = self.get(key, NO_DEFAULT)
         return bool(getattr(type(value), "_is_non_tensor", False))
+
+    def set_non_tensor(self, key: NestedKey, value):
+        """Stores ``value`` as one non-tensor entry at ``key`` and returns the tensordict.
+
+        The value is wrapped in a :class:`~tensordict.NonTensorData` of the batch size and
+        device of the level that holds it, whatever it is: unlike :meth:`set`, a number, a
+        list or a tensor is kept as the Python object. Missing levels of a nested key are
+        created.
+
+        Args:
+            key (NestedKey): the key of the entry.
+            value: the value to store.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            RuntimeError: if the tensordict is locked and the key is new (LockedError).
+            KeyError: if the key's path goes through an entry that is not a tensordict.
+
+        Examples:
+            >>> td = TensorDict(batch_size=[2]).set_non_tensor(("meta", "ids"), [1, 2])
+            >>> td["meta", "ids"], type(td.get(("meta", "ids"))).__name__
+            ([1, 2], 'NonTensorData')
+        """
+        parts = _key_parts(key)
+        level = self
+        if len(parts) > 1:
+            level = self.get(parts[:-1], None)
+            if level is None:
+                self.create_nested(parts[:-1])
+                level = self.get(parts[:-1], NO_DEFAULT)
+        level.set(parts[-1], NonTensorData(value, level.batch_size, level.device))
+        return self
+
+    def non_tensor_items(self, include_nested: bool = False) -> tuple:
+        """Returns the ``(key, entry)`` pairs of the non-tensor entries, as a tuple.
+
+        The entries are :class:`~tensordict.NonTensorData`, :class:`~tensordict.MetaData`
+        or :class:`~tensordict.NonTensorStack` objects, not their values.
+
+        Args:
+            include_nested (bool, optional): also those of nested tensordicts, under
+                nested keys. Defaults to False.
+
+        Returns:
+            tuple of (key, entry) pairs, in the order of :meth:`items`.
+
+        Examples:
+            >>> td = TensorDict(a=torch.zeros(2), s="x", sub={"t": "y"}, batch_size=[2])
+            >>> [key for key, _ in td.non_tensor_items(include_nested=True)]
+            ['s', ('sub', 't')]
+        """
+        return tuple(
+            (key, value)
+            for key, value in self.items(include_nested, True, is_leaf=is_leaf_nontensor)
+            if is_non_tensor(value)
+        )
+
+    def filter_non_tensor_data(self):
+        """Returns a tensordict without the non-tensor entries, nested ones included.
+
+        The other entries are not copied: the result shares them.
+
+        Returns:
+            A new tensordict of the same class, batch size and device.
+
+        Examples:
+            >>> td = TensorDict(a=torch.zeros(3), b="text", n={"c": "x", "d": torch.zeros(3)}, batch_size=[3])
+            >>> list(td.filter_non_tensor_data().keys(include_nested=True, leaves_only=True))
+            ['a', ('n', 'd')]
+        """
+        keys = [key for key, _ in self.non_tensor_items(include_nested=True)]
+        return self.exclude(*keys) if keys else self.exclude()
+
+    def pad(self, pad_size, value: float = 0.0, inplace: bool = False, safe: bool = True):
+        """Returns the tensordict padded along its batch dims with ``value``: :func:`tensordict.pad`.
+
+        Args:
+            pad_size (sequence of int): ``(dim0_before, dim0_after, dim1_before, ...)``, for the
+                leading batch dims; negative values crop.
+            value (float, optional): the fill value. Defaults to 0.0.
+            inplace (bool, optional): pad this tensordict in place. Defaults to False.
+            safe (bool, optional): accepted for compatibility.
+
+        Returns:
+            The padded tensordict.
+
+        Raises:
+            RuntimeError: if ``pad_size`` does not fit the batch dims.
+
+        Examples:
+            >>> TensorDict(a=torch.ones(2), batch_size=[2]).pad([1, 1])["a"]
+            tensor([0., 1., 1., 0.])
+        """
+        return CONVERTERS["pad"](self, pad_size, value=value, inplace=inplace, safe=safe)
 
     # ------------------------------------------------------------------ writing rows
     def copy_at_(self, tensordict, idx, non_blocking: bool = False, *, fast: bool = True):
