@@ -197,9 +197,8 @@ def _make_unary(name: str):
 
     def method_(self):
         fn = getattr(torch.Tensor, name + "_")
-        for leaf in self.values(True, True):
-            if isinstance(leaf, torch.Tensor):
-                fn(leaf)
+        for leaf in self._stored_tensors():
+            fn(leaf)
         return self
 
     what, data, out, kind = _UNARY_DOCS[name]
@@ -246,18 +245,7 @@ def _make_binary(name: str):
 
     def method_(self, other, *args, **kwargs):
         fn = getattr(torch.Tensor, name + "_")
-        other = _unwrap(other)
-        if is_tensor_collection(other):
-            _check_same_keys(self, other, name)
-            for key in self.keys(True, True):
-                leaf = self.get(key)
-                if isinstance(leaf, torch.Tensor):
-                    fn(leaf, other.get(key), *args, **kwargs)
-        else:
-            for leaf in self.values(True, True):
-                if isinstance(leaf, torch.Tensor):
-                    fn(leaf, other, *args, **kwargs)
-        return self
+        return _write_each_leaf(self, lambda x, y: fn(x, y, *args, **kwargs), other, name)
 
     what, other_type, extra, data, call, out = _BINARY_DOCS[name]
     hint = dict([extra]) if extra else {}
@@ -381,20 +369,31 @@ def _operator(op, swap: bool = False, name: str = ""):
 
 def _inplace_operator(op):
     def method(self, other):
-        other = _unwrap(other)
-        if is_tensor_collection(other):
-            _check_same_keys(self, other, op.__name__)
-            for key in self.keys(True, True):
-                leaf = self.get(key)
-                if isinstance(leaf, torch.Tensor):
-                    op(leaf, other.get(key))
-        else:
-            for leaf in self.values(True, True):
-                if isinstance(leaf, torch.Tensor):
-                    op(leaf, other)
-        return self
+        return _write_each_leaf(self, op, other, op.__name__)
 
     return method
+
+
+def _write_each_leaf(td, fn, other, name: str):
+    """Calls the in-place ``fn(leaf, operand)`` on each tensor ``td`` holds; returns ``td``.
+
+    The leaves are the stored tensors (a lazy stack's are its members', never the stacked
+    copies that ``get`` returns); a tensordict operand gives each leaf its own entry.
+    """
+    other = _unwrap(other)
+    if not is_tensor_collection(other):
+        for leaf in td._stored_tensors():
+            fn(leaf, other)
+        return td
+    _check_same_keys(td, other, name)
+    if getattr(type(td), "_is_lazy", False):
+        td.apply_(fn, other)
+        return td
+    for key in td.keys(True, True):
+        leaf = td.get(key)
+        if isinstance(leaf, torch.Tensor):
+            fn(leaf, other.get(key))
+    return td
 
 
 def _reduction(name: str):

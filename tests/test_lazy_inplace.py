@@ -1,0 +1,36 @@
+"""In-place math on lazy stacks writes into the members' own tensors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tensordict import TensorDict, lazy_stack
+
+
+def _stack():
+    return lazy_stack([TensorDict(a=torch.zeros(2), batch_size=[2]) for _ in range(2)])
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (lambda s: s.add_(1.0), 1.0),
+        (lambda s: s.mul_(0.0).add_(3.0), 3.0),
+        (lambda s: s.zero_().add_(2.0).neg_(), -2.0),
+    ],
+)
+def test_in_place_methods_reach_the_members(call, expected):
+    """add_, mul_, neg_ and friends change the members, not a stacked copy."""
+    stack = _stack()
+    call(stack)
+    assert all(torch.equal(m["a"], torch.full((2,), expected)) for m in stack.tensordicts)
+
+
+def test_augmented_assignment_reaches_the_members():
+    """stack += 1 and stack *= other write into each member's tensors."""
+    stack = _stack()
+    members = [m["a"] for m in stack.tensordicts]
+    stack += 1
+    stack *= TensorDict(a=torch.tensor([[1.0, 2.0], [3.0, 4.0]]), batch_size=[2, 2])
+    assert [m.tolist() for m in members] == [[1.0, 2.0], [3.0, 4.0]]
