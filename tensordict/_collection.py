@@ -78,6 +78,8 @@ def is_tensor_collection(obj) -> bool:
         >>> is_tensor_collection(torch.zeros(2))
         False
     """
+    if isinstance(obj, torch.Tensor):  # the common case, and a failed getattr is slow
+        return False
     cls = obj if isinstance(obj, type) else type(obj)
     return getattr(cls, "_is_tensor_collection", False) is True
 
@@ -119,6 +121,8 @@ def is_non_tensor(obj) -> bool:
         >>> is_non_tensor(td.get("name")), is_non_tensor(td.get("x")), is_non_tensor("a")
         (True, False, False)
     """
+    if isinstance(obj, torch.Tensor):  # the common case, and a failed getattr is slow
+        return False
     return getattr(type(obj), "_is_non_tensor", False) is True
 
 
