@@ -16,7 +16,7 @@ import torch
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._nontensor import NonTensorDataBase, _dummy, stack_entries
 from tensordict._ops.entries import plain_tree
-from tensordict._ops.indexing import normalize_index
+from tensordict._ops.indexing import batch_size_from_dummy, normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.printing import RaggedLeaf, collection_repr
 from tensordict._ops.shape import _shape_args
@@ -487,6 +487,37 @@ class LazyStackedTensorDict(TensorDictBase):
         if self._mm is not None and all(m._mm is not None for m in picked):
             out._mm = _io.Level(None)  # a view of memory-mapped members is memory-mapped
         return out
+
+    def set_at_(self, key, value, index):
+        """Writes ``value`` into the rows ``index`` of the entry at ``key``, in each member.
+
+        A lazy stack's ``get`` stacks copies, so the rows are written member by member, as
+        index assignment does. See :meth:`TensorDictBase.set_at_`.
+
+        Args:
+            key (NestedKey): the entry; it must exist.
+            value: a tensor (or number) that broadcasts to those rows.
+            index: an index of the batch dims.
+
+        Returns:
+            The stack itself.
+
+        Raises:
+            KeyError: if the key is missing.
+            RuntimeError: if the value does not broadcast to the rows.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(2)}, [2]) for _ in range(2)])
+            >>> stack.set_at_("x", 1.0, (1, 0)).tensordicts[1]["x"]
+            tensor([1., 0.])
+        """
+        current = self.tensordicts[0].get(key, NO_DEFAULT)
+        rows = batch_size_from_dummy(self._batch_size, index)
+        if isinstance(current, torch.Tensor):
+            feature = current.shape[len(self._batch_size) - 1 :]
+            value = torch.as_tensor(value, dtype=current.dtype).expand(rows + feature)
+        self._set_at(index, TensorDict({key: value}, batch_size=rows))
+        return self
 
     def _set_at(self, index, value) -> None:
         split = self._split_index(index)

@@ -34,3 +34,17 @@ def test_augmented_assignment_reaches_the_members():
     stack += 1
     stack *= TensorDict(a=torch.tensor([[1.0, 2.0], [3.0, 4.0]]), batch_size=[2, 2])
     assert [m.tolist() for m in members] == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_set_at_and_update_at_write_the_members_rows():
+    """set_at_/update_at_ on a lazy stack write the indexed rows of its members."""
+    stack = lazy_stack(
+        [TensorDict(a=torch.zeros(3), b={"c": torch.zeros(3)}, batch_size=[3]) for _ in range(2)]
+    )
+    stack.set_at_("a", 1.0, (1, slice(0, 2)))
+    assert stack.tensordicts[1]["a"].tolist() == [1.0, 1.0, 0.0]
+    assert stack.tensordicts[0]["a"].tolist() == [0.0, 0.0, 0.0]
+    rows = TensorDict(a=torch.tensor([8.0, 9.0]), b={"c": torch.tensor([1.0, 2.0])}, batch_size=[2])
+    stack.update_at_(rows, (slice(None), 2))
+    assert [m["a"][2].item() for m in stack.tensordicts] == [8.0, 9.0]
+    assert [m["b", "c"][2].item() for m in stack.tensordicts] == [1.0, 2.0]
