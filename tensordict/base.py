@@ -665,8 +665,11 @@ class TensorDictBase(
                         "locked; call unlock_() first"
                     )
                     raise LockedError(msg)
-                nxt = level._new_like({}, level.batch_size)
-                level._set_str(part, nxt, inplace=False, validated=True)
+                level._set_str(
+                    part, level._new_like({}, level.batch_size), inplace=False, validated=True
+                )
+                # read back what was stored: a lazy stack stores one new level per member
+                nxt = level._get_str(part, None)
             elif not is_tensor_collection(nxt) or is_non_tensor(nxt):
                 msg = (
                     f"cannot reach {parts!r}: the entry {parts[: depth + 1]!r} is a "

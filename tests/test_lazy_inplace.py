@@ -48,3 +48,12 @@ def test_set_at_and_update_at_write_the_members_rows():
     stack.update_at_(rows, (slice(None), 2))
     assert [m["a"][2].item() for m in stack.tensordicts] == [8.0, 9.0]
     assert [m["b", "c"][2].item() for m in stack.tensordicts] == [1.0, 2.0]
+
+
+def test_setting_a_new_nested_key_reaches_every_member():
+    """stack[("n", "d")] = v creates "n" in each member and stores its row of v there."""
+    stack = lazy_stack([TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)])
+    stack.set(("n", "d"), torch.arange(6.0).reshape(2, 3))
+    stack["m", "e", "f"] = torch.ones(2, 3)
+    assert stack.tensordicts[1]["n", "d"].tolist() == [3.0, 4.0, 5.0]
+    assert stack.tensordicts[0]["m", "e", "f"].tolist() == [1.0, 1.0, 1.0]
