@@ -319,6 +319,12 @@ class LazyStackedTensorDict(TensorDictBase):
             return _stack_leaves(key, values, self._stack_dim, as_nested_tensor)
         if is_non_tensor(first):
             return stack_entries(values, self._stack_dim)
+        if getattr(type(first), "_is_tensorclass", False):
+            # the members' instances, as one instance of their class over a lazy stack
+            inner = LazyStackedTensorDict(
+                *[v._tensordict for v in values], stack_dim=self._stack_dim
+            )
+            return type(first)._from_tensordict(inner)
         return LazyStackedTensorDict(*values, stack_dim=self._stack_dim)
 
     def get(self, key, default=GET_DEFAULT, *, as_nested_tensor: bool = False):

@@ -57,3 +57,24 @@ def test_setting_a_new_nested_key_reaches_every_member():
     stack["m", "e", "f"] = torch.ones(2, 3)
     assert stack.tensordicts[1]["n", "d"].tolist() == [3.0, 4.0, 5.0]
     assert stack.tensordicts[0]["m", "e", "f"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_tensorclass_entry_of_a_lazy_stack_reads_as_its_class():
+    """get() of a tensorclass entry gives one instance over the members'; contiguous() works."""
+    from tensordict import tensorclass
+
+    @tensorclass
+    class Point:
+        x: torch.Tensor
+
+    stack = lazy_stack(
+        [
+            TensorDict(p=Point(x=torch.full((3,), float(i)), batch_size=[3]), batch_size=[3])
+            for i in range(2)
+        ]
+    )
+    entry = stack.get("p")
+    assert type(entry) is Point and entry.batch_size == torch.Size([2, 3])
+    dense = stack.contiguous()
+    assert type(dense["p"]) is Point
+    assert dense["p"].x.tolist() == [[0.0] * 3, [1.0] * 3]
