@@ -42,6 +42,7 @@ __all__ = [
     "NotTensorCollectionError",
     "PaddingError",
     "PathThroughLeafError",
+    "RenameDestinationError",
     "ReplaceArgumentError",
     "ReservedFieldError",
     "ShapeArgumentError",
@@ -248,6 +249,10 @@ class DensifyError(TensorDictError, NotImplementedError):
 
 class CopyAtError(TensorDictError, RuntimeError):
     """``copy_at_(..., fast=True)`` got a source, destination or index the tensor-only copy cannot take."""
+
+
+class RenameDestinationError(TensorDictError, ValueError):
+    """``rename_keys`` would write over an entry that is not renamed away."""
 
 
 class ReplaceArgumentError(TensorDictError, RuntimeError):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from tensordict import NonTensorData, TensorDict, lazy_stack
+from tensordict import NonTensorData, TensorDict, is_leaf_nontensor, lazy_stack
 
 
 def _td():
@@ -57,3 +58,55 @@ def test_lazy_stack_set_non_tensor_reaches_every_member():
     stack = lazy_stack([TensorDict(a=torch.zeros(3), batch_size=[3])] * 2)
     stack.set_non_tensor("z", "w")
     assert all(m["z"] == "w" for m in stack.tensordicts)
+
+
+def _tree():
+    return TensorDict(a=torch.zeros(2), sub={"b": torch.ones(2), "e": {}}, s="x", batch_size=[2])
+
+
+def test_rename_keys_moves_entries_and_shares_leaves():
+    """rename_keys moves leaves (tensors and non-tensors) to new keys, sharing them."""
+    td = _tree()
+    out = td.rename_keys({"a": ("sub", "z"), ("sub", "b"): "b2", "s": "t"})
+    assert set(out.keys(True, True, is_leaf=is_leaf_nontensor)) == {"b2", ("sub", "z"), "t"}
+    assert out["sub", "z"] is td["a"] and out["t"] == "x"
+    # the source is unchanged
+    assert set(td.keys(True, True, is_leaf=is_leaf_nontensor)) == {"a", ("sub", "b"), "s"}
+
+
+def test_rename_keys_swaps_and_moves_whole_levels():
+    """Sources are read first (a swap works); renaming a level moves what it holds."""
+    td = _tree()
+    swapped = TensorDict(a=torch.zeros(2), b=torch.ones(2), batch_size=[2]).rename_keys(
+        {"a": "b", "b": "a"}
+    )
+    assert swapped["a"].tolist() == [1.0, 1.0]
+    moved = td.rename_keys({"sub": "S"})
+    assert "sub" not in moved.keys() and set(moved["S"].keys()) == {"b", "e"}
+
+
+def test_rename_keys_drops_levels_left_empty_only():
+    """A level emptied by the renaming goes; one holding an empty level stays."""
+    td = TensorDict(a={"b": torch.zeros(2)}, c={"d": torch.zeros(2), "e": {}}, batch_size=[2])
+    out = td.rename_keys({("a", "b"): "x", ("c", "d"): "y"})
+    assert "a" not in out.keys()
+    assert set(out["c"].keys()) == {"e"}
+
+
+def test_rename_keys_refuses_what_it_cannot_do():
+    """A missing source is a KeyError (unless strict=False); a taken destination a ValueError."""
+    td = _tree()
+    with pytest.raises(KeyError, match="nope"):
+        td.rename_keys({"nope": "x"})
+    assert set(td.rename_keys({"nope": "x"}, strict=False).keys()) == set(td.keys())
+    for mapping in ({"a": "sub"}, {"a": "s"}):
+        with pytest.raises(ValueError, match="destination"):
+            td.rename_keys(mapping)
+
+
+def test_rename_keys_on_a_lazy_stack_renames_each_member():
+    """A lazy stack renames the keys of every member and stays lazy."""
+    stack = lazy_stack([TensorDict(a=torch.zeros(2), batch_size=[2]) for _ in range(2)])
+    out = stack.rename_keys({"a": "z"})
+    assert type(out) is type(stack)
+    assert all(set(m.keys()) == {"z"} for m in out.tensordicts)

@@ -28,10 +28,24 @@ from tensordict.errors import (
     CopyAtError,
     LockedError,
     MissingKeyError,
+    RenameDestinationError,
     ReplaceArgumentError,
     UnsupportedConversionError,
     warn,
 )
+
+
+def _as_tuple(key) -> tuple:
+    flat = unravel_key(key)
+    return (flat,) if isinstance(flat, str) else flat
+
+
+def _renamed(key: tuple, pairs: list) -> tuple:
+    """``key`` after the first of the ``(source, destination)`` renames that covers it."""
+    for src, dst in pairs:
+        if key[: len(src)] == src:
+            return dst + key[len(src) :]
+    return key
 
 
 def _is_subtree(value) -> bool:
@@ -581,6 +595,77 @@ class EntriesMixin:
         """
         value = self.get(key, NO_DEFAULT)
         return bool(getattr(type(value), "_is_non_tensor", False))
+
+    def rename_keys(self, mapping: Mapping, *, strict: bool = True):
+        """Returns a tensordict with several keys renamed at once; this one is left as it is.
+
+        The result has a new tree of nested tensordicts sharing every leaf (tensors and
+        non-tensor entries) with this one, its batch size, device and names, unlocked. All
+        sources are read before any destination is written, so swaps and chains work;
+        renaming a nested tensordict moves all it holds. A nested tensordict the renaming
+        leaves empty is dropped; one that was empty already is kept. A lazy stack renames
+        the keys of each member.
+
+        Args:
+            mapping (Mapping[NestedKey, NestedKey]): source key to destination key.
+
+        Keyword Args:
+            strict (bool, optional): raise for a source that is missing; with False it is
+                skipped. Defaults to True.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            KeyError: if a source is missing and ``strict`` is True (MissingKeyError).
+            ValueError: if a destination is an entry that is not renamed away
+                (RenameDestinationError).
+
+        Examples:
+            >>> td = TensorDict(a=torch.zeros(2), b=torch.ones(2), batch_size=[2])
+            >>> td.rename_keys({"a": "b", "b": "a"})["a"]
+            tensor([1., 1.])
+        """
+        if getattr(type(self), "_is_lazy", False):
+            members = [m.rename_keys(mapping, strict=strict) for m in self.tensordicts]
+            return self._restack(members, self._stack_dim)
+        pairs = [(_as_tuple(src), _as_tuple(dst)) for src, dst in mapping.items()]
+        present = {_as_tuple(k) for k in self.keys(True, False, is_leaf=is_leaf_nontensor)}
+        missing = [src for src, _ in pairs if src not in present]
+        if missing and strict:
+            msg = f"rename_keys: the keys {missing} are missing; existing keys: {sorted(present)}"
+            raise MissingKeyError(msg)
+        pairs = [(src, dst) for src, dst in pairs if src in present]
+        sources = {src for src, _ in pairs}
+        for _, dst in pairs:
+            if dst in present and not any(dst[: len(s)] == s for s in sources):
+                msg = f"rename_keys: the destination {dst!r} is already present and is not renamed away"
+                raise RenameDestinationError(msg)
+        leaves = {_as_tuple(k): v for k, v in self.items(True, True, is_leaf=is_leaf_nontensor)}
+        # empty nested tensordicts move with their parents, as leaves do
+        empties = {
+            _as_tuple(k): v
+            for k, v in self.items(True, False, is_leaf=is_leaf_nontensor)
+            if _is_subtree(v) and not list(v.keys())
+        }
+        moved = {_renamed(key, pairs): value for key, value in leaves.items()}
+        moved_empties = {_renamed(key, pairs): value for key, value in empties.items()}
+        kept = list(moved) + list(moved_empties)
+        out = self.empty(recurse=True)
+        # the levels that held only what moved away go; the ones empty before stay
+        for src in sources:
+            for depth in range(len(src), 0, -1):
+                prefix = src[:depth]
+                holds = any(k[:depth] == prefix for k in kept)
+                was_empty = not any(k[:depth] == prefix for k in leaves)
+                if not holds and not was_empty and prefix in out.keys(True):
+                    out._walk_to_parent(prefix, create=False)._del_str(prefix[-1])
+        for key, value in moved_empties.items():
+            if key not in out.keys(True):
+                out.set(key, value.empty())
+        for key, value in moved.items():
+            out.set(key, value)
+        return out
 
     def set_non_tensor(self, key: NestedKey, value):
         """Stores ``value`` as one non-tensor entry at ``key`` and returns the tensordict.
