@@ -114,7 +114,7 @@ def _container_value(value):
     return value
 
 
-def from_tuple(
+def _from_tuple(
     obj,
     *,
     auto_batch_size: bool = False,
@@ -122,34 +122,7 @@ def from_tuple(
     device: torch.device | None = None,
     batch_size: torch.Size | None = None,
 ):
-    """Converts a tuple (or any sequence) to a :class:`TensorDict` keyed ``"0"``, ``"1"``, ...
-
-    The same as :meth:`TensorDict.from_tuple <tensordict.TensorDictBase.from_tuple>`.
-
-    Args:
-        obj (tuple or sequence): the elements; a tuple element becomes a
-            sub-tensordict keyed the same way, a named tuple one keyed by its fields.
-
-    Keyword Args:
-        auto_batch_size (bool, optional): infer the batch size. Defaults to ``False``.
-        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
-            dimensions.
-        device (torch.device, optional): the device of the result.
-        batch_size (torch.Size, optional): the batch size of the result.
-
-    Returns:
-        A new :class:`TensorDict`.
-
-    Raises:
-        ConflictingArgumentsError: (a ``TypeError``) if ``batch_size`` and
-            ``auto_batch_size`` are both given.
-        ConversionInputError: (a ``TypeError``) if ``obj`` cannot be iterated.
-
-    Examples:
-        >>> td = from_tuple((torch.zeros(2, 3), (torch.ones(2),)), auto_batch_size=True)
-        >>> td.batch_size, list(td.keys(include_nested=True, leaves_only=True))
-        (torch.Size([2]), ['0', ('1', '0')])
-    """
+    """The implementation of :meth:`TensorDictBase.from_tuple` (documented there)."""
     try:
         source = _tuple_source(obj)
     except TypeError as err:
@@ -158,7 +131,7 @@ def from_tuple(
     return _build("from_tuple", source, batch_size, auto_batch_size, batch_dims, device)
 
 
-def from_namedtuple(
+def _from_namedtuple(
     named_tuple,
     *,
     auto_batch_size: bool = False,
@@ -166,36 +139,7 @@ def from_namedtuple(
     device: torch.device | None = None,
     batch_size: torch.Size | None = None,
 ):
-    """Converts a named tuple (or a mapping) to a :class:`TensorDict` keyed by its fields.
-
-    The same as :meth:`TensorDict.from_namedtuple <tensordict.TensorDictBase.from_namedtuple>`.
-
-    Args:
-        named_tuple (namedtuple or Mapping): the fields; a named tuple, tuple or dict
-            field becomes a sub-tensordict.
-
-    Keyword Args:
-        auto_batch_size (bool, optional): infer the batch size. Defaults to ``False``.
-        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
-            dimensions.
-        device (torch.device, optional): the device of the result.
-        batch_size (torch.Size, optional): the batch size of the result.
-
-    Returns:
-        A new :class:`TensorDict`.
-
-    Raises:
-        ConversionInputError: (a ``TypeError`` and an ``AttributeError``) if
-            ``named_tuple`` is neither a named tuple nor a mapping.
-        ConflictingArgumentsError: (a ``TypeError``) if ``batch_size`` and
-            ``auto_batch_size`` are both given.
-
-    Examples:
-        >>> from collections import namedtuple
-        >>> Pair = namedtuple("Pair", ["left", "right"])
-        >>> from_namedtuple(Pair(torch.zeros(2), Pair(torch.ones(2), "r")))["right", "right"]
-        'r'
-    """
+    """The implementation of :meth:`TensorDictBase.from_namedtuple` (documented there)."""
     if _is_namedtuple(named_tuple):
         source = _namedtuple_source(named_tuple)
     elif isinstance(named_tuple, Mapping):
@@ -226,7 +170,7 @@ def _struct_source(array: np.ndarray, batch_size) -> dict:
     return source
 
 
-def from_struct_array(
+def _from_struct_array(
     struct_array,
     *,
     auto_batch_size: bool = False,
@@ -234,39 +178,7 @@ def from_struct_array(
     device: torch.device | None = None,
     batch_size: torch.Size | None = None,
 ):
-    """Converts a numpy structured array to a :class:`TensorDict` keyed by its fields.
-
-    The same as :meth:`TensorDict.from_struct_array <tensordict.TensorDictBase.from_struct_array>`:
-    the batch size is the array's shape unless told otherwise, and numeric fields
-    share the array's memory when their strides allow it.
-
-    Args:
-        struct_array (np.ndarray): an array with a structured dtype.
-
-    Keyword Args:
-        auto_batch_size (bool, optional): infer the batch size from the entries.
-            Defaults to ``False``.
-        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
-            dimensions.
-        device (torch.device, optional): the device of the result.
-        batch_size (torch.Size, optional): the batch size. Defaults to the array's shape.
-
-    Returns:
-        A new :class:`TensorDict`.
-
-    Raises:
-        ConversionInputError: (a ``TypeError`` and an ``AttributeError``) if
-            ``struct_array`` is not a numpy array with named fields.
-        ConflictingArgumentsError: (a ``TypeError``) if ``batch_size`` and
-            ``auto_batch_size`` are both given.
-
-    Examples:
-        >>> import numpy as np
-        >>> x = np.zeros(3, dtype=[("pos", "f4", (2,)), ("name", "U4")])
-        >>> td = from_struct_array(x)
-        >>> td["pos"].shape, td["name"].tolist()
-        (torch.Size([3, 2]), ['', '', ''])
-    """
+    """The implementation of :meth:`TensorDictBase.from_struct_array` (documented there)."""
     if not isinstance(struct_array, np.ndarray) or struct_array.dtype.names is None:
         what = (
             f"an array of dtype {struct_array.dtype}"
@@ -479,40 +391,14 @@ def _pytree_source(tree):
     return source
 
 
-def from_pytree(
+def _from_pytree(
     pytree,
     *,
     batch_size: torch.Size | None = None,
     auto_batch_size: bool = False,
     batch_dims: int | None = None,
 ):
-    """Converts nested lists, tuples, named tuples and dicts of tensors to a :class:`TensorDict`.
-
-    The same as :meth:`TensorDict.from_pytree <tensordict.TensorDictBase.from_pytree>`;
-    :meth:`~tensordict.TensorDictBase.to_pytree` rebuilds the containers.
-
-    Args:
-        pytree: the nested containers of tensors and numbers.
-
-    Keyword Args:
-        batch_size (torch.Size, optional): the batch size of the result. It wins over
-            ``auto_batch_size`` when both are given.
-        auto_batch_size (bool, optional): infer the batch size. Defaults to ``False``.
-        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
-            dimensions.
-
-    Returns:
-        A new :class:`TensorDict`, or the tensor or tensor collection given.
-
-    Raises:
-        UnsupportedConversionError: (a ``NotImplementedError``) if a leaf is neither a
-            tensor, a number, an array nor a tensor collection.
-
-    Examples:
-        >>> td = from_pytree({"a": [torch.zeros(2), torch.ones(2)]}, auto_batch_size=True)
-        >>> td.batch_size, td.to_pytree()["a"][1]
-        (torch.Size([2]), tensor([1., 1.]))
-    """
+    """The implementation of :meth:`TensorDictBase.from_pytree` (documented there)."""
     infer = _check_batch_args("from_pytree", batch_size, auto_batch_size, batch_dims, strict=False)
     source = _pytree_source(pytree)
     if not isinstance(source, dict):
@@ -530,17 +416,17 @@ def _any_value(value):
     if isinstance(value, Mapping):
         return {k: _any_value(v) for k, v in value.items()}
     if _is_namedtuple(value):
-        return from_namedtuple(value)
+        return _from_namedtuple(value)
     if isinstance(value, tuple):
-        return from_tuple(value)
+        return _from_tuple(value)
     if _is_dataclass_instance(value):
         return _td_from_dataclass(value)
     if isinstance(value, np.ndarray) and value.dtype.names is not None:
-        return from_struct_array(value)
+        return _from_struct_array(value)
     return value
 
 
-def from_any(
+def _from_any(
     obj,
     *,
     auto_batch_size: bool = False,
@@ -548,32 +434,7 @@ def from_any(
     device: torch.device | None = None,
     batch_size: torch.Size | None = None,
 ):
-    """Converts a dict, tuple, named tuple, dataclass or structured array to a tensordict.
-
-    The same as :meth:`TensorDict.from_any <tensordict.TensorDictBase.from_any>`:
-    a tensor collection is returned as it is, and an object that is none of these
-    containers (a tensor, a number, a list, a module, ...) is returned unchanged.
-
-    Args:
-        obj: the object to convert.
-
-    Keyword Args:
-        auto_batch_size (bool, optional): infer the batch size. Defaults to ``False``.
-        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
-            dimensions.
-        device (torch.device, optional): the device of the result.
-        batch_size (torch.Size, optional): the batch size of the result. It wins over
-            ``auto_batch_size`` when both are given.
-
-    Returns:
-        A tensordict, or ``obj`` itself.
-
-    Examples:
-        >>> from_any({"a": (torch.zeros(2), torch.ones(2))}, auto_batch_size=True)["a", "1"]
-        tensor([1., 1.])
-        >>> from_any(3)
-        3
-    """
+    """The implementation of :meth:`TensorDictBase.from_any` (documented there)."""
     if is_tensor_collection(obj):
         return obj
     kwargs = {
@@ -588,13 +449,13 @@ def from_any(
             "from_any", source, batch_size, auto_batch_size, batch_dims, device, strict=False
         )
     if _is_namedtuple(obj):
-        return from_namedtuple(obj, **kwargs)
+        return _from_namedtuple(obj, **kwargs)
     if isinstance(obj, tuple):
-        return from_tuple(obj, **kwargs)
+        return _from_tuple(obj, **kwargs)
     if _is_dataclass_instance(obj):
         return _td_from_dataclass(obj, **kwargs)
     if isinstance(obj, np.ndarray) and obj.dtype.names is not None:
-        return from_struct_array(obj, **kwargs)
+        return _from_struct_array(obj, **kwargs)
     return obj
 
 
@@ -732,7 +593,7 @@ def _stack_leaves(tds: list, prefix: tuple, expand_identical: bool) -> dict:
     return out
 
 
-def from_modules(
+def _from_modules(
     *modules,
     as_module: bool = False,
     lock: bool = True,
@@ -740,39 +601,7 @@ def from_modules(
     lazy_stack: bool = False,
     expand_identical: bool = False,
 ):
-    """Stacks the parameters and buffers of several modules in one tensordict, one row per module.
-
-    The same as :meth:`TensorDict.from_modules <tensordict.TensorDictBase.from_modules>`.
-
-    Args:
-        *modules (torch.nn.Module): the modules.
-
-    Keyword Args:
-        as_module (bool, optional): not supported (``tensordict.nn`` is out of scope).
-        lock (bool, optional): lock the result. Defaults to ``True``.
-        use_state_dict (bool, optional): read each module's ``state_dict()``.
-            Defaults to ``False``.
-        lazy_stack (bool, optional): return a lazy stack of the modules' own
-            parameters. Defaults to ``False``: new, stacked parameters.
-        expand_identical (bool, optional): expand an entry that is the same tensor in
-            every module instead of stacking it. Defaults to ``False``.
-
-    Returns:
-        A tensordict with batch size ``[len(modules)]``.
-
-    Raises:
-        TooFewInputsError: (a ``RuntimeError``) if no module is given.
-        KeyMismatchError: if the modules hold different names.
-        ShapeMismatchError: (a ``RuntimeError``) if a dense stack meets tensors of
-            different shapes under one name.
-        ConversionInputError: if an argument is not an ``nn.Module``.
-        UnsupportedConversionError: (a ``NotImplementedError``) if ``as_module``.
-
-    Examples:
-        >>> params = from_modules(torch.nn.Linear(2, 3), torch.nn.Linear(2, 4), lazy_stack=True)
-        >>> [td["weight"].shape for td in params.tensordicts]
-        [torch.Size([3, 2]), torch.Size([4, 2])]
-    """
+    """The implementation of :meth:`TensorDictBase.from_modules` (documented there)."""
     if not modules:
         msg = "from_modules needs at least one module, got none"
         raise TooFewInputsError(msg)
@@ -897,14 +726,23 @@ def _unwrap_leaf(value):
 
 CONVERTERS.update(
     {
-        "from_any": from_any,
-        "from_tuple": from_tuple,
-        "from_namedtuple": from_namedtuple,
-        "from_struct_array": from_struct_array,
+        "from_any": _from_any,
+        "from_tuple": _from_tuple,
+        "from_namedtuple": _from_namedtuple,
+        "from_struct_array": _from_struct_array,
         "from_dataclass": _td_from_dataclass,
-        "from_pytree": from_pytree,
+        "from_pytree": _from_pytree,
         "from_module": _td_from_module,
-        "from_modules": from_modules,
+        "from_modules": _from_modules,
         "to_module": _to_module,
     }
 )
+
+# The module functions of the well-known API are the TensorDict class methods, which reach
+# the implementations above through the registry: one body and one docstring each.
+from_any = TensorDict.from_any
+from_tuple = TensorDict.from_tuple
+from_namedtuple = TensorDict.from_namedtuple
+from_struct_array = TensorDict.from_struct_array
+from_pytree = TensorDict.from_pytree
+from_modules = TensorDict.from_modules
