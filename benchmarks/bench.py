@@ -63,6 +63,8 @@ class Settings:
     open_files: int = 1000
     rb_rows: int = 100_000
     rb_batch: int = 256
+    map_bytes: int = 32 << 20
+    map_workers: int = 2
     # torch intra-op threads: small rows run on one thread (on a small machine shared with
     # other work, a parallel region for a 256-row index_put_ can stall for milliseconds);
     # bulk copies (BULK_ROWS) run with torch's default, as users run them.
@@ -86,6 +88,7 @@ class Settings:
             big_repeat=2,
             memmap_bytes=64 << 20,
             from_tensor_bytes=32 << 20,
+            map_bytes=8 << 20,
         )
 
 
@@ -536,6 +539,82 @@ def row_from_filename(res: Result, cfg: Settings, scratch: Scratch) -> None:
     res.notes.append(f"{cfg.open_files} files")
 
 
+# map's work: a few passes of elementwise math per element, the same for both sides
+_MAP_PASSES = 8
+_MAP_CHUNKS = 8
+
+
+def _map_math(x: torch.Tensor) -> torch.Tensor:
+    for _ in range(_MAP_PASSES):
+        x = torch.tanh(x) * 1.01
+    return x.sum(-1)
+
+
+def _map_fn(chunk):
+    return chunk.empty().set("y", _map_math(chunk["x"]))
+
+
+def _map_floor_fn(x: torch.Tensor) -> torch.Tensor:
+    torch.set_num_threads(1)
+    return _map_math(x)
+
+
+def _map_data(cfg: Settings, scratch: Scratch):
+    """The memory-mapped tensordict that map reads, and the same values in shared memory."""
+    rows = cfg.map_bytes // (4 * 256)
+    x = torch.randn(rows, 256)
+    td = TensorDict(x=x, batch_size=[rows]).memmap(scratch.path("map"))
+    return td, x.share_memory_()
+
+
+def _start_map_pool(workers: int):
+    """What a ``map`` call without a pool pays before any work: a fork pool of ``workers``."""
+    pool = torch.multiprocessing.get_context("fork").Pool(workers)
+    pool.map(abs, range(workers))  # every worker has started
+    return pool
+
+
+def row_map(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    td, x = _map_data(cfg, scratch)
+    gen = torch.Generator()
+    n = cfg.map_workers
+
+    def work():
+        return td.map(_map_fn, num_workers=n, num_chunks=_MAP_CHUNKS, generator=gen)
+
+    def floor():
+        return torch.cat([_map_math(chunk) for chunk in td["x"].chunk(_MAP_CHUNKS)])
+
+    res.record(_alternate(work, floor, cfg.big_repeat))
+    res.notes.append(
+        f"{cfg.map_bytes >> 20} MiB memory-mapped, {_MAP_CHUNKS} chunks, {n} workers vs one "
+        f"process: {res.floor / res.work:.2f}x the throughput"
+    )
+    start = [_once(lambda: _start_map_pool(n).terminate()) for _ in range(3)]
+    res.notes.append(f"start-up (fork pool of {n}) {statistics.median(start) * 1e3:.0f} ms")
+    del x
+
+
+def row_map_pool(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    td, x = _map_data(cfg, scratch)
+    gen = torch.Generator()
+    n = cfg.map_workers
+
+    def work():
+        return td.map(_map_fn, num_workers=n, num_chunks=_MAP_CHUNKS, generator=gen)
+
+    def floor():
+        pool = torch.multiprocessing.get_context("fork").Pool(n)
+        try:
+            return torch.cat(pool.map(_map_floor_fn, x.chunk(_MAP_CHUNKS), 1))
+        finally:
+            pool.close()
+            pool.join()
+
+    res.record(_alternate(work, floor, cfg.big_repeat))
+    res.notes.append(f"floor: multiprocessing.Pool({n}).map over shared-memory tensors")
+
+
 # rows of big copies, timed with torch's default number of threads (see Settings)
 BULK_ROWS = {"memmap", "from_tensor"}
 
@@ -560,6 +639,8 @@ ROWS = [
     ("rb_read", row_rb_read, "replay buffer: td[idx], 256 of 100k rows", ("ratio", 1.2)),
     ("from_tensor", row_from_tensor, "MemoryMappedTensor.from_tensor, 256 MiB", ("ratio", 1.1)),
     ("from_filename", row_from_filename, "1000 MemoryMappedTensor.from_filename", ("ratio", 1.2)),
+    ("map", row_map, "td.map(fn) of 32 MiB memmap, 2 workers (vs 1 process)", ("ratio", 1 / 1.6)),
+    ("map_pool", row_map_pool, "td.map(fn), 2 workers (vs multiprocessing.Pool)", ("ratio", 1.2)),
 ]
 
 

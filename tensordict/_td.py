@@ -766,7 +766,10 @@ class TensorDict(TensorDictBase):
             res = out[key] = op(value, extra)
             if names is not None and type(res) is TensorDict:
                 _name_leading(res, names, value, bd)
-        return TensorDict._new_unsafe(out, batch_size, self._device, names)
+        result = TensorDict._new_unsafe(out, batch_size, self._device, names)
+        if self._mm is not None:
+            _mark_view(result, self._locked)
+        return result
 
     def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
         bd = len(self._batch_size)
@@ -781,10 +784,14 @@ class TensorDict(TensorDictBase):
                 parts[i][key] = piece
                 if names is not None and type(piece) is TensorDict:
                     _name_leading(piece, names, value, bd)
-        return tuple(
+        results = tuple(
             TensorDict._new_unsafe(part, size, self._device, None if names is None else list(names))
             for part, size in zip(parts, batch_sizes)
         )
+        if self._mm is not None:
+            for result in results:
+                _mark_view(result, self._locked)
+        return results
 
     def _become(self, other, method: str) -> None:
         """Takes the batch size, names and entries of ``other``; sub-tensordicts keep their identity."""

@@ -1275,3 +1275,11 @@ class PointwiseMixin:
         return self._new_factory(
             lambda x, s, **kw: x.new_full(s, fill_value, **kw), (size,), kwargs
         )
+
+
+# The generated methods carry their class's qualified name, so that they pickle by
+# reference like written ones (``td.map(TensorDict.exp)`` sends ``exp`` to the workers).
+for _name, _method in vars(PointwiseMixin).items():
+    if callable(_method) and "<locals>" in getattr(_method, "__qualname__", ""):
+        _method.__qualname__ = f"PointwiseMixin.{_name}"
+del _name, _method
