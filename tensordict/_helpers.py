@@ -12,6 +12,7 @@ import torch
 
 from tensordict._collection import is_tensor_collection
 from tensordict._keys import NestedKey, unravel_key
+from tensordict.errors import ConflictingArgumentsError, warn
 
 __all__ = [
     "KEY_SEPARATOR",
@@ -295,3 +296,30 @@ def assert_close(
 
 
 assert_allclose_td = assert_close
+
+
+# ---------------------------------------------------------------------- batch-size keywords
+def check_batch_args(
+    name: str, batch_size, auto_batch_size: bool, batch_dims, *, strict: bool = True
+) -> bool:
+    """Checks the batch-size keywords; returns whether the batch size is to be inferred.
+
+    With ``strict``, ``batch_size`` and ``auto_batch_size`` together are refused;
+    otherwise ``batch_size`` wins (as the well-known API does for these converters).
+    """
+    if not strict and batch_size is not None:
+        return False
+    if auto_batch_size and batch_size is not None:
+        msg = (
+            f"{name}: batch_size={list(batch_size)} and auto_batch_size=True exclude each "
+            "other; pass one of them"
+        )
+        raise ConflictingArgumentsError(msg)
+    if batch_dims is not None and not auto_batch_size:
+        msg = (
+            f"{name} ignores batch_dims={batch_dims} without auto_batch_size=True; a later "
+            "version will infer the batch size when batch_dims is given, as from_dict does. "
+            "Pass auto_batch_size=True to get that now, or drop batch_dims."
+        )
+        warn(msg, FutureWarning)
+    return bool(auto_batch_size)

@@ -1283,7 +1283,16 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
         >>> stack.batch_size, stack.get("r", as_nested_tensor=True).is_nested
         (torch.Size([2]), True)
     """
-    return LazyStackedTensorDict._stack_members(list(tds), dim, out=out)
+    tds = list(tds)
+    cls = type(tds[0]) if tds else None
+    if getattr(cls, "_is_tensorclass", False) and out is None:
+        # instances of one tensorclass: their tensordicts stacked lazily, as the class
+        if any(type(td) is not cls for td in tds):
+            msg = f"cannot lazy-stack a {cls.__name__} with instances of other classes"
+            raise TypeError(msg)
+        inner = LazyStackedTensorDict._stack_members([td._tensordict for td in tds], dim)
+        return cls._from_tensordict(inner)
+    return LazyStackedTensorDict._stack_members(tds, dim, out=out)
 
 
 def _td_rows(td) -> list:

@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import inspect
 import os
+import types
 import typing
 from collections.abc import Mapping
 
@@ -30,6 +31,7 @@ import torch
 
 from tensordict import _tensorclass_options as _options
 from tensordict._collection import TensorCollection, is_tensor_collection
+from tensordict._helpers import check_batch_args
 from tensordict._keys import _key_parts
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict._nontensor_stack import NonTensorStack
@@ -43,6 +45,7 @@ from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     ClassFlagError,
+    ConversionInputError,
     MemmapFormatError,
     MemmapNotFoundError,
     ReservedFieldError,
@@ -339,6 +342,54 @@ class _TensorClassMethods:
                 if out._get_str(name, None) is None and name not in out._keys_level():
                     out._set_str(name, None, inplace=False, validated=False)
         return out
+
+    def from_dict_instance(
+        self, input_dict, *, auto_batch_size=None, batch_size=None, device=None, batch_dims=None
+    ):
+        """Builds an instance of this instance's class from a dict, its nested levels typed as here.
+
+        Like :meth:`from_dict`, but each nested dict under a key that holds a tensorclass
+        or tensordict in this instance becomes an instance of that class.
+
+        Args:
+            input_dict (dict): field name to value; nested dicts for nested fields.
+
+        Keyword Args:
+            auto_batch_size (bool, optional): infer the batch size from the leaves.
+            batch_size (sequence of int, optional): the batch size.
+            device (torch.device, optional): the device.
+            batch_dims (int, optional): with ``auto_batch_size``, keep at most this many dims.
+
+        Returns:
+            A new instance of this instance's class.
+
+        Raises:
+            UnknownFieldError: (a ``ValueError``) if a key is not a field.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            >>> p = Point(x=torch.zeros(3), batch_size=[3])
+            >>> p.from_dict_instance({"x": torch.ones(3)}, batch_size=[3]).x
+            tensor([1., 1., 1.])
+        """
+        built = self._tensordict.from_dict_instance(
+            input_dict,
+            auto_batch_size=auto_batch_size,
+            batch_size=batch_size,
+            device=device,
+            batch_dims=batch_dims,
+        )
+        obj = _as_class(type(self), built, "from_dict_instance")
+        for field in dataclasses.fields(type(self)):
+            if field.name in input_dict:
+                continue  # a field left out takes its declared default
+            if field.default_factory is not dataclasses.MISSING:
+                obj._set_field(field.name, field.default_factory())
+            elif field.default is not dataclasses.MISSING and field.default is not None:
+                obj._set_field(field.name, field.default)
+        return obj
 
     @classmethod
     def from_list(cls, input, **kwargs):
@@ -661,6 +712,138 @@ class _TensorClassMethods:
 for _name in SHARED_WITH_TENSORCLASS:
     setattr(_TensorClassMethods, _name, vars(MemmapMixin)[_name])
 del _name
+
+
+# ====================================================================== class-level builders
+# Each builds a TensorDict with the TensorDict class method of the same name, then
+# wraps it as the class. (name, what the result holds, doctest lines after the class)
+_CLASS_BUILDERS = (
+    (
+        "from_schema",
+        "zero-filled entries of the schema's shapes and dtypes",
+        ">>> Point.from_schema({'x': ([2], torch.float32)}, batch_size=[3]).x.shape\n"
+        "torch.Size([3, 2])",
+    ),
+    (
+        "from_any",
+        "the converted object (dict, dataclass, named tuple, pytree, ...)",
+        ">>> Point.from_any({'x': torch.ones(2)}).x\ntensor([1., 1.])",
+    ),
+    (
+        "from_namedtuple",
+        "the named tuple's fields",
+        ">>> from collections import namedtuple\n"
+        ">>> Point.from_namedtuple(namedtuple('P', 'x')(torch.ones(2))).x\ntensor([1., 1.])",
+    ),
+    (
+        "from_tuple",
+        'the tuple\'s items under the keys "0", "1", ... (fields of no class: only an empty '
+        "tuple wraps)",
+        ">>> Point.from_tuple(()).x is None\nTrue",
+    ),
+    (
+        "from_pytree",
+        "the pytree's leaves and its ``_pytree_type`` records (a field of no class, so "
+        "it raises: it exists for the well-known API's sake)",
+        ">>> Point.from_pytree({'x': torch.zeros(2)})\nTraceback (most recent call last):\n"
+        "...\ntensordict.errors.UnknownFieldError: cannot wrap the tensordict entry "
+        "'_pytree_type'...",
+    ),
+    (
+        "from_struct_array",
+        "the structured array's fields",
+        ">>> import numpy as np\n"
+        ">>> Point.from_struct_array(np.zeros(3, dtype=[('x', 'f4')])).x\n"
+        "tensor([0., 0., 0.])",
+    ),
+    (
+        "from_module",
+        "the module's parameters and buffers",
+        ">>> @tensorclass\n... class Linear:\n...     weight: torch.Tensor\n...     bias: torch.Tensor\n"
+        ">>> Linear.from_module(torch.nn.Linear(3, 2)).weight.shape\ntorch.Size([2, 3])",
+    ),
+    (
+        "from_modules",
+        "the modules' parameters and buffers, stacked",
+        ">>> @tensorclass\n... class Linear:\n...     weight: torch.Tensor\n...     bias: torch.Tensor\n"
+        ">>> Linear.from_modules(torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)).batch_size\n"
+        "torch.Size([2])",
+    ),
+    (
+        "from_dataclass",
+        "the dataclass instance's fields (with ``as_tensorclass=True``, the instance of the "
+        "new tensorclass, returned as it is)",
+        ">>> from dataclasses import dataclass\n>>> @dataclass\n... class P:\n...     x: torch.Tensor\n"
+        ">>> Point.from_dataclass(P(torch.ones(2))).x\ntensor([1., 1.])",
+    ),
+    (
+        "fromkeys",
+        "one value under every key",
+        ">>> Point.fromkeys(['x'], 0).x\ntensor(0)",
+    ),
+    (
+        "stack",
+        "the stacked instances or tensordicts",
+        ">>> p = Point(x=torch.zeros(3), batch_size=[3])\n"
+        ">>> Point.stack([p, p]).batch_size\ntorch.Size([2, 3])",
+    ),
+    (
+        "cat",
+        "the concatenated instances or tensordicts",
+        ">>> p = Point(x=torch.zeros(3), batch_size=[3])\n"
+        ">>> Point.cat([p, p]).batch_size\ntorch.Size([6])",
+    ),
+    (
+        "lazy_stack",
+        "the instances or tensordicts stacked lazily",
+        ">>> p = Point(x=torch.zeros(3), batch_size=[3])\n"
+        ">>> Point.lazy_stack([p, p]).batch_size\ntorch.Size([2, 3])",
+    ),
+    (
+        "maybe_dense_stack",
+        "the instances or tensordicts stacked densely when they allow it, lazily otherwise",
+        ">>> p = Point(x=torch.zeros(3), batch_size=[3])\n"
+        ">>> Point.maybe_dense_stack([p, p]).batch_size\ntorch.Size([2, 3])",
+    ),
+)
+
+
+def _as_class(cls, result, name: str):
+    """``result`` (what ``TensorDict.<name>`` built) as an instance of ``cls``."""
+    if _is_tc(result):
+        return result
+    if not isinstance(result, TensorDictBase):
+        msg = f"{cls.__name__}.{name}() built a {type(result).__name__}, not a tensordict"
+        raise TypeError(msg)
+    return cls.from_tensordict(result)
+
+
+def _class_builder(name: str, what: str, example: str) -> classmethod:
+    built_by = inspect.getattr_static(TensorDict, name).__func__
+
+    def builder(cls, *args, **kwargs):
+        return _as_class(cls, built_by(TensorDict, *args, **kwargs), name)
+
+    builder.__name__ = name
+    builder.__qualname__ = f"_TensorClassMethods.{name}"
+    builder.__signature__ = inspect.signature(built_by)
+    lines = "\n".join("    " + line for line in example.splitlines())
+    builder.__doc__ = (
+        f"Builds an instance of the class holding {what}.\n\n"
+        f"Takes the arguments of :meth:`TensorDict.{name}`, builds that tensordict, and wraps "
+        "it as this class:\nevery top-level key must be a field, and the fields it lacks are "
+        f"``None``.\n\nReturns:\n    An instance of this class.\n\nRaises:\n"
+        "    UnknownFieldError: (a ``ValueError``) if a key of the result is not a field.\n"
+        f"    Whatever :meth:`TensorDict.{name}` raises for its arguments.\n\n"
+        "Examples:\n    >>> @tensorclass\n    ... class Point:\n    ...     x: torch.Tensor\n"
+        f"{lines}\n"
+    )
+    return classmethod(builder)
+
+
+for _name, _what, _example in _CLASS_BUILDERS:
+    setattr(_TensorClassMethods, _name, _class_builder(_name, _what, _example))
+del _name, _what, _example
 
 
 # ====================================================================== loading
@@ -1078,6 +1261,122 @@ class TensorClass(TensorCollection, metaclass=_TensorClassMeta):
     _tc_skip_post_init_on_rebuild = False
 
 
+# ====================================================================== dataclasses
+def _tensorclass_type(dc: type, flags: dict) -> type:
+    """A new tensorclass ``<name>_tc`` with the fields (annotations and defaults) of dataclass ``dc``."""
+    try:
+        hints = typing.get_type_hints(dc)
+    except Exception:  # noqa: BLE001 - unresolvable string annotations are kept as written
+        hints = {}
+    namespace = {"__annotations__": {}}
+    for field in dataclasses.fields(dc):
+        namespace["__annotations__"][field.name] = hints.get(field.name, field.type)
+        if field.default is not dataclasses.MISSING:
+            namespace[field.name] = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            namespace[field.name] = dataclasses.field(default_factory=field.default_factory)
+    new = types.new_class(f"{dc.__name__}_tc", (), {}, lambda ns: ns.update(namespace))
+    return tensorclass(new, **flags)
+
+
+def from_dataclass(
+    obj,
+    *,
+    dest_cls: type | None = None,
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    batch_size: torch.Size | None = None,
+    frozen: bool = False,
+    autocast: bool = False,
+    nocast: bool = False,
+    inplace: bool = False,
+    shadow: bool = False,
+    tensor_only: bool = False,
+    device: torch.device | None = None,
+):
+    """Converts a dataclass instance to a tensorclass instance, or a dataclass type to a tensorclass type.
+
+    For a type, the result is a new tensorclass named ``<name>_tc`` with the same
+    fields and defaults (or the type itself made a tensorclass, with
+    ``inplace=True``); a tensorclass type is returned as it is. For an instance,
+    the result is an instance of a new ``<name>_tc`` tensorclass (or of
+    ``dest_cls``) holding copies of the field values, as
+    :func:`dataclasses.asdict` makes them (a nested dataclass becomes a dict).
+    :meth:`TensorDict.from_dataclass <tensordict.TensorDictBase.from_dataclass>`
+    gives a :class:`TensorDict` instead.
+
+    Args:
+        obj: the dataclass instance or type.
+
+    Keyword Args:
+        dest_cls (type, optional): for an instance, the tensorclass to build (the
+            class flags below are then unused). Defaults to ``None``: a new class.
+        auto_batch_size (bool, optional): infer the batch size. Defaults to ``False``.
+        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many
+            dimensions.
+        batch_size (torch.Size, optional): the batch size of the instance.
+        frozen (bool, optional): the ``frozen`` class flag. Defaults to ``False``.
+        autocast (bool, optional): the ``autocast`` class flag. Defaults to ``False``.
+        nocast (bool, optional): the ``nocast`` class flag. Defaults to ``False``.
+        inplace (bool, optional): for a type, make ``obj`` itself a tensorclass.
+            Defaults to ``False``.
+        shadow (bool, optional): the ``shadow`` class flag. Defaults to ``False``.
+        tensor_only (bool, optional): the ``tensor_only`` class flag. Defaults to ``False``.
+        device (torch.device, optional): for an instance, the device of the result.
+
+    Returns:
+        A tensorclass type if ``obj`` is a type, a tensorclass instance otherwise.
+
+    Raises:
+        ConversionInputError: (a ``TypeError``) if ``obj`` is not a dataclass instance
+            or type, or ``dest_cls`` is not a tensorclass.
+        ConflictingArgumentsError: (a ``TypeError``) if ``batch_size`` and
+            ``auto_batch_size`` are both given.
+        ClassFlagError: (a ``TypeError``) if more than one of ``autocast``,
+            ``nocast`` and ``tensor_only`` is set.
+
+    Examples:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Frame:
+        ...     pixels: torch.Tensor
+        ...     tag: str
+        >>> frame = from_dataclass(Frame(torch.zeros(4, 2), "start"), auto_batch_size=True)
+        >>> type(frame).__name__, frame.batch_size, frame.tag
+        ('Frame_tc', torch.Size([4, 2]), 'start')
+    """
+    flags = {
+        "frozen": frozen,
+        "autocast": autocast,
+        "nocast": nocast,
+        "shadow": shadow,
+        "tensor_only": tensor_only,
+    }
+    if isinstance(obj, type):
+        if is_tensorclass(obj):
+            return obj
+        if not dataclasses.is_dataclass(obj):
+            msg = (
+                f"from_dataclass expects a dataclass instance or type, got the type {obj.__name__}"
+            )
+            raise ConversionInputError(msg)
+        return tensorclass(obj, **flags) if inplace else _tensorclass_type(obj, flags)
+    if not dataclasses.is_dataclass(obj):
+        msg = f"from_dataclass expects a dataclass instance or type, got {type(obj).__name__}"
+        raise ConversionInputError(msg)
+    if dest_cls is not None and not (isinstance(dest_cls, type) and is_tensorclass(dest_cls)):
+        msg = f"from_dataclass: dest_cls must be a tensorclass, got {dest_cls!r}"
+        raise ConversionInputError(msg)
+    check_batch_args("from_dataclass", batch_size, auto_batch_size, batch_dims)
+    cls = dest_cls if dest_cls is not None else _tensorclass_type(type(obj), flags)
+    # copies of the values, nested dataclasses as dicts, as the well-known API gives them
+    values = dataclasses.asdict(obj)
+    instance = cls(**values, batch_size=batch_size, device=device)
+    if auto_batch_size:
+        instance.auto_batch_size_(batch_dims)
+    return instance
+
+
 __all__ = [
     "MetaData",
     "NonTensorData",
@@ -1087,6 +1386,7 @@ __all__ = [
     "TensorClass",
     "TensorCollection",
     "UnknownFieldError",
+    "from_dataclass",
     "is_tensor_collection",
     "is_tensorclass",
     "tensorclass",

@@ -4,6 +4,8 @@ Every behaviour is checked on a TensorDict, a lazy stack, a tensorclass instance
 memory-mapped tensordict holding the same leaves.
 """
 
+import warnings
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -671,3 +673,22 @@ def test_lazy_stack_results_keep_the_values():
     assert isinstance(stack, LazyStackedTensorDict)
     assert stack.isnan()["a"].tolist() == [[False], [True]]
     assert stack.int64()["a"].dtype == torch.int64
+
+
+def test_complex32_cast():
+    """complex32() casts every tensor leaf to torch.complex32."""
+    td = TensorDict({"a": torch.ones(2), "b": torch.arange(2)}, [2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch: ComplexHalf is experimental
+        out = td.complex32()
+    assert out["a"].dtype == torch.complex32 and out["b"].dtype == torch.complex32
+
+
+@pytest.mark.parametrize("name", ["qint8", "qint32", "quint8", "quint4x2"])
+def test_quantized_casts_raise(name):
+    """A plain cast to a quantized dtype cannot work: RuntimeError about quantized tensors."""
+    td = TensorDict({"a": torch.ones(2)}, [2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(RuntimeError, match="quantized"):
+            getattr(td, name)()

@@ -58,8 +58,18 @@ _CASTS = {
     "uint16": torch.uint16,
     "uint32": torch.uint32,
     "uint64": torch.uint64,
+    "complex32": torch.complex32,
     "complex64": torch.complex64,
     "complex128": torch.complex128,
+}
+
+# The quantized dtypes: torch has no plain cast to them (a quantized tensor needs a
+# scale and a zero point), so these methods explain what to call instead.
+_QUANTIZED = {
+    "qint8": torch.qint8,
+    "qint32": torch.qint32,
+    "quint8": torch.quint8,
+    "quint4x2": torch.quint4x2,
 }
 
 # ------------------------------------------------------------------------------ pairwise operations
@@ -176,6 +186,53 @@ def _make_cast(name: str, dtype: torch.dtype):
     return method
 
 
+def _make_quantized(name: str, dtype: torch.dtype):
+    def method(self, *, cast_filter: Callable | None = None):
+        def refuse(key, leaf):
+            key = key if isinstance(key, tuple) else (key,)
+            if cast_filter is not None and not cast_filter(key, leaf):
+                return leaf
+            msg = (
+                f"{name}(): cannot cast the leaf {key if len(key) > 1 else key[0]!r} to {dtype}: "
+                "a quantized tensor needs a scale and a zero point, and torch has no plain cast "
+                f"to it; use td.apply(lambda x: torch.quantize_per_tensor(x, scale, zero_point, "
+                f"{dtype}))"
+            )
+            raise RuntimeError(msg)
+
+        return self._fast_apply(refuse, named=True, nested_keys=True)
+
+    method.__name__ = name
+    method.__doc__ = f"""Refuses to cast the tensor leaves to ``{dtype}``, saying what to call instead.
+
+        A quantized tensor needs a scale and a zero point, which a cast cannot give, so
+        torch (and so the well-known API) fails here; this method exists so that code
+        calling it gets that explanation. Quantize with ``torch.quantize_per_tensor``
+        through :meth:`apply`. A tensordict without leaves to cast is returned as a copy.
+
+        Keyword Args:
+            cast_filter (callable, optional): called as ``cast_filter(key, leaf)``; only the
+                leaves where it returns True would be cast. Defaults to None: every leaf.
+
+        Returns:
+            A copy of the tensordict, when no leaf is to be cast.
+
+        Raises:
+            RuntimeError: naming the first leaf to cast.
+
+        Examples:
+            >>> td = TensorDict({{"a": torch.tensor([1.0, 2.0])}}, [2])
+            >>> td.{name}()
+            Traceback (most recent call last):
+            ...
+            RuntimeError: {name}(): cannot cast the leaf 'a' to {dtype}: ...
+            >>> q = td.apply(lambda x: torch.quantize_per_tensor(x, 0.1, 0, {dtype}))
+            >>> q["a"].dtype
+            {dtype}
+        """
+    return method
+
+
 def _make_pairwise(name: str):
     fn_name, what, takes_default, extra, data, arg, out = _PAIRWISE[name]
     fn = getattr(torch, fn_name)
@@ -279,6 +336,8 @@ class ValuesMixin:
         locals()[_name] = _make_predicate(_name)
     for _name, _dtype in _CASTS.items():
         locals()[_name] = _make_cast(_name, _dtype)
+    for _name, _dtype in _QUANTIZED.items():
+        locals()[_name] = _make_quantized(_name, _dtype)
     for _name in _PAIRWISE:
         locals()[_name] = _make_pairwise(_name)
     del _name, _dtype
