@@ -14,6 +14,7 @@ import os
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._lazy_members import LazyMembersMixin
 from tensordict._nontensor import NonTensorDataBase, _dummy, stack_entries
 from tensordict._ops.entries import plain_tree
 from tensordict._ops.indexing import batch_size_from_dummy, normalize_index
@@ -46,7 +47,7 @@ def _stack_leaves(key, values: list, dim: int, as_nested: bool):
     return torch.stack(values, dim)
 
 
-class LazyStackedTensorDict(TensorDictBase):
+class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
     """Tensordicts stacked along a new batch dimension without copying; members may differ.
 
     The stack keeps its members (in :attr:`tensordicts`) and reads and writes

@@ -32,6 +32,7 @@ __all__ = [
     "KeyMismatchError",
     "LockedError",
     "MaskError",
+    "MemberBatchSizeError",
     "MemmapFormatError",
     "MemmapNotFoundError",
     "MissingFieldError",
@@ -76,6 +77,10 @@ class LockedError(TensorDictError, RuntimeError):
 
 class BatchSizeError(TensorDictError, RuntimeError):
     """A value's leading dimensions do not match the batch size."""
+
+
+class MemberBatchSizeError(BatchSizeError, ValueError):
+    """A new member of a lazy stack does not have the members' batch size (``append``, ``insert``, ``extend``)."""
 
 
 class KeyMismatchError(_Sentence, TensorDictError, KeyError, RuntimeError):

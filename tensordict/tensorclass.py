@@ -25,6 +25,7 @@ import inspect
 import os
 import types
 import typing
+import warnings
 from collections.abc import Mapping
 
 import torch
@@ -390,6 +391,66 @@ class _TensorClassMethods:
             elif field.default is not dataclasses.MISSING and field.default is not None:
                 obj._set_field(field.name, field.default)
         return obj
+
+    @classmethod
+    def fields(cls) -> tuple:
+        """The class's fields, as ``dataclasses.fields`` gives them.
+
+        Returns:
+            A tuple of :class:`dataclasses.Field`, in declaration order.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            ...     tag: str = "a"
+            >>> [f.name for f in Point.fields()]
+            ['x', 'tag']
+        """
+        return dataclasses.fields(cls)
+
+    def extend(self, tensordict) -> None:
+        """Adds members to the lazy stack this instance holds (deprecated).
+
+        Use :func:`tensordict.lazy_stack` or :func:`torch.cat` to build a new instance
+        instead; this method warns and remains for code written for the well-known API.
+
+        Args:
+            tensordict (sequence of instances or tensordicts, or one of them): the new
+                members (a single one is split along its first batch dim).
+
+        Raises:
+            TypeError: if the instance does not hold a lazy stack.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            >>> p = Point(x=torch.zeros(2), batch_size=[2])
+            >>> stack = lazy_stack([p, p])
+            >>> with warnings.catch_warnings():
+            ...     warnings.simplefilter("ignore", DeprecationWarning)
+            ...     stack.extend([p])
+            >>> stack.batch_size
+            torch.Size([3, 2])
+        """
+        warnings.warn(
+            "extend() on a tensorclass is deprecated: build a new instance with "
+            "tensordict.lazy_stack or torch.cat",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        inner = self._tensordict
+        if not getattr(type(inner), "_is_lazy", False):
+            msg = (
+                f"extend() needs a {type(self).__name__} over a lazy stack, this one holds a "
+                f"{type(inner).__name__}; use tensordict.lazy_stack or torch.cat"
+            )
+            raise TypeError(msg)
+        if is_tensor_collection(tensordict):
+            inner.extend(_unwrap(tensordict))
+        else:
+            inner.extend([_unwrap(m) for m in tensordict])
 
     @classmethod
     def from_list(cls, input, **kwargs):
