@@ -94,7 +94,13 @@ def field_hints(cls) -> dict:
     hints = cls.__dict__.get("_tc_hints")
     if hints is None:
         try:
-            resolved = typing.get_type_hints(cls)
+            # The class body's names, not those the decorator installed: ``x: int`` means
+            # the builtin, not the ``int()`` cast every tensorclass has.
+            installed = getattr(cls, "_tc_installed", frozenset())
+            local = {}
+            for klass in reversed(cls.__mro__):
+                local.update((k, v) for k, v in vars(klass).items() if k not in installed)
+            resolved = typing.get_type_hints(cls, localns=local)
         except Exception:  # noqa: BLE001 - any failure to resolve means "unknown"
             resolved = {}
         hints = {}

@@ -907,6 +907,47 @@ for _name, _what, _example in _CLASS_BUILDERS:
 del _name, _what, _example
 
 
+# ====================================================================== class-level forwarders
+# Every public tensordict method and property that the class does not define itself is
+# also a class attribute (``C.apply``, ``C.dtype``, as the well-known API has them); each
+# calls the instance's tensordict and wraps the result, as ``__getattr__`` does for the rest.
+def _forwarded_method(name: str, doc: str | None):
+    def method(self, *args, **kwargs):
+        return _forward(self, name, getattr(self._tensordict, name))(*args, **kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"_TensorClassMethods.{name}"
+    method.__doc__ = doc
+    return method
+
+
+def _forwarded_property(name: str, prop: property) -> property:
+    wrapped = name in _WRAPPED_PROPERTIES
+
+    def get(self):
+        value = getattr(self._tensordict, name)
+        return self._wrap(value) if wrapped else value
+
+    def put(self, value) -> None:
+        setattr(self._tensordict, name, _unwrap(value))
+
+    return property(get, put if prop.fset is not None else None, doc=prop.__doc__)
+
+
+def _install_forwarders() -> None:
+    for name in dir(TensorDict):
+        if name.startswith("_") or name in vars(_TensorClassMethods):
+            continue
+        attr = inspect.getattr_static(TensorDict, name)
+        if isinstance(attr, property):
+            setattr(_TensorClassMethods, name, _forwarded_property(name, attr))
+        elif inspect.isfunction(attr):
+            setattr(_TensorClassMethods, name, _forwarded_method(name, attr.__doc__))
+
+
+_install_forwarders()
+
+
 # ====================================================================== loading
 def _load_as(cls, folder: str, meta: dict, stat, options):
     """Loads the tensorclass folder ``folder`` as an instance of ``cls``."""
@@ -1182,11 +1223,15 @@ def _decorate(
                 "TensorClass['shadow']) to let the field hide it"
             )
             raise ReservedFieldError(msg)
+    installed = set()
     for name, value in vars(_TensorClassMethods).items():
         if name in _CLASS_METADATA:
             continue
         if name in _MANDATORY or not _user_defined(cls, name):
             setattr(cls, name, value)
+            installed.add(name)
+    # the names the class body did not define: annotations never resolve to them
+    cls._tc_installed = frozenset(installed)
     for name in _OPERATORS:
         method = getattr(TensorDict, name, None)
         if method is None or method is getattr(object, name, None):
