@@ -46,6 +46,7 @@ from tensordict._keys import NestedKey, unravel_key, unravel_key_list
 from tensordict._lazy import LazyStackedTensorDict, lazy_stack
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict._nontensor_stack import NonTensorStack
+from tensordict._ops.pack import PackLayout
 from tensordict._options import (
     capture_non_tensor_stack,
     get_defaults_to_none,
@@ -87,6 +88,7 @@ __all__ = [
     "LazyStackedTensorDict",
     "MemoryMappedTensor",
     "MetaData",
+    "PackLayout",
     "NestedKey",
     "NonTensorData",
     "NonTensorDataBase",

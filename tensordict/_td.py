@@ -18,6 +18,7 @@ from tensordict._ops.indexing import (
     normalize_index,
 )
 from tensordict._ops.nested import nested_index
+from tensordict._ops.pack import BUILD as _PACK_BUILD
 from tensordict._ops.torch_function import dispatch
 from tensordict._unbatched import UnbatchedTensor as _Unbatched
 from tensordict._unbatched import is_unbatched
@@ -1228,3 +1229,6 @@ def _load(folder: str, meta: dict, stat, options) -> TensorDict:
 
 _io.LOADERS[fmt.TD_CLASS] = _load
 _io.LOADERS[fmt.TD_TYPE] = _load
+_PACK_BUILD["TensorDict"] = lambda source, batch, device: TensorDict(
+    source, batch_size=batch, device=device
+)

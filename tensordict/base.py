@@ -34,6 +34,7 @@ from tensordict._ops.convert import ConvertMixin, shape_of
 from tensordict._ops.entries import EntriesMixin
 from tensordict._ops.exchange import ExchangeMixin
 from tensordict._ops.memmap import MemmapMixin
+from tensordict._ops.pack import PackMixin
 from tensordict._ops.parallel import ParallelMixin
 from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
@@ -145,6 +146,7 @@ class TensorDictBase(
     ExchangeMixin,
     MemmapMixin,
     ParallelMixin,
+    PackMixin,
     EntriesMixin,
     ValuesMixin,
     abc.ABC,

@@ -344,6 +344,38 @@ class _TensorClassMethods:
                     out._set_str(name, None, inplace=False, validated=False)
         return out
 
+    def pack(self, dim: int = -1, *, layout=None):
+        """Packs every leaf into one tensor of features; the layout rebuilds this class.
+
+        As :meth:`TensorDict.pack <tensordict.TensorDictBase.pack>`, with the layout's
+        ``cls`` set to this class, so that :meth:`PackLayout.unpack` gives an instance.
+
+        Args:
+            dim (int, optional): where the packed dim goes. Defaults to -1.
+
+        Keyword Args:
+            layout (PackLayout, optional): pack into this layout's column order.
+
+        Returns:
+            A tuple ``(packed tensor, PackLayout)``.
+
+        Raises:
+            TypeError: if an entry is not a tensor, or the dtypes or devices differ.
+            ValueError: if the leaves do not match ``layout``.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            >>> flat, layout = Point(x=torch.ones(3, 2), batch_size=[3]).pack()
+            >>> type(layout.unpack(flat)).__name__, flat.shape
+            ('Point', torch.Size([3, 2]))
+        """
+        flat, built = self._tensordict.pack(dim, layout=layout)
+        if layout is None:
+            built = dataclasses.replace(built, cls=type(self))
+        return flat, built
+
     def from_dict_instance(
         self, input_dict, *, auto_batch_size=None, batch_size=None, device=None, batch_dims=None
     ):
