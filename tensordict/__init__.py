@@ -59,6 +59,7 @@ from tensordict._options import (
     set_list_to_stack,
     set_printoptions,
 )
+from tensordict._parse import parse_tensor_dict_string
 from tensordict._stack import cat, stack
 from tensordict._td import TensorDict
 from tensordict._typed import TypedTensorDict
@@ -156,4 +157,5 @@ __all__ = [
     "unravel_key_list",
     "unravel_key_to_tuple",
     "utils",
+    "parse_tensor_dict_string",
 ]
