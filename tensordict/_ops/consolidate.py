@@ -57,6 +57,7 @@ the tree still matches the storage, and the file it was written to.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -92,7 +93,6 @@ NJT_LENGTHS = "<NJT_LENGTHS>"
 NJT_OFFSETS = "<NJT_OFFSETS>"
 
 _LEVEL_FIELDS = ("cls", "non_tensors", "leaves", "cls_metadata")
-_ZEROS = torch.zeros(ALIGNMENT, dtype=torch.uint8)
 _Tensor = torch.Tensor
 
 
@@ -141,11 +141,11 @@ class _Plan:
         self.offset = 0
 
     def leaf(self, tensor: _Tensor, shape, leaves: dict, key: str, extra=()) -> int:
-        nbytes = tensor.numel() * tensor.element_size()
+        nbytes = tensor.nbytes
         pad = -nbytes % ALIGNMENT
         start = self.offset
         self.offset = start + nbytes + pad
-        leaves[key] = (str(tensor.dtype), list(shape), start, self.offset, pad, *extra)
+        leaves[key] = (_dtype_name(tensor.dtype), list(shape), start, self.offset, pad, *extra)
         self.tensors.append(tensor)
         self.sizes.append((nbytes, pad))
         self.starts.append(start)
@@ -202,8 +202,11 @@ class _Plan:
         parts[2] = self.leaf(offsets, offsets.shape, leaves, NJT_OFFSETS + key, (ragged,))
         self.slots.append((*parts, ragged))
 
-    def views(self, storage: _Tensor) -> list:
-        """The leaves of the result, views of ``storage``, in the walk's order."""
+    def views(self, storage: _Tensor) -> tuple:
+        """The views of ``storage`` for the plan's tensors, and the leaves of the result.
+
+        The leaves are those views in the walk's order, a jagged tensor's parts joined.
+        """
         views = _Views(storage)
         made = [views.view(t.dtype, t.shape, start) for t, start in zip(self.tensors, self.starts)]
         out = []
@@ -220,7 +223,15 @@ class _Plan:
                         jagged_dim=ragged,
                     )
                 )
-        return out
+        return made, out
+
+
+_DTYPE_NAMES = {dtype: name for name, dtype in fmt.DTYPES.items()}
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    return name if name is not None else str(dtype)
 
 
 def _path(prefix: tuple, key: str):
@@ -241,56 +252,55 @@ def _flat_objects(obj, out: list) -> list:
 
 
 # ---------------------------------------------------------------------- copying
-def _flat_bytes(tensor: _Tensor, device) -> _Tensor:
-    if tensor.device != device:
-        tensor = tensor.to(device)
-    flat = tensor.reshape(-1)
-    if flat.stride(0) != 1:
-        # not contiguous, or a one-element view that keeps its stride (x[:, 0] of a 1x5 x)
-        flat = flat.clone()
-    return flat.view(torch.uint8)
+def _zero_padding(plan: _Plan, storage: _Tensor) -> None:
+    """Zeroes the last 8-byte word of each padded leaf, so that its padding bytes are zeros.
+
+    The leaf's own bytes are copied over the rest of that word afterwards.
+    """
+    words = [
+        (start + nbytes + pad) // ALIGNMENT - 1
+        for start, (nbytes, pad) in zip(plan.starts, plan.sizes)
+        if pad
+    ]
+    if words:
+        index = torch.tensor(words, dtype=torch.int64, device=storage.device)
+        storage.view(torch.int64).index_fill_(0, index, 0)
 
 
-def _copy_items(plan: _Plan, device) -> list:
-    items = []
-    zeros = _ZEROS if device.type == "cpu" else _ZEROS.to(device)
-    for tensor, (nbytes, pad) in zip(plan.tensors, plan.sizes):
-        if nbytes:
-            items.append(_flat_bytes(tensor, device))
-        if pad:
-            items.append(zeros[:pad])
-    return items
+def _copy_run(targets: list, sources: list, non_blocking: bool) -> None:
+    foreach = getattr(torch, "_foreach_copy_", None)
+    if foreach is not None and all(t.device == s.device for t, s in zip(targets, sources)):
+        foreach(targets, sources, non_blocking=non_blocking)
+        return
+    for target, source in zip(targets, sources):
+        target.copy_(source, non_blocking=non_blocking)
 
 
-def _chunks(items: list, num_threads: int) -> list:
-    """Splits ``items`` into at most ``num_threads`` runs of about equal byte size."""
-    total = sum(item.numel() for item in items)
-    target = max(1, -(-total // num_threads))
-    chunks, start, done, run = [], 0, 0, 0
-    for i, item in enumerate(items):
-        run += item.numel()
-        if run >= target or i == len(items) - 1:
-            chunks.append((start, i + 1, done))
-            done += run
+def _chunks(sizes: list, num_threads: int) -> list:
+    """Splits ``range(len(sizes))`` into at most ``num_threads`` runs of about equal byte size."""
+    target = max(1, -(-sum(sizes) // num_threads))
+    chunks, start, run = [], 0, 0
+    for i, size in enumerate(sizes):
+        run += size
+        if run >= target or i == len(sizes) - 1:
+            chunks.append((start, i + 1))
             start, run = i + 1, 0
     return chunks
 
 
-def _copy(items: list, storage: _Tensor, num_threads: int, return_early: bool):
-    """Copies ``items`` one after the other into ``storage``; returns the futures when threaded."""
-    if not items:
+def _copy(plan: _Plan, targets: list, num_threads: int, return_early: bool, non_blocking: bool):
+    """Copies the plan's tensors into their views; returns the futures of the threads when early."""
+    sources = plan.tensors
+    if not sources:
         return None
-    if num_threads <= 1 or len(items) < 2 and not return_early:
-        torch.cat(items, out=storage)
+    if num_threads <= 1 or len(sources) < 2 and not return_early:
+        _copy_run(targets, sources, non_blocking)
         return None
     executor = ThreadPoolExecutor(num_threads)
-
-    def copy(start: int, stop: int, offset: int) -> None:
-        part = items[start:stop]
-        size = sum(item.numel() for item in part)
-        torch.cat(part, out=storage[offset : offset + size])
-
-    futures = [executor.submit(copy, *chunk) for chunk in _chunks(items, num_threads)]
+    futures = [
+        executor.submit(_copy_run, targets[start:stop], sources[start:stop], non_blocking)
+        for start, stop in _chunks([n for n, _ in plan.sizes], num_threads)
+    ]
     executor.shutdown(wait=not return_early)
     if return_early:
         return futures
@@ -300,7 +310,8 @@ def _copy(items: list, storage: _Tensor, num_threads: int, return_early: bool):
 
 
 # ---------------------------------------------------------------------- views and rebuilding
-def _contiguous_strides(shape) -> tuple:
+@functools.lru_cache(maxsize=4096)
+def _contiguous_strides(shape: tuple) -> tuple:
     strides = []
     step = 1
     for size in reversed(shape):
@@ -756,8 +767,10 @@ class ConsolidateMixin:
                 total = torch.from_file(str(path), shared=True, size=size, dtype=torch.uint8)
             _write_footer(total, payload)
             storage = total[:data_size]
-        futures = _copy(_copy_items(plan, storage_device), storage, num_threads, return_early)
-        result = _assemble(self, iter(plan.views(storage)), inplace, filename is not None)
+        targets, new_leaves = plan.views(storage)
+        _zero_padding(plan, storage)
+        futures = _copy(plan, targets, num_threads, return_early, non_blocking)
+        result = _assemble(self, iter(new_leaves), inplace, filename is not None)
         inner = result._tensordict if getattr(type(result), "_is_tensorclass", False) else result
         inner._consolidated = {
             "storage": storage,
