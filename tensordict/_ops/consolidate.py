@@ -131,25 +131,38 @@ def _level_info(obj) -> dict:
 class _Plan:
     """What consolidating a tree takes: its metadata, the tensors to copy and their sizes."""
 
-    __slots__ = ("tensors", "sizes", "starts", "slots", "offset")
+    __slots__ = ("tensors", "kinds", "sizes", "starts", "slots", "offset")
 
     def __init__(self) -> None:
         self.tensors: list = []  # the tensors to copy, in the walk's order
+        self.kinds: list = []  # (dtype, shape, device) of each
         self.sizes: list = []  # (bytes, padding) of each
         self.starts: list = []  # the offset of each in the storage
         self.slots: list = []  # per leaf of the result: a tensor's index, or a jagged tensor's parts
         self.offset = 0
 
-    def leaf(self, tensor: _Tensor, shape, leaves: dict, key: str, extra=()) -> int:
+    def leaf(self, tensor: _Tensor, leaves: dict, key: str, extra=(), recorded=None) -> int:
+        """Adds one tensor to the plan and its record to ``leaves`` (``recorded``: its shape there)."""
         nbytes = tensor.nbytes
         pad = -nbytes % ALIGNMENT
         start = self.offset
-        self.offset = start + nbytes + pad
-        leaves[key] = (_dtype_name(tensor.dtype), list(shape), start, self.offset, pad, *extra)
-        self.tensors.append(tensor)
+        stop = self.offset = start + nbytes + pad
+        dtype, shape = tensor.dtype, tensor.shape
+        name = _DTYPE_NAMES.get(dtype) or str(dtype)
+        leaves[key] = (
+            name,
+            list(shape if recorded is None else recorded),
+            start,
+            stop,
+            pad,
+            *extra,
+        )
+        tensors = self.tensors
+        tensors.append(tensor)
+        self.kinds.append((dtype, shape, tensor.device))
         self.sizes.append((nbytes, pad))
         self.starts.append(start)
-        return len(self.tensors) - 1
+        return len(tensors) - 1
 
     def describe(self, obj, prefix: tuple = ()) -> dict:
         """The metadata of ``obj``'s level; adds its tensors (depth first) to the plan."""
@@ -161,15 +174,18 @@ class _Plan:
             "leaves": leaves,
             "cls_metadata": _level_info(obj),
         }
+        slots = self.slots
         for key, value in _members(obj):
-            if isinstance(value, _Tensor):
+            if type(value) is _Tensor and not value.is_nested:
+                slots.append(self.leaf(value, leaves, key))
+            elif isinstance(value, _Tensor):
                 if value.is_nested:
                     self.nested(value, leaves, key, prefix)
                 elif is_unbatched(value):
                     msg = f"cannot consolidate {_path(prefix, key)!r}: UnbatchedTensor entries cannot be consolidated"
                     raise ConsolidateEntryError(msg)
                 else:
-                    self.slots.append(self.leaf(value, value.shape, leaves, key))
+                    slots.append(self.leaf(value, leaves, key))
             elif is_non_tensor(value) and not getattr(type(value), "_is_lazy", False):
                 device = value.device
                 non_tensors[key] = (
@@ -193,22 +209,55 @@ class _Plan:
             raise ConsolidateEntryError(msg)
         values = value._values
         shape = [s if isinstance(s, int) else -1 for s in values.shape]
-        parts = [self.leaf(values, shape, leaves, NJT_VALUES + key), None, None]
+        parts = [self.leaf(values, leaves, NJT_VALUES + key, recorded=shape), None, None]
         lengths = value._lengths
         if lengths is not None:
-            parts[1] = self.leaf(lengths, lengths.shape, leaves, NJT_LENGTHS + key)
+            parts[1] = self.leaf(lengths, leaves, NJT_LENGTHS + key)
         offsets = value._offsets
         ragged = value._ragged_idx
-        parts[2] = self.leaf(offsets, offsets.shape, leaves, NJT_OFFSETS + key, (ragged,))
+        parts[2] = self.leaf(offsets, leaves, NJT_OFFSETS + key, (ragged,))
         self.slots.append((*parts, ragged))
 
-    def views(self, storage: _Tensor) -> tuple:
-        """The views of ``storage`` for the plan's tensors, and the leaves of the result.
+    def views(self, storage: _Tensor, num_threads: int) -> tuple:
+        """The views of ``storage`` for the plan's tensors, the copy jobs, and the result's leaves.
 
-        The leaves are those views in the walk's order, a jagged tensor's parts joined.
+        Consecutive tensors of one dtype and shape, without padding, form a *run*: one view
+        of the run's block is unbound into theirs (one call instead of one per tensor) and
+        one ``torch.stack`` fills the block. The other tensors are copied by one
+        ``torch._foreach_copy_``. With threads, runs and the others are cut into about one
+        job per thread. The leaves are the views in the walk's order, a jagged tensor's
+        parts joined.
         """
         views = _Views(storage)
-        made = [views.view(t.dtype, t.shape, start) for t, start in zip(self.tensors, self.starts)]
+        tensors, starts, sizes = self.tensors, self.starts, self.sizes
+        count = len(tensors)
+        max_run = -(-count // num_threads) if num_threads > 1 else count
+        made: list = []
+        jobs: list = []  # (target, sources): a block to stack into, or a list of views
+        singles: list = []
+        i = 0
+        kinds, device = self.kinds, storage.device
+        while i < count:
+            kind = kinds[i]
+            dtype, shape = kind[0], kind[1]
+            j = i + 1
+            if not sizes[i][1] and kind[2] == device and views.aligned(dtype, starts[i]):
+                while j < count and j - i < max_run and kinds[j] == kind and not sizes[j][1]:
+                    j += 1
+            if j - i > 1:
+                block = views.view(dtype, (j - i, *shape), starts[i])
+                made.extend(block.unbind(0))
+                jobs.append((block, tensors[i:j]))
+            else:
+                made.append(views.view(dtype, shape, starts[i]))
+                singles.append(i)
+            i = j
+        step = -(-len(singles) // num_threads) if num_threads > 1 else len(singles)
+        for k in range(0, len(singles), max(step, 1)):
+            part = singles[k : k + step]
+            jobs.append(([made[n] for n in part], [tensors[n] for n in part]))
+        if len(self.slots) == count:
+            return jobs, made  # no jagged tensor: the leaves are the views, in order
         out = []
         for slot in self.slots:
             if type(slot) is int:
@@ -223,15 +272,10 @@ class _Plan:
                         jagged_dim=ragged,
                     )
                 )
-        return made, out
+        return jobs, out
 
 
 _DTYPE_NAMES = {dtype: name for name, dtype in fmt.DTYPES.items()}
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    name = _DTYPE_NAMES.get(dtype)
-    return name if name is not None else str(dtype)
 
 
 def _path(prefix: tuple, key: str):
@@ -267,40 +311,28 @@ def _zero_padding(plan: _Plan, storage: _Tensor) -> None:
         storage.view(torch.int64).index_fill_(0, index, 0)
 
 
-def _copy_run(targets: list, sources: list, non_blocking: bool) -> None:
-    foreach = getattr(torch, "_foreach_copy_", None)
-    if foreach is not None and all(t.device == s.device for t, s in zip(targets, sources)):
-        foreach(targets, sources, non_blocking=non_blocking)
+def _run_job(target, sources: list, non_blocking: bool) -> None:
+    if isinstance(target, _Tensor):
+        torch.stack(sources, out=target)
         return
-    for target, source in zip(targets, sources):
-        target.copy_(source, non_blocking=non_blocking)
+    foreach = getattr(torch, "_foreach_copy_", None)
+    if foreach is not None and all(t.device == s.device for t, s in zip(target, sources)):
+        foreach(target, sources, non_blocking=non_blocking)
+        return
+    for view, source in zip(target, sources):
+        view.copy_(source, non_blocking=non_blocking)
 
 
-def _chunks(sizes: list, num_threads: int) -> list:
-    """Splits ``range(len(sizes))`` into at most ``num_threads`` runs of about equal byte size."""
-    target = max(1, -(-sum(sizes) // num_threads))
-    chunks, start, run = [], 0, 0
-    for i, size in enumerate(sizes):
-        run += size
-        if run >= target or i == len(sizes) - 1:
-            chunks.append((start, i + 1))
-            start, run = i + 1, 0
-    return chunks
-
-
-def _copy(plan: _Plan, targets: list, num_threads: int, return_early: bool, non_blocking: bool):
-    """Copies the plan's tensors into their views; returns the futures of the threads when early."""
-    sources = plan.tensors
-    if not sources:
+def _copy(jobs: list, num_threads: int, return_early: bool, non_blocking: bool):
+    """Runs the copy jobs; returns the futures of the threads with ``return_early``."""
+    if not jobs:
         return None
-    if num_threads <= 1 or len(sources) < 2 and not return_early:
-        _copy_run(targets, sources, non_blocking)
+    if num_threads <= 1 or len(jobs) < 2 and not return_early:
+        for target, sources in jobs:
+            _run_job(target, sources, non_blocking)
         return None
     executor = ThreadPoolExecutor(num_threads)
-    futures = [
-        executor.submit(_copy_run, targets[start:stop], sources[start:stop], non_blocking)
-        for start, stop in _chunks([n for n, _ in plan.sizes], num_threads)
-    ]
+    futures = [executor.submit(_run_job, target, sources, non_blocking) for target, sources in jobs]
     executor.shutdown(wait=not return_early)
     if return_early:
         return futures
@@ -329,19 +361,23 @@ class _Views:
         self.storage = storage
         self.typed: dict = {}
 
-    def view(self, dtype: torch.dtype, shape, start: int) -> _Tensor:
+    def aligned(self, dtype: torch.dtype, start: int) -> bool:
+        """Whether a tensor of ``dtype`` at byte ``start`` is an element of the typed view."""
         size = dtype.itemsize
+        return not (start % size or self.storage.numel() % size)
+
+    def view(self, dtype: torch.dtype, shape, start: int) -> _Tensor:
         shape = tuple(shape)
-        if start % size or self.storage.numel() % size:
+        if not self.aligned(dtype, start):
             # a 16-byte dtype at an offset that is a multiple of 8 only: view its own bytes
-            nbytes = size
+            nbytes = dtype.itemsize
             for s in shape:
                 nbytes *= s
             return self.storage[start : start + nbytes].view(dtype).view(shape)
         typed = self.typed.get(dtype)
         if typed is None:
             typed = self.typed[dtype] = self.storage.view(dtype)
-        return typed.as_strided(shape, _contiguous_strides(shape), start // size)
+        return typed.as_strided(shape, _contiguous_strides(shape), start // dtype.itemsize)
 
 
 def _leaf_values(leaves: dict, views: _Views, where) -> dict:
@@ -767,9 +803,9 @@ class ConsolidateMixin:
                 total = torch.from_file(str(path), shared=True, size=size, dtype=torch.uint8)
             _write_footer(total, payload)
             storage = total[:data_size]
-        targets, new_leaves = plan.views(storage)
+        jobs, new_leaves = plan.views(storage, num_threads)
         _zero_padding(plan, storage)
-        futures = _copy(plan, targets, num_threads, return_early, non_blocking)
+        futures = _copy(jobs, num_threads, return_early, non_blocking)
         result = _assemble(self, iter(new_leaves), inplace, filename is not None)
         inner = result._tensordict if getattr(type(result), "_is_tensorclass", False) else result
         inner._consolidated = {
