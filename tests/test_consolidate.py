@@ -345,6 +345,23 @@ def test_threads_give_the_same_result():
     assert len(storages(out)) == 1
 
 
+@pytest.mark.parametrize("num_threads", [0, 2, 3])
+def test_threads_write_the_same_file(tmp_path, num_threads):
+    """However many threads copy, the file holds the same bytes (runs of leaves are cut up)."""
+    path = tmp_path / "runs.bin"
+    generated.runs().consolidate(filename=path, num_threads=num_threads)
+    assert path.read_bytes() == (FILES / "runs.bin").read_bytes()
+
+
+def test_torch_save_and_load_with_weights_only(tmp_path):
+    """A consolidated tensordict saved with torch.save loads with torch.load(weights_only=True)."""
+    path = tmp_path / "td.pt"
+    torch.save(sample().consolidate(), path)
+    back = torch.load(path, weights_only=True)
+    assert back.is_consolidated()
+    assert_same_tree(back, sample())
+
+
 def test_return_early_gives_a_future():
     """return_early=True with threads returns a future of the consolidated tensordict."""
     td = TensorDict({f"k{i}": torch.full((3,), float(i)) for i in range(10)}, [3])

@@ -530,6 +530,11 @@ def _rebuild_consolidated(metadata: dict, storage: _Tensor):
     return _rebuild(metadata, _Views(storage))
 
 
+# torch.load(weights_only=True) rebuilds only allowlisted globals: this one builds
+# tensordicts from the metadata and the storage, and imports or executes nothing.
+torch.serialization.add_safe_globals([_rebuild_consolidated])
+
+
 def _assemble(obj, leaves, inplace: bool, on_cpu: bool):
     """``obj``'s tree with each tensor replaced by the next of ``leaves`` (new levels unless ``inplace``)."""
     if isinstance(obj, _Tensor):
