@@ -449,32 +449,66 @@ def test_pickle_carries_the_current_batch_size():
 
 
 def _child(queue, done):
-    td = queue.get()
-    done.put(
-        (td.is_consolidated(), len({v.untyped_storage().data_ptr() for v in td.values(True, True)}))
-    )
-    td["a"].fill_(7.0)
-    done.put("written")
+    while (td := queue.get()) is not None:
+        done.put(
+            (
+                td.is_consolidated(),
+                len({v.untyped_storage().data_ptr() for v in td.values(True, True)}),
+            )
+        )
+        td["a"].fill_(7.0)
+        done.put("written")
 
 
 @pytest.mark.timeout(120)
-def test_a_spawned_child_shares_the_storage():
-    """Through a torch.multiprocessing queue the child maps the same storage: its writes show here."""
-    out = TensorDict(a=torch.zeros(4), n={"b": torch.ones(4)}, batch_size=[4]).consolidate()
+def test_a_spawned_child_shares_the_storage(tmp_path):
+    """Through a torch.multiprocessing queue the child maps the same storage: its writes show here.
+
+    One child receives each tensordict in turn (spawning takes seconds).
+    """
+    sent = [TensorDict(a=torch.zeros(4), n={"b": torch.ones(4)}, batch_size=[4]).consolidate()]
+    if not UNDER_REFERENCE:
+        # differs from the reference: torch cannot send a handle of its file-backed storage
+        # (OSError "Bad file descriptor" in the queue's feeder thread); ours sends the file name
+        path = tmp_path / "td.bin"
+        sent.append(TensorDict(a=torch.zeros(4), batch_size=[4]).consolidate(filename=path))
     ctx = mp.get_context("spawn")
     queue, done = ctx.Queue(), ctx.Queue()
     child = ctx.Process(target=_child, args=(queue, done))
     child.start()
     try:
-        queue.put(out)
-        assert done.get(timeout=90) == (True, 1)
-        assert done.get(timeout=30) == "written"
-        assert torch.equal(out["a"], torch.full((4,), 7.0))
-        assert torch.equal(out["n", "b"], torch.ones(4))
+        for out in sent:
+            queue.put(out)
+            assert done.get(timeout=90) == (True, 1)
+            assert done.get(timeout=30) == "written"
+            assert torch.equal(out["a"], torch.full((4,), 7.0))
+        assert torch.equal(sent[0]["n", "b"], torch.ones(4))
+        if len(sent) > 1:
+            assert torch.equal(TensorDict.from_consolidated(path)["a"], torch.full((4,), 7.0))
     finally:
+        queue.put(None)
         child.join(timeout=30)
         if child.is_alive():
             child.kill()
+
+
+# differs from the reference: it pickles the data of a tensordict consolidated into a file;
+# ours pickles the file name, as for memory-mapped tensordicts (SPEC: never the data)
+@ours_only
+def test_a_file_backed_pickle_holds_the_file_name(tmp_path):
+    """The pickle of a file-backed consolidated tensordict is small and maps the same file."""
+    path = tmp_path / "td.bin"
+    out = TensorDict(a=torch.zeros(100_000), batch_size=[100_000]).consolidate(filename=path)
+    data = pickle.dumps(out)
+    assert len(data) < 10_000
+    back = pickle.loads(data)
+    back["a"][:3] = 1.0
+    assert back.is_consolidated()
+    assert out["a"][:3].tolist() == [1.0, 1.0, 1.0]
+    buffered = TensorDict(a=torch.zeros(10)).consolidate(
+        filename=tmp_path / "b.bin", use_buffer=True
+    )
+    assert not pickle.loads(pickle.dumps(buffered))["a"].untyped_storage().filename
 
 
 # ---------------------------------------------------------------------- bad input

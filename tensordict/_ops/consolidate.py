@@ -530,6 +530,19 @@ def _rebuild_consolidated(metadata: dict, storage: _Tensor):
     return _rebuild(metadata, _Views(storage))
 
 
+def _rebuild_consolidated_file(path: str, metadata: dict, data_size: int):
+    """Unpickles a consolidated tensordict whose leaves map ``path``: maps its data again."""
+    size = os.path.getsize(path)
+    if size < data_size:
+        msg = f"cannot unpickle the consolidated tensordict of {path!r}: the file holds {size} bytes, fewer than its {data_size} bytes of data"
+        raise ConsolidatedFormatError(msg)
+    file = torch.from_file(path, shared=True, size=size, dtype=torch.uint8)
+    out = _rebuild(metadata, _Views(file[:data_size]))
+    inner = out._tensordict if getattr(type(out), "_is_tensorclass", False) else out
+    inner._consolidated.update(filename=Path(path), file_id=_file_id(path), mapped=True)
+    return out
+
+
 # torch.load(weights_only=True) rebuilds only allowlisted globals: this one builds
 # tensordicts from the metadata and the storage, and imports or executes nothing.
 torch.serialization.add_safe_globals([_rebuild_consolidated])
@@ -720,7 +733,9 @@ class ConsolidateMixin:
         The result is locked: its leaves can be written in place, but no entry can
         be added, removed or replaced. It pickles as that one storage plus a
         description of the tree, which is faster than pickling each leaf; through
-        :mod:`torch.multiprocessing`, the other process maps the same storage.
+        :mod:`torch.multiprocessing`, the other process maps the same storage. With
+        ``filename`` (and ``use_buffer=False``) it pickles as the file's name instead,
+        as memory-mapped tensordicts do: the unpickled copy maps the same file.
 
         If the tensordict is already consolidated, it is returned as it is:
         ``device`` and ``share_memory`` are then ignored with a ``FutureWarning``, and
@@ -826,6 +841,7 @@ class ConsolidateMixin:
                     f.write(total.numpy().tobytes())
             inner._consolidated["filename"] = Path(path).resolve()
             inner._consolidated["file_id"] = _file_id(path)
+            inner._consolidated["mapped"] = not use_buffer
         if futures is not None:
             return _future(futures, result)
         return result
@@ -954,6 +970,11 @@ class ConsolidateMixin:
             return super().__reduce_ex__(protocol)
         meta = state["metadata"]
         _refresh_metadata(self, meta)
+        path = state.get("filename")
+        if state.get("mapped") and _file_id(path) == state["file_id"]:
+            # Its leaves map the file: the file name travels, never the data (torch cannot
+            # send a handle of a file-backed storage through torch.multiprocessing).
+            return (_rebuild_consolidated_file, (str(path), meta, state["storage"].numel()))
         return (_rebuild_consolidated, (meta, state["storage"]))
 
 
