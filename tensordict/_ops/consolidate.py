@@ -53,6 +53,12 @@ holds its state in ``_consolidated``: the storage, the metadata (with the
 tensorclass classes themselves in place of their names), the objects of the tree as
 consolidated, from which :meth:`~ConsolidateMixin.is_consolidated` tells whether
 the tree still matches the storage, and the file it was written to.
+
+A consolidated tensordict pickles as ``_rebuild_consolidated(metadata, storage)``: one
+tensor, which :mod:`torch.multiprocessing` sends as one shared-memory handle. One
+whose leaves map its file pickles as ``_rebuild_consolidated_file(path, metadata,
+data_size)`` instead, as memory-mapped tensordicts pickle file names: the copy maps the
+same file (torch cannot send a file-backed storage to another process).
 """
 
 from __future__ import annotations
@@ -469,7 +475,7 @@ def _lookup_class(name, where):
     return cls
 
 
-def _rebuild(meta: dict, views: _Views, prefix: tuple = (), parent=None):
+def _rebuild(meta: dict, views: _Views, prefix: tuple = ()):
     """The tree that ``meta`` describes, its leaves views of ``views.storage``."""
     where = f"the level {prefix!r}" if prefix else "the top level"
     if not isinstance(meta, dict) or not all(field in meta for field in _LEVEL_FIELDS):
@@ -485,7 +491,7 @@ def _rebuild(meta: dict, views: _Views, prefix: tuple = (), parent=None):
     ):
         msg = f"{where}: 'cls_metadata', 'non_tensors' and 'leaves' must be objects"
         raise ConsolidatedFormatError(msg)
-    state = {"storage": views.storage, "metadata": meta, "parent": parent}
+    state = {"storage": views.storage, "metadata": meta}
     entries: dict = {}
     for key, record in non_tensors.items():
         if not isinstance(record, (list, tuple)) or len(record) != 3:
@@ -496,7 +502,7 @@ def _rebuild(meta: dict, views: _Views, prefix: tuple = (), parent=None):
     entries.update(_leaf_values(leaves, views, where))
     for key, sub in meta.items():
         if key not in _LEVEL_FIELDS and key != "size":
-            entries[key] = _rebuild(sub, views, (*prefix, key), state)
+            entries[key] = _rebuild(sub, views, (*prefix, key))
     try:
         if getattr(cls, "_is_lazy", False):
             members = [entries[str(i)] for i in range(len(entries))]
@@ -967,6 +973,8 @@ class ConsolidateMixin:
         # (one shared-memory handle through torch.multiprocessing) instead of one per leaf.
         state = getattr(self, "_consolidated", None)
         if state is None or not self.is_consolidated():
+            if getattr(self, "_consolidated", None) is not None:
+                del self._consolidated  # a stale state (and its storage) is never pickled
             return super().__reduce_ex__(protocol)
         meta = state["metadata"]
         _refresh_metadata(self, meta)
