@@ -838,9 +838,11 @@ class ConsolidateMixin:
             "storage": storage,
             "metadata": meta,
             "objects": tuple(_flat_objects(inner, [])),
-            "locked": True,
         }
         result.lock_()
+        # Unlocking ends the state, as in the reference; a class that never locks (a
+        # NonTensorStack) keeps it.
+        inner._consolidated["locked"] = inner.is_locked
         if filename is not None:
             if use_buffer:
                 with open(path, "wb") as f:
