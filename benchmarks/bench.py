@@ -616,6 +616,34 @@ def row_map_pool(res: Result, cfg: Settings, scratch: Scratch) -> None:
 
 
 # rows of big copies, timed with torch's default number of threads (see Settings)
+def _thousand_leaves() -> dict:
+    """10 groups of 100 small leaves (batch 4, features 8, float32): 1,000 leaves."""
+    return {f"g{g}": {f"k{i}": torch.randn(4, 8) for i in range(100)} for g in range(10)}
+
+
+def row_consolidate(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    src = _thousand_leaves()
+    td = TensorDict(src, batch_size=[4])
+    leaves = [v for group in src.values() for v in group.values()]
+    env = {"td": td, "leaves": leaves, "torch": torch}
+    res.record(
+        _micro(
+            "td.consolidate()",
+            "torch.cat([v.reshape(-1).view(torch.uint8) for v in leaves])",
+            env,
+            cfg,
+        )
+    )
+    res.notes.append("1000 leaves")
+
+
+def row_pickle_consolidated(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    td = TensorDict(_thousand_leaves(), batch_size=[4])
+    env = {"pickle": __import__("pickle"), "td": td, "consolidated": td.consolidate()}
+    res.record(_micro("pickle.dumps(consolidated)", "pickle.dumps(td)", env, cfg))
+    res.notes.append("floor: pickling the plain tensordict")
+
+
 BULK_ROWS = {"memmap", "from_tensor"}
 
 # name, function, title, target: ("abs", seconds) | ("ratio", x) | None (informational)
@@ -641,6 +669,13 @@ ROWS = [
     ("from_filename", row_from_filename, "1000 MemoryMappedTensor.from_filename", ("ratio", 1.2)),
     ("map", row_map, "td.map(fn) of 32 MiB memmap, 2 workers (vs 1 process)", ("ratio", 1 / 1.6)),
     ("map_pool", row_map_pool, "td.map(fn), 2 workers (vs multiprocessing.Pool)", ("ratio", 1.2)),
+    ("consolidate", row_consolidate, "td.consolidate() of 1000 small leaves", ("ratio", 1.5)),
+    (
+        "pickle_consolidated",
+        row_pickle_consolidated,
+        "pickle.dumps of a consolidated 1000-leaf tensordict",
+        ("ratio", 0.2),
+    ),
 ]
 
 

@@ -12,7 +12,7 @@ from tensordict import (
     tensordict,
     utils,
 )
-from tensordict._api import from_dict, fromkeys, load, load_memmap, save
+from tensordict._api import from_consolidated, from_dict, fromkeys, load, load_memmap, save
 from tensordict._attrs import TensorAttrs
 from tensordict._collection import (
     NO_DEFAULT,
@@ -111,6 +111,7 @@ __all__ = [
     "default_is_leaf",
     "dense_stack_tds",
     "from_any",
+    "from_consolidated",
     "from_dataclass",
     "from_dict",
     "from_module",

@@ -13,7 +13,7 @@ import torch
 from tensordict._td import TensorDict
 from tensordict.memmap import memmap
 
-__all__ = ["from_dict", "fromkeys", "load", "load_memmap", "save"]
+__all__ = ["from_consolidated", "from_dict", "fromkeys", "load", "load_memmap", "save"]
 
 
 def save(
@@ -169,3 +169,30 @@ def fromkeys(keys, value=0):
         tensor(1)
     """
     return TensorDict.fromkeys(keys, value)
+
+
+def from_consolidated(filename):
+    """Reads a tensordict from a file written by ``consolidate(filename=...)``.
+
+    The same as :meth:`TensorDict.from_consolidated
+    <tensordict.TensorDictBase.from_consolidated>`.
+
+    Args:
+        filename (str or Path): the file.
+
+    Returns:
+        The tensordict the file holds, consolidated over a copy-on-write map of it.
+
+    Raises:
+        FileNotFoundError: if the file does not exist.
+        ConsolidatedFormatError: if it is not a consolidated file (a ``RuntimeError``).
+
+    Examples:
+        >>> import os, tempfile, tensordict, torch
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "td.bin")
+        ...     _ = tensordict.TensorDict(a=torch.arange(3)).consolidate(filename=path)
+        ...     print(tensordict.from_consolidated(path)["a"])
+        tensor([0, 1, 2])
+    """
+    return TensorDict.from_consolidated(filename)

@@ -16,6 +16,7 @@ import torch
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._lazy_members import LazyMembersMixin
 from tensordict._nontensor import NonTensorDataBase, _dummy, stack_entries
+from tensordict._ops import consolidate
 from tensordict._ops.entries import plain_tree
 from tensordict._ops.indexing import batch_size_from_dummy, normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
@@ -1250,6 +1251,7 @@ def _load_lazy(folder: str, meta: dict, stat, options) -> LazyStackedTensorDict:
 
 
 _io.LOADERS[fmt.LAZY_CLASS] = _load_lazy
+consolidate.CLASSES["LazyStackedTensorDict"] = LazyStackedTensorDict
 _io.LOADERS[fmt.LAZY_TYPE] = _load_lazy
 
 

@@ -8,6 +8,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._nontensor import NonTensorDataBase
+from tensordict._ops import consolidate
 from tensordict._ops import names as dimnames
 from tensordict._ops.apply import check_result
 from tensordict._ops.convert import shape_of
@@ -1228,6 +1229,7 @@ def _load(folder: str, meta: dict, stat, options) -> TensorDict:
 
 
 _io.LOADERS[fmt.TD_CLASS] = _load
+consolidate.CLASSES["TensorDict"] = TensorDict
 _io.LOADERS[fmt.TD_TYPE] = _load
 _PACK_BUILD["TensorDict"] = lambda source, batch, device: TensorDict(
     source, batch_size=batch, device=device

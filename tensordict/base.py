@@ -30,6 +30,7 @@ from tensordict._keys import NestedKey, _key_parts, unravel_key, unravel_key_lis
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
 from tensordict._ops.apply import ApplyMixin, tensor_leaves
 from tensordict._ops.autograd import AutogradMixin
+from tensordict._ops.consolidate import ConsolidateMixin
 from tensordict._ops.convert import ConvertMixin, shape_of
 from tensordict._ops.entries import EntriesMixin
 from tensordict._ops.exchange import ExchangeMixin
@@ -147,6 +148,7 @@ class TensorDictBase(
     MemmapMixin,
     ParallelMixin,
     PackMixin,
+    ConsolidateMixin,
     EntriesMixin,
     ValuesMixin,
     abc.ABC,

@@ -18,9 +18,13 @@ __all__ = [
     "BatchSizeError",
     "ClassFlagError",
     "ConflictingArgumentsError",
+    "ConsolidateArgumentError",
+    "ConsolidateEntryError",
+    "ConsolidatedFormatError",
     "ConversionInputError",
     "CopyAtError",
     "DensifyError",
+    "DeviceUnavailableError",
     "DimTypeError",
     "DimensionError",
     "EntryExistsError",
@@ -288,6 +292,22 @@ def warn(message: str, category: type[Warning]) -> None:
 
 class AcceleratorUnavailableError(TensorDictError, RuntimeError):
     """A method needs a CUDA device (pinned memory, streams) and none is available."""
+
+
+class DeviceUnavailableError(AcceleratorUnavailableError, AssertionError):
+    """A device was asked for that this machine lacks (torch asserts, hence ``AssertionError``)."""
+
+
+class ConsolidateArgumentError(TensorDictError, NotImplementedError):
+    """``consolidate()`` got arguments that cannot go together (``NotImplementedError`` is a ``RuntimeError``)."""
+
+
+class ConsolidateEntryError(TensorDictError, NotImplementedError):
+    """``consolidate()`` met an entry it cannot hold (a strided nested tensor, an unbatched one)."""
+
+
+class ConsolidatedFormatError(TensorDictError, RuntimeError, ValueError):
+    """A consolidated file cannot be read, or its metadata cannot be written as JSON."""
 
 
 class DimTypeError(TensorDictError, TypeError, ValueError):

@@ -36,6 +36,7 @@ from tensordict._helpers import check_batch_args
 from tensordict._keys import _key_parts
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict._nontensor_stack import NonTensorStack
+from tensordict._ops import consolidate
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
 from tensordict._ops.printing import collection_repr
 from tensordict._ops.torch_function import dispatch as _dispatch
@@ -730,6 +731,39 @@ class _TensorClassMethods:
     def _propagate_lock(self, locked: bool) -> None:
         self._tensordict._propagate_lock(locked)
 
+    @classmethod
+    def from_consolidated(cls, filename):
+        """Reads an instance from a file written by ``consolidate(filename=...)``.
+
+        The file's tensordict (its class must be defined) is returned as an instance
+        of this class, consolidated; see :meth:`TensorDict.from_consolidated
+        <tensordict.TensorDictBase.from_consolidated>`.
+
+        Args:
+            filename (str or Path): the file.
+
+        Returns:
+            An instance of the class, sharing the file's copy-on-write memory map.
+
+        Raises:
+            FileNotFoundError: if the file does not exist.
+            ConsolidatedFormatError: if it is not a consolidated file (a ``RuntimeError``).
+
+        Examples:
+            >>> import os, tempfile
+            >>> @tensorclass
+            ... class Point:
+            ...     xy: torch.Tensor
+            >>> with tempfile.TemporaryDirectory() as folder:
+            ...     path = os.path.join(folder, "p.bin")
+            ...     _ = Point(xy=torch.ones(2, 2), batch_size=[2]).consolidate(filename=path)
+            ...     print(Point.from_consolidated(path).xy)
+            tensor([[1., 1.],
+                    [1., 1.]])
+        """
+        loaded = TensorDict.from_consolidated(filename)
+        return loaded if isinstance(loaded, cls) else cls._from_tensordict(loaded)
+
     # ------------------------------------------------------------------ memory mapping
     # The public memmap methods are the base's (copied below the class); these are
     # the hooks they and the storage layer call.
@@ -1288,6 +1322,7 @@ def _decorate(
     key = str(cls)
     _REGISTRY[key] = cls
     _io.LOADERS[key] = functools.partial(_load_as, cls)
+    consolidate.CLASSES[key] = cls
     return cls
 
 
