@@ -258,6 +258,9 @@ class TensorDict(TensorDictBase):
                 value = value.expand(batch_size).clone()
             _check_batch(key, value, batch_size)
             return value
+        shape = value.batch_size
+        if len(shape) < len(batch_size) and batch_size[: len(shape)] == shape:
+            value = _adopt_batch(key, value, batch_size)
         _check_batch(key, value, batch_size)
         if device is not None and value.device != device:
             value = value.to(device)
@@ -1081,6 +1084,30 @@ class TensorDict(TensorDictBase):
         for value in self._tensordict.values():
             if isinstance(value, TensorDictBase):
                 value._reset_device(device)
+
+
+def _adopt_batch(key: str, value, batch_size: torch.Size):
+    """A shallow copy of the sub-tensordict ``value`` with the parent's longer batch size.
+
+    As the well-known API does, ``TensorDict(next=TensorDict(done=t), batch_size=[3])``
+    stores ``next`` with batch size ``[3]`` when its leaves allow it; the value given is
+    left as it was. A lazy stack keeps its own batch size (and is refused by the caller).
+    """
+    if getattr(type(value), "_is_lazy", False):
+        return value
+    adopted = value.copy()
+    if adopted.is_locked:
+        adopted.unlock_()
+    try:
+        adopted.batch_size = batch_size
+    except (RuntimeError, ValueError) as err:
+        msg = (
+            f"batch dimension mismatch for key {key!r}: the tensordict has batch_size="
+            f"{list(batch_size)}, and the sub-tensordict of batch size {list(value.batch_size)} "
+            f"cannot take it ({err})"
+        )
+        raise BatchSizeError(msg) from err
+    return adopted
 
 
 def _index_leaf(value, index):

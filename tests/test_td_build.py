@@ -455,3 +455,20 @@ def test_from_dict_infers_the_batch_size_only_when_asked():
     assert TensorDict.from_dict(d).batch_size == torch.Size([])
     assert TensorDict.from_dict(d, auto_batch_size=True).batch_size == torch.Size([3, 4])
     assert TensorDict.from_dict(d, batch_dims=1).batch_size == torch.Size([3])
+
+
+def test_a_sub_tensordict_with_a_shorter_batch_size_takes_the_parents():
+    """A nested tensordict whose batch size is a prefix of the parent's is stored with the parent's."""
+    inner = TensorDict(done=torch.ones(3, 1, dtype=torch.bool))
+    td = TensorDict(obs=torch.ones(3, 4), next=inner, batch_size=[3])
+    assert td["next"].batch_size == (3,)
+    assert inner.batch_size == ()  # the tensordict given is left as it was
+    td["other"] = TensorDict(a=torch.ones(3, 2, 5), batch_size=[3])
+    deeper = TensorDict(n=TensorDict(a=torch.ones(3, 4, 2), batch_size=[3]), batch_size=[3, 4])
+    assert deeper["n"].batch_size == (3, 4)
+
+
+def test_a_sub_tensordict_that_cannot_take_the_batch_size_is_refused():
+    """Leaves that do not start with the parent's batch size: RuntimeError naming the key."""
+    with pytest.raises(RuntimeError, match="'n'|'a'"):
+        TensorDict(n=TensorDict(a=torch.ones(2)), batch_size=[3])
