@@ -58,6 +58,7 @@ from tensordict._options import (
     set_list_to_stack,
     set_printoptions,
 )
+from tensordict._safetensors import from_safetensors, to_safetensors
 from tensordict._stack import cat, stack
 from tensordict._td import TensorDict
 from tensordict._typed import TypedTensorDict
@@ -73,6 +74,12 @@ from tensordict.functional import (
     pad,
     pad_sequence,
     unpad_sequence,
+)
+from tensordict.memmap._archive import (
+    is_memmap_archive,
+    pack_memmap,
+    refresh_archive_checksums,
+    unpack_memmap,
 )
 from tensordict.memmap.tensor import MemoryMappedTensor
 from tensordict.tensorclass import TensorClass, is_tensorclass, tensorclass
@@ -154,4 +161,10 @@ __all__ = [
     "unravel_key_list",
     "unravel_key_to_tuple",
     "utils",
+    "is_memmap_archive",
+    "pack_memmap",
+    "refresh_archive_checksums",
+    "unpack_memmap",
+    "from_safetensors",
+    "to_safetensors",
 ]
