@@ -375,6 +375,45 @@ def row_load_memmap(res: Result, cfg: Settings, scratch: Scratch) -> None:
     res.notes.append(f"{cfg.load_groups * cfg.load_leaves} leaves")
 
 
+def row_load_archive(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    folder = _load_folder(cfg, scratch)
+    archive = scratch.path("load") + ".tdz"
+    TensorDict.load_memmap(folder).save(archive)
+    gc.collect()
+    res.record(
+        _alternate(
+            lambda: TensorDict.load_memmap(archive),
+            lambda: _floor_load(folder),
+            cfg.io_repeat,
+            warmup=2,
+        )
+    )
+    res.notes.append(f"{cfg.load_groups * cfg.load_leaves} leaves; floor: the folder's")
+
+
+def row_from_safetensors(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    from safetensors.torch import load_file
+
+    from tensordict import from_safetensors, to_safetensors
+
+    numel = cfg.memmap_bytes // cfg.memmap_tensors // 4
+    td = TensorDict({f"t{i}": _fill(numel, float(i)) for i in range(cfg.memmap_tensors)})
+    path = scratch.path("st") + ".safetensors"
+    to_safetensors(td, path)
+    del td
+    gc.collect()
+    res.record(
+        _alternate(
+            lambda: from_safetensors(path),
+            lambda: load_file(path),
+            cfg.big_repeat,
+            work_teardown=gc.collect,
+            floor_teardown=gc.collect,
+        )
+    )
+    res.notes.append(f"{cfg.memmap_bytes >> 20} MiB in {cfg.memmap_tensors} tensors")
+
+
 def row_refresh(res: Result, cfg: Settings, scratch: Scratch) -> None:
     folder = _load_folder(cfg, scratch)
     loaded = TensorDict.load_memmap(folder)
@@ -537,7 +576,7 @@ def row_from_filename(res: Result, cfg: Settings, scratch: Scratch) -> None:
 
 
 # rows of big copies, timed with torch's default number of threads (see Settings)
-BULK_ROWS = {"memmap", "from_tensor"}
+BULK_ROWS = {"memmap", "from_tensor", "from_safetensors"}
 
 # name, function, title, target: ("abs", seconds) | ("ratio", x) | None (informational)
 ROWS = [
@@ -549,6 +588,12 @@ ROWS = [
     ("apply", row_apply, "td.apply(lambda x: x + 1) (10 keys, batch 1000)", None),
     ("memmap", row_memmap, "td.memmap(DIR) of 1 GiB in 128 tensors", ("ratio", 1.1)),
     ("load_memmap", row_load_memmap, "TensorDict.load_memmap(DIR), 10 x 100 keys", ("ratio", 1.3)),
+    (
+        "load_archive",
+        row_load_archive,
+        "TensorDict.load_memmap(.tdz), 10 x 100 keys",
+        ("ratio", 1.3),
+    ),
     ("refresh", row_refresh, "memmap_refresh_() of that folder, unchanged", ("ratio", 0.25)),
     (
         "make_from_storage",
@@ -560,6 +605,12 @@ ROWS = [
     ("rb_read", row_rb_read, "replay buffer: td[idx], 256 of 100k rows", ("ratio", 1.2)),
     ("from_tensor", row_from_tensor, "MemoryMappedTensor.from_tensor, 256 MiB", ("ratio", 1.1)),
     ("from_filename", row_from_filename, "1000 MemoryMappedTensor.from_filename", ("ratio", 1.2)),
+    (
+        "from_safetensors",
+        row_from_safetensors,
+        "from_safetensors of 1 GiB in 128 tensors",
+        ("ratio", 1.1),
+    ),
 ]
 
 

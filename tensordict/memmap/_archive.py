@@ -69,6 +69,7 @@ define them fill :data:`BUILDERS` when they are imported.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pathlib
 import pickle
@@ -118,6 +119,14 @@ _COMPRESSIONS = {
 _CHUNK = 16 << 20
 _DATE = (1980, 1, 1, 0, 0, 0)  # entries carry no time: the same tree gives the same bytes
 _LOCAL = struct.Struct("<4s5H3I2H")
+_CENTRAL = struct.Struct("<4s6H3I5H2I")
+_EOCD = struct.Struct("<4s4H2IH")
+_EOCD_SIG = b"PK\x05\x06"
+_LOCATOR = struct.Struct("<4sIQI")
+_LOCATOR_SIG = b"PK\x06\x07"
+_EOCD64 = struct.Struct("<4sQ2H2I4Q")
+_EOCD64_SIG = b"PK\x06\x06"
+_LIMIT = 0xFFFFFFFF  # a 32-bit field holding this has its value in the zip64 extra block
 _LOCAL_SIG = b"PK\x03\x04"
 _CENTRAL_SIG = b"PK\x01\x02"
 _ZIP64_LOCAL_BLOCK = 20  # the zip64 block zipfile puts in a local header: id, size, two sizes
@@ -179,7 +188,33 @@ def _bad(path: str, name: str | None, what: str) -> ArchiveFormatError:
     return ArchiveFormatError(f"{where}: {what}")
 
 
+def _zip64(buf, at: int, length: int, size: int, packed: int, header: int) -> tuple:
+    """The sizes and header offset of a central record, read from its zip64 extra block."""
+    end = at + length
+    while at + 4 <= end:
+        block, block_len = struct.unpack_from("<2H", buf, at)
+        if block == 1:
+            values = iter(struct.unpack_from(f"<{block_len // 8}Q", buf, at + 4))
+            size = next(values, size) if size == _LIMIT else size
+            packed = next(values, packed) if packed == _LIMIT else packed
+            header = next(values, header) if header == _LIMIT else header
+            break
+        at += 4 + block_len
+    return size, packed, header
+
+
 def _check_name(path: str, name: str) -> None:
+    # The common name (no backslash, NUL, drive, leading "/" or "." part) is checked in one pass.
+    if (
+        name
+        and "\\" not in name
+        and "\x00" not in name
+        and "/." not in f"/{name}"
+        and "//" not in name
+        and name[0] != "/"
+        and ":" not in name[:2]
+    ):
+        return
     parts = name.rstrip("/").split("/")
     if (
         not name
@@ -216,66 +251,100 @@ class ArchiveReader:
         self.files: dict = {}  # entry name -> _Entry
         self.children: dict = {"": set()}  # folder -> names of its files and sub-folders
         self.dirs: set = {""}
-        self._storage = None
+        self._zip = None  # a zipfile.ZipFile, opened for compressed entries only
+        self._views: dict = {}  # dtype -> the whole mapping viewed as that dtype
         try:
-            self._zip = zipfile.ZipFile(self.path)
-        except zipfile.BadZipFile as err:
-            raise _bad(self.path, None, f"not a zip file, or truncated ({err})") from err
+            self.size = os.stat(self.path).st_size
         except FileNotFoundError as err:
             msg = f"cannot load {self.path!r}: no such archive"
             raise MemmapNotFoundError(msg) from err
-        try:
-            self._index()
-        except BaseException:
-            self._zip.close()
-            raise
+        if self.size < _EOCD.size:
+            raise _bad(self.path, None, "not a zip file, or truncated (too short)")
+        self.storage = torch.from_file(
+            self.path, self.writable, self.size, dtype=torch.uint8, device="cpu"
+        )
+        self._index(memoryview(self.storage.numpy()))
 
-    def _index(self) -> None:
-        size = os.fstat(self._zip.fp.fileno()).st_size
-        with open(self.path, "rb") as handle:
-            for info in self._zip.infolist():
-                name = info.orig_filename
-                _check_name(self.path, name)
-                if info.flag_bits & 0x1:
-                    raise _bad(self.path, name, "the entry is encrypted; tensordict reads none")
-                if name.endswith("/"):
-                    self._add_dir(name.rstrip("/"))
-                    continue
-                if name in self.files or name in self.dirs:
-                    raise _bad(self.path, name, "the name is given twice")
-                handle.seek(info.header_offset)
-                header = handle.read(_LOCAL.size)
-                if len(header) < _LOCAL.size or header[:4] != _LOCAL_SIG:
-                    raise _bad(self.path, name, "its local header is missing or damaged")
-                name_len, extra_len = header[26] | header[27] << 8, header[28] | header[29] << 8
-                local = handle.read(name_len)
-                encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
-                if local.decode(encoding, "replace") != name:
-                    raise _bad(self.path, name, f"its local header names {local!r}")
-                offset = info.header_offset + _LOCAL.size + name_len + extra_len
-                if offset + info.compress_size > size:
-                    raise _bad(
-                        self.path,
-                        name,
-                        f"its payload ends at byte {offset + info.compress_size} of a file of "
-                        f"{size} bytes (the archive is truncated)",
-                    )
-                if (
-                    info.compress_type == zipfile.ZIP_STORED
-                    and info.compress_size != info.file_size
-                ):
-                    raise _bad(
-                        self.path,
-                        name,
-                        f"stored uncompressed, it records {info.file_size} bytes but holds "
-                        f"{info.compress_size}",
-                    )
-                self.files[name] = _Entry(
-                    name, offset, info.file_size, info.compress_size, info.compress_type, info.CRC
+    def _index(self, buf: memoryview) -> None:
+        """Reads the central directory and every local header from the mapping ``buf``."""
+        count, central = self._directory(buf)
+        size = self.size
+        at = central
+        for _ in range(count):
+            if at + _CENTRAL.size > size or buf[at : at + 4] != _CENTRAL_SIG:
+                raise _bad(self.path, None, f"its central directory is damaged at byte {at}")
+            (_, _, _, flags, method, _, _, crc, packed, length, n, m, k, _, _, _, header) = (
+                _CENTRAL.unpack_from(buf, at)
+            )
+            raw = bytes(buf[at + _CENTRAL.size : at + _CENTRAL.size + n])
+            name = raw.decode("utf-8" if flags & 0x800 else "cp437", "replace")
+            if _LIMIT in (packed, length, header):
+                length, packed, header = _zip64(
+                    buf, at + _CENTRAL.size + n, m, length, packed, header
                 )
-                parent, _, base = name.rpartition("/")
+            at += _CENTRAL.size + n + m + k
+            _check_name(self.path, name)
+            if flags & 0x1:
+                raise _bad(self.path, name, "the entry is encrypted; tensordict reads none")
+            if name.endswith("/"):
+                self._add_dir(name.rstrip("/"))
+                continue
+            if name in self.files or name in self.dirs:
+                raise _bad(self.path, name, "the name is given twice")
+            if header + _LOCAL.size > size or buf[header : header + 4] != _LOCAL_SIG:
+                raise _bad(self.path, name, "its local header is missing or damaged")
+            name_len, extra_len = struct.unpack_from("<2H", buf, header + 26)
+            offset = header + _LOCAL.size + name_len + extra_len
+            if bytes(buf[header + _LOCAL.size : header + _LOCAL.size + name_len]) != raw:
+                raise _bad(self.path, name, "its local header names another file")
+            if offset + packed > size:
+                raise _bad(
+                    self.path,
+                    name,
+                    f"its payload ends at byte {offset + packed} of a file of {size} bytes "
+                    "(the archive is truncated)",
+                )
+            if method == zipfile.ZIP_STORED and packed != length:
+                raise _bad(
+                    self.path,
+                    name,
+                    f"stored uncompressed, it records {length} bytes but holds {packed}",
+                )
+            self.files[name] = _Entry(name, offset, length, packed, method, crc)
+            parent, _, base = name.rpartition("/")
+            if parent not in self.dirs:
                 self._add_dir(parent)
-                self.children[parent].add(base)
+            self.children[parent].add(base)
+
+    def _directory(self, buf: memoryview) -> tuple:
+        """``(entries, offset)`` of the central directory, from the end records (zip64 too)."""
+        size = self.size
+        tail = bytes(buf[max(0, size - _EOCD.size - 0xFFFF) :])
+        at = tail.rfind(_EOCD_SIG)
+        while at >= 0 and at + _EOCD.size + struct.unpack_from("<H", tail, at + 20)[0] != len(tail):
+            at = tail.rfind(_EOCD_SIG, 0, at)
+        if at < 0:
+            raise _bad(
+                self.path, None, "not a zip file, or truncated (no end of central directory)"
+            )
+        eocd = size - len(tail) + at
+        _, disk, _, _, count, _, central, _ = _EOCD.unpack_from(buf, eocd)
+        if disk:
+            raise _bad(self.path, None, "a zip split over several files is not supported")
+        locator = eocd - _LOCATOR.size
+        if locator >= 0 and buf[locator : locator + 4] == _LOCATOR_SIG:
+            record = _LOCATOR.unpack_from(buf, locator)[2]
+            if record + _EOCD64.size > size or buf[record : record + 4] != _EOCD64_SIG:
+                raise _bad(self.path, None, "its zip64 end record is damaged")
+            fields = _EOCD64.unpack_from(buf, record)
+            count, central = fields[7], fields[9]
+        if central > size:
+            raise _bad(
+                self.path,
+                None,
+                "not a zip file, or truncated (the central directory is past the end)",
+            )
+        return count, central
 
     def _add_dir(self, name: str) -> None:
         while name not in self.dirs:
@@ -288,24 +357,15 @@ class ArchiveReader:
             name = parent
 
     def close(self) -> None:
-        """Closes the zip index (the mapping stays alive as long as its views)."""
-        self._zip.close()
+        """Closes the zip reader of compressed entries (the mapping lives as long as its views)."""
+        if self._zip is not None:
+            self._zip.close()
 
     def __enter__(self) -> ArchiveReader:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    @property
-    def storage(self) -> torch.Tensor:
-        """The whole archive as one ``uint8`` tensor, mapped on first use."""
-        if self._storage is None:
-            size = os.path.getsize(self.path)
-            self._storage = torch.from_file(
-                self.path, self.writable, size, dtype=torch.uint8, device="cpu"
-            )
-        return self._storage
 
     def label(self, name: str) -> str:
         """The path that names entry (or folder) ``name`` in messages: ``archive/name``."""
@@ -319,13 +379,13 @@ class ArchiveReader:
         """
         entry = self.files[name]
         if entry.method == zipfile.ZIP_STORED:
-            with open(self.path, "rb") as handle:
-                handle.seek(entry.offset)
-                data = handle.read(entry.size)
+            data = self.storage[entry.offset : entry.offset + entry.size].numpy().tobytes()
             if check and zlib.crc32(data) != entry.crc:
                 raise _bad(self.path, name, "its CRC-32 does not match its bytes")
             return data
         try:
+            if self._zip is None:
+                self._zip = zipfile.ZipFile(self.path)
             return self._zip.read(name)
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as err:
             raise _bad(self.path, name, f"cannot be decompressed: {err}") from err
@@ -372,30 +432,56 @@ class ArchiveReader:
         Raises:
             ArchiveFormatError: if the entry's size is not ``numel`` items.
         """
+        return self.tensor(name, dtype, torch.Size([numel]))
+
+    def tensor(self, name: str, dtype: torch.dtype, shape: torch.Size) -> torch.Tensor:
+        """The payload of entry ``name`` as a C-contiguous tensor: a view of the mapping when aligned.
+
+        Raises:
+            ArchiveFormatError: if the entry's size is not what ``shape`` and ``dtype`` need.
+        """
         entry = self.files[name]
-        need = numel * dtype.itemsize
-        if entry.size != need:
+        itemsize = dtype.itemsize
+        numel = shape.numel()
+        if entry.size != numel * itemsize:
             raise _bad(
                 self.path,
                 name,
-                f"holds {entry.size} bytes, but its record needs {need} ({numel} x {dtype})",
+                f"holds {entry.size} bytes, but its record needs {numel * itemsize} "
+                f"({list(shape)} of {dtype})",
             )
-        if entry.method != zipfile.ZIP_STORED:
-            if self.writable:
-                raise _bad(self.path, name, "a compressed entry cannot be written in place")
+        if entry.method == zipfile.ZIP_STORED and not entry.offset % itemsize:
+            whole = self._views.get(dtype)
+            if whole is None:
+                whole = self._views[dtype] = self.storage[: self.size - self.size % itemsize].view(
+                    dtype
+                )
+            return whole.as_strided(shape, _strides(shape), entry.offset // itemsize)
+        if self.writable:
+            raise _bad(
+                self.path, name, "a compressed or unaligned entry cannot be written in place"
+            )
+        if entry.method == zipfile.ZIP_STORED:
+            # A view must start at a multiple of the itemsize: this one is copied.
+            flat = self.storage[entry.offset : entry.offset + entry.size].clone()
+        else:
             data = bytearray(self.read(name))
             flat = (
                 torch.frombuffer(data, dtype=torch.uint8)
                 if data
                 else torch.empty(0, dtype=torch.uint8)
             )
-        else:
-            flat = self.storage[entry.offset : entry.offset + entry.size]
-            if entry.offset % dtype.itemsize:
-                if self.writable:
-                    raise _bad(self.path, name, "an unaligned entry cannot be written in place")
-                flat = flat.clone()  # a view must start at a multiple of the itemsize
-        return flat.view(dtype)
+        return flat.view(dtype).view(shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _strides(shape) -> tuple:
+    strides = []
+    step = 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 # ====================================================================== loading
@@ -472,6 +558,7 @@ def _load_td(reader: ArchiveReader, folder: str, meta: dict, options):
         device = options.device
     names = reader.children[folder]
     robust_key = options.robust_key
+    n = len(batch_size)
     data: dict = {}
     for key, record in fmt.entries(meta):
         sub = fmt.parse_record(where, key, record)
@@ -495,13 +582,13 @@ def _load_td(reader: ArchiveReader, folder: str, meta: dict, options):
                 continue
             data[key] = _nested(reader, folder, key, entry, dtype, shape, robust_key)
             continue
-        fmt.check_batch_prefix(where, key, shape, batch_size)
+        if n and shape[:n] != batch_size:
+            fmt.check_batch_prefix(where, key, shape, batch_size)
         if entry not in reader.files:
             if fmt.nbytes(shape, dtype) == 0:
                 data[key] = torch.empty(shape, dtype=dtype)  # the format keeps no file for it
             continue
-        flat = reader.flat(entry, dtype, shape.numel())
-        data[key] = flat.view(shape)
+        data[key] = reader.tensor(entry, dtype, shape)
     return BUILDERS[fmt.KIND_TD](data, batch_size, device)
 
 
