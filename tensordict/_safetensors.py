@@ -235,6 +235,108 @@ def _rebuild(level, file, device, path, used: set):
     return td
 
 
+_DTYPES = {
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U64": torch.uint64,
+    "U32": torch.uint32,
+    "U16": torch.uint16,
+    "U8": torch.uint8,
+    "BOOL": torch.bool,
+    "F8_E4M3": torch.float8_e4m3fn,
+    "F8_E5M2": torch.float8_e5m2,
+    "C64": torch.complex64,
+}
+
+
+class _MappedFile:
+    """A safetensors file read on the CPU through one private mapping of the whole file.
+
+    The layout (the safetensors specification): an 8-byte little-endian header size
+    ``n``, ``n`` bytes of JSON (``name -> {"dtype", "shape", "data_offsets": [begin,
+    end]}`` and ``"__metadata__"``), then the data, offsets counting from its start.
+    Each tensor is a view of the mapping, as ``safe_open`` gives it, but made with one
+    ``as_strided`` instead of a storage per tensor; a tensor whose offset its itemsize
+    does not divide is copied.
+    """
+
+    def __init__(self, path) -> None:
+        self.path = os.fspath(path)
+        size = os.path.getsize(self.path)
+        with open(self.path, "rb") as handle:
+            head = handle.read(8)
+            length = int.from_bytes(head, "little") if len(head) == 8 else -1
+            if length < 2 or 8 + length > size:
+                msg = f"{self.path!r} is not a safetensors file (its header size is not valid)"
+                raise MemmapFormatError(msg)
+            try:
+                header = json.loads(handle.read(length))
+            except ValueError as err:
+                msg = f"{self.path!r} is not a safetensors file (its header is not JSON): {err}"
+                raise MemmapFormatError(msg) from err
+        if type(header) is not dict:
+            msg = f"{self.path!r} is not a safetensors file (its header is not an object)"
+            raise MemmapFormatError(msg)
+        self._metadata = header.pop("__metadata__", None)
+        self._header = header
+        self._start = 8 + length
+        self._size = size
+        self._storage = torch.from_file(self.path, False, size, dtype=torch.uint8)
+        self._views: dict = {}
+
+    def metadata(self):
+        return self._metadata
+
+    def keys(self):
+        return list(self._header)
+
+    def get_tensor(self, name: str) -> torch.Tensor:
+        info = self._header[name]
+        dtype = _DTYPES.get(info.get("dtype")) if type(info) is dict else None
+        shape, offsets = (info.get("shape"), info.get("data_offsets")) if dtype else (None, None)
+        valid = (
+            type(shape) is list
+            and all(type(n) is int and n >= 0 for n in shape)
+            and type(offsets) is list
+            and len(offsets) == 2
+            and all(type(n) is int for n in offsets)
+        )
+        if valid:
+            begin, end = self._start + offsets[0], self._start + offsets[1]
+            size = torch.Size(shape)
+            valid = begin <= end <= self._size and end - begin == size.numel() * dtype.itemsize
+        if not valid:
+            msg = f"{self.path!r}: the header record of {name!r} is not valid: {info!r}"
+            raise MemmapFormatError(msg)
+        itemsize = dtype.itemsize
+        if begin % itemsize:
+            flat = self._storage[begin:end].clone().view(dtype)
+            return flat.view(size)
+        whole = self._views.get(dtype)
+        if whole is None:
+            whole = self._views[dtype] = self._storage[: self._size - self._size % itemsize].view(
+                dtype
+            )
+        strides = []
+        step = 1
+        for n in reversed(shape):
+            strides.append(step)
+            step *= max(n, 1)
+        return whole.as_strided(size, tuple(reversed(strides)), begin // itemsize)
+
+    def __enter__(self) -> _MappedFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._views.clear()
+
+
 def from_safetensors(path: str | os.PathLike, *, device=None):
     """Loads a tensordict from a safetensors file.
 
@@ -276,8 +378,11 @@ def from_safetensors(path: str | os.PathLike, *, device=None):
 
     if device is not None:
         device = torch.device(device)
-    where = "cpu" if device is None else str(device)
-    with safe_open(os.fspath(path), framework="pt", device=where) as file:
+    if device is None or device.type == "cpu":
+        opened = _MappedFile(path)  # one mapping of the file for every tensor
+    else:
+        opened = safe_open(os.fspath(path), framework="pt", device=str(device))
+    with opened as file:
         text = (file.metadata() or {}).get(METADATA_KEY)
         if text is None:
             td = TensorDict(device=device)

@@ -246,3 +246,30 @@ def test_without_safetensors_the_error_names_the_extra(tmp_path):
 def test_safetensors_is_importable_here():
     """The test extra installs safetensors (a guard against silently skipping this file)."""
     assert importlib.util.find_spec("safetensors") is not None
+
+
+@ours_only  # differs from the reference: safetensors raises its own SafetensorError there
+def test_a_damaged_header_is_refused_naming_the_file(tmp_path):
+    """A file whose header is not JSON, or whose record points past the end: ValueError naming it."""
+    (tmp_path / "bad.safetensors").write_bytes((10).to_bytes(8, "little") + b"not json!!")
+    with pytest.raises(ValueError, match="bad.safetensors"):
+        from_safetensors(tmp_path / "bad.safetensors")
+    header = json.dumps({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    (tmp_path / "short.safetensors").write_bytes(
+        len(header).to_bytes(8, "little") + header + b"\0" * 8
+    )
+    with pytest.raises(ValueError, match=r"short.safetensors.*'a'"):
+        from_safetensors(tmp_path / "short.safetensors")
+
+
+@ours_only  # differs from the reference: it makes one storage per tensor
+def test_cpu_tensors_are_views_of_one_mapping_of_the_file(tmp_path):
+    """On the CPU every tensor views one mapping of the whole file: nothing is copied."""
+    to_safetensors(
+        TensorDict(a=torch.zeros(8), b=torch.ones(3, dtype=torch.int16)), tmp_path / "t.st"
+    )
+    loaded = from_safetensors(tmp_path / "t.st")
+    storages = {loaded[k].untyped_storage().data_ptr() for k in ("a", "b")}
+    assert len(storages) == 1
+    assert loaded["a"].untyped_storage().nbytes() == (tmp_path / "t.st").stat().st_size
+    assert loaded["b"].tolist() == [1, 1, 1]
