@@ -41,6 +41,7 @@ Every entry is checked before anything is mapped, each failure raising
 :class:`~tensordict.errors.ArchiveFormatError` (a ``ValueError``) naming the
 archive and the entry: a name that leaves the archive's root (absolute, a
 ``..`` or ``.`` part, a backslash, NUL), a name given twice, an encrypted entry,
+an entry recorded as a symbolic link,
 a local header that is not one or names another file, a payload past the end
 of the file (a truncated archive), a stored entry whose two sizes differ, a
 tensor entry whose size is not what its ``meta.json`` record needs, a CRC-32
@@ -273,9 +274,25 @@ class ArchiveReader:
         for _ in range(count):
             if at + _CENTRAL.size > size or buf[at : at + 4] != _CENTRAL_SIG:
                 raise _bad(self.path, None, f"its central directory is damaged at byte {at}")
-            (_, _, _, flags, method, _, _, crc, packed, length, n, m, k, _, _, _, header) = (
-                _CENTRAL.unpack_from(buf, at)
-            )
+            (
+                _,
+                made_by,
+                _,
+                flags,
+                method,
+                _,
+                _,
+                crc,
+                packed,
+                length,
+                n,
+                m,
+                k,
+                _,
+                _,
+                mode,
+                header,
+            ) = _CENTRAL.unpack_from(buf, at)
             raw = bytes(buf[at + _CENTRAL.size : at + _CENTRAL.size + n])
             name = raw.decode("utf-8" if flags & 0x800 else "cp437", "replace")
             if _LIMIT in (packed, length, header):
@@ -286,6 +303,8 @@ class ArchiveReader:
             _check_name(self.path, name)
             if flags & 0x1:
                 raise _bad(self.path, name, "the entry is encrypted; tensordict reads none")
+            if made_by >> 8 == 3 and _stat.S_ISLNK(mode >> 16):  # made on Unix, a link
+                raise _bad(self.path, name, "the entry is a symbolic link; refused")
             if name.endswith("/"):
                 self._add_dir(name.rstrip("/"))
                 continue

@@ -665,3 +665,18 @@ def test_verify_names_a_damaged_archive_entry(tmp_path, capsys):
     status, out = _cli(capsys, "verify", tmp_path / "td.tdz")
     assert status == 1
     assert "td.tdz/a.memmap: its CRC-32 does not match" in out
+
+
+@ours_only  # differs from the reference: it reads the link's target path as the entry's bytes
+def test_an_entry_recorded_as_a_symbolic_link_is_refused(tmp_path):
+    """A zip entry whose Unix mode is a symbolic link: ValueError naming it."""
+    path = tmp_path / "link.tdz"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in _good_entries().items():
+            info = zipfile.ZipInfo(name)
+            if name == "a.memmap":
+                info.create_system = 3
+                info.external_attr = 0o120777 << 16
+            zf.writestr(info, data)
+    with pytest.raises(ValueError, match=r"'a\.memmap'.*symbolic link"):
+        TensorDict.load_memmap(path)
