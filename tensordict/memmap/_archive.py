@@ -37,21 +37,23 @@ are plain tensors, not :class:`~tensordict.MemoryMappedTensor` (the result is
 not memory-mapped in a folder: :meth:`~tensordict.TensorDictBase.is_memmap` is
 False and it is unlocked), as with the well-known implementation.
 
-Every entry is checked before anything is mapped, each failure raising
+The reader parses the zip's own records (the end of central directory, zip64
+ones included, the central directory, each local header) from the mapping and
+checks every entry before it builds any leaf. Each failure raises
 :class:`~tensordict.errors.ArchiveFormatError` (a ``ValueError``) naming the
 archive and the entry: a name that leaves the archive's root (absolute, a
-``..`` or ``.`` part, a backslash, NUL), a name given twice, an encrypted entry,
-an entry recorded as a symbolic link,
-a local header that is not one or names another file, a payload past the end
-of the file (a truncated archive), a stored entry whose two sizes differ, a
-tensor entry whose size is not what its ``meta.json`` record needs, a CRC-32
-mismatch where CRCs are checked (``meta.json`` and every other small file on
-each load, compressed payloads as they are decompressed, every entry in
-:func:`unpack_memmap` and ``tensordict verify``), and a file that is not a zip
-at all. The ``meta.json`` files go through the same strict field checks as a
-folder's (:mod:`tensordict.memmap.format`). Missing entries are dropped as in a
-folder. Errors of the file system (a missing archive, no permission) are
-``OSError`` subclasses.
+``..`` or ``.`` part, a backslash, NUL), a name given twice, an encrypted
+entry, an entry recorded as a symbolic link, a local header that is not one or
+names another file, a payload past the end of the file (a truncated archive), a
+stored entry whose two sizes differ, a tensor entry whose size is not what its
+``meta.json`` record needs, a CRC-32 mismatch where CRCs are checked
+(``meta.json`` and the other small files on each load, compressed payloads as
+they are decompressed, every entry in :func:`unpack_memmap` and ``tensordict
+verify``), and a file that is not a zip at all. The ``meta.json`` files go
+through the same strict field checks as a folder's
+(:mod:`tensordict.memmap.format`). Missing entries are dropped as in a folder.
+Errors of the file system (a missing archive, no permission) are ``OSError``
+subclasses.
 
 Writing
 -------
