@@ -422,17 +422,7 @@ class ArchiveReader:
             except ArchiveFormatError:
                 return False
             return True
-        crc = 0
-        with open(self.path, "rb") as handle:
-            handle.seek(entry.offset)
-            left = entry.size
-            while left:
-                chunk = handle.read(min(left, _CHUNK))
-                if not chunk:
-                    return False
-                crc = zlib.crc32(chunk, crc)
-                left -= len(chunk)
-        return crc == entry.crc
+        return _crc_of(self, entry) == entry.crc
 
     def meta(self, folder: str) -> dict:
         """The parsed ``meta.json`` of ``folder`` (``""``: the root), CRC checked.
@@ -730,27 +720,24 @@ def _write_entry(zf: zipfile.ZipFile, name: str, path: str | None, method: int, 
 
 
 def _replace_atomically(target: str, write) -> None:
-    """Runs ``write(temporary)`` on a fresh file beside ``target``, then renames it over."""
+    """Runs ``write(temporary)`` on a fresh file beside ``target``, then renames it over.
+
+    The fresh file is created as any new file (the umask applies); replacing an
+    existing archive keeps that archive's permissions.
+    """
     folder = os.path.dirname(target)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)[:200]}.%tmp.")
-    os.close(fd)
+    name = f".{os.path.basename(target)[:200]}.%tmp.{os.getpid()}.{os.urandom(6).hex()}"
+    tmp = os.path.join(folder, name)
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
     try:
         write(tmp)
         if os.path.exists(target):
             shutil.copymode(target, tmp)
-        else:
-            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _check_target(source: str | None, target: str, what: str) -> None:
