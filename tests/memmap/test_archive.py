@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import struct
@@ -17,6 +18,8 @@ import zipfile
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tensordict
 from tensordict import (
@@ -680,3 +683,34 @@ def test_an_entry_recorded_as_a_symbolic_link_is_refused(tmp_path):
             zf.writestr(info, data)
     with pytest.raises(ValueError, match=r"'a\.memmap'.*symbolic link"):
         TensorDict.load_memmap(path)
+
+
+_DTYPES = [torch.float32, torch.float64, torch.int64, torch.int16, torch.uint8, torch.bool]
+_KEYS = st.text(alphabet="ab c/.%", min_size=1, max_size=4).filter(
+    lambda k: k not in ("shape", "device", "_type", "_class", "_format_version", "meta.json")
+)
+
+
+@st.composite
+def _trees(draw):
+    batch = draw(st.integers(0, 3))
+    data = {}
+    for key in draw(st.lists(_KEYS, max_size=4, unique=True)):
+        if draw(st.booleans()):
+            data[key] = {f"{key}x": torch.arange(batch * 2).reshape(batch, 2)}
+        else:
+            dtype = draw(st.sampled_from(_DTYPES))
+            shape = (batch, *draw(st.lists(st.integers(0, 3), max_size=2)))
+            data[key] = (torch.arange(math.prod(shape)) % 7).to(dtype).reshape(shape)
+    return TensorDict(data, batch_size=[batch])
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(td=_trees())
+def test_random_trees_round_trip(tmp_path, td):
+    """Any tree of tensors of the common dtypes (keys to encode included) comes back the same."""
+    path = tmp_path / "td.tdz"
+    td.save(path)
+    _same(TensorDict.load_memmap(path), td)
