@@ -570,7 +570,8 @@ class MemmapMixin:
 
         The tensordict takes the folder's entries and state (it becomes memory-mapped
         there); its identity is kept. Without ``prefix`` its own folder is re-read (see
-        :meth:`memmap_refresh_`).
+        :meth:`memmap_refresh_`). A ``.tdz`` archive is read as :meth:`load_memmap`
+        reads it (its leaves view the archive's mapping; not memory-mapped in a folder).
 
         Args:
             prefix (str or path, optional): the folder. Defaults to the tensordict's own.
@@ -596,7 +597,10 @@ class MemmapMixin:
         if prefix is None:
             return self.memmap_refresh_()
         options = _io.Options(robust_key, allow_pickle, None)
-        loaded = type(self)._memmap_load_as(*_io.open_folder(prefix), options)
+        if _archive.is_archive_file(prefix):
+            loaded = _archive.load_archive(prefix, options)
+        else:
+            loaded = type(self)._memmap_load_as(*_io.open_folder(prefix), options)
         if type(loaded) is not type(self):
             msg = f"cannot load the {type(loaded).__name__} folder {os.fspath(prefix)!r} into a {type(self).__name__}"
             raise TypeError(msg)

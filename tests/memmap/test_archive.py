@@ -714,3 +714,11 @@ def test_random_trees_round_trip(tmp_path, td):
     path = tmp_path / "td.tdz"
     td.save(path)
     _same(TensorDict.load_memmap(path), td)
+
+
+def test_load_memmap_in_place_reads_an_archive(tmp_path):
+    """load_memmap_ of an archive fills the tensordict itself with its entries."""
+    TensorDict(a=torch.arange(3)).save(tmp_path / "td.tdz")
+    td = TensorDict()
+    assert td.load_memmap_(tmp_path / "td.tdz") is td
+    assert td["a"].tolist() == [0, 1, 2]
