@@ -378,6 +378,45 @@ def row_load_memmap(res: Result, cfg: Settings, scratch: Scratch) -> None:
     res.notes.append(f"{cfg.load_groups * cfg.load_leaves} leaves")
 
 
+def row_load_archive(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    folder = _load_folder(cfg, scratch)
+    archive = scratch.path("load") + ".tdz"
+    TensorDict.load_memmap(folder).save(archive)
+    gc.collect()
+    res.record(
+        _alternate(
+            lambda: TensorDict.load_memmap(archive),
+            lambda: _floor_load(folder),
+            cfg.io_repeat,
+            warmup=2,
+        )
+    )
+    res.notes.append(f"{cfg.load_groups * cfg.load_leaves} leaves; floor: the folder's")
+
+
+def row_from_safetensors(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    from safetensors.torch import load_file
+
+    from tensordict import from_safetensors, to_safetensors
+
+    numel = cfg.memmap_bytes // cfg.memmap_tensors // 4
+    td = TensorDict({f"t{i}": _fill(numel, float(i)) for i in range(cfg.memmap_tensors)})
+    path = scratch.path("st") + ".safetensors"
+    to_safetensors(td, path)
+    del td
+    gc.collect()
+    res.record(
+        _alternate(
+            lambda: from_safetensors(path),
+            lambda: load_file(path),
+            cfg.big_repeat,
+            work_teardown=gc.collect,
+            floor_teardown=gc.collect,
+        )
+    )
+    res.notes.append(f"{cfg.memmap_bytes >> 20} MiB in {cfg.memmap_tensors} tensors")
+
+
 def row_refresh(res: Result, cfg: Settings, scratch: Scratch) -> None:
     folder = _load_folder(cfg, scratch)
     loaded = TensorDict.load_memmap(folder)
@@ -615,7 +654,6 @@ def row_map_pool(res: Result, cfg: Settings, scratch: Scratch) -> None:
     res.notes.append(f"floor: multiprocessing.Pool({n}).map over shared-memory tensors")
 
 
-# rows of big copies, timed with torch's default number of threads (see Settings)
 def _thousand_leaves() -> dict:
     """10 groups of 100 small leaves (batch 4, features 8, float32): 1,000 leaves."""
     return {f"g{g}": {f"k{i}": torch.randn(4, 8) for i in range(100)} for g in range(10)}
@@ -644,7 +682,8 @@ def row_pickle_consolidated(res: Result, cfg: Settings, scratch: Scratch) -> Non
     res.notes.append("floor: pickling the plain tensordict")
 
 
-BULK_ROWS = {"memmap", "from_tensor"}
+# rows of big copies, timed with torch's default number of threads (see Settings)
+BULK_ROWS = {"memmap", "from_tensor", "from_safetensors"}
 
 # name, function, title, target: ("abs", seconds) | ("ratio", x) | None (informational)
 ROWS = [
@@ -656,6 +695,12 @@ ROWS = [
     ("apply", row_apply, "td.apply(lambda x: x + 1) (10 keys, batch 1000)", None),
     ("memmap", row_memmap, "td.memmap(DIR) of 1 GiB in 128 tensors", ("ratio", 1.1)),
     ("load_memmap", row_load_memmap, "TensorDict.load_memmap(DIR), 10 x 100 keys", ("ratio", 1.3)),
+    (
+        "load_archive",
+        row_load_archive,
+        "TensorDict.load_memmap(.tdz), 10 x 100 keys",
+        ("ratio", 1.3),
+    ),
     ("refresh", row_refresh, "memmap_refresh_() of that folder, unchanged", ("ratio", 0.25)),
     (
         "make_from_storage",
@@ -675,6 +720,12 @@ ROWS = [
         row_pickle_consolidated,
         "pickle.dumps of a consolidated 1000-leaf tensordict",
         ("ratio", 0.2),
+    ),
+    (
+        "from_safetensors",
+        row_from_safetensors,
+        "from_safetensors of 1 GiB in 128 tensors",
+        ("ratio", 1.1),
     ),
 ]
 

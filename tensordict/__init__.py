@@ -60,6 +60,7 @@ from tensordict._options import (
     set_printoptions,
 )
 from tensordict._parse import parse_tensor_dict_string
+from tensordict._safetensors import from_safetensors, to_safetensors
 from tensordict._stack import cat, stack
 from tensordict._td import TensorDict
 from tensordict._typed import TypedTensorDict
@@ -75,6 +76,12 @@ from tensordict.functional import (
     pad,
     pad_sequence,
     unpad_sequence,
+)
+from tensordict.memmap._archive import (
+    is_memmap_archive,
+    pack_memmap,
+    refresh_archive_checksums,
+    unpack_memmap,
 )
 from tensordict.memmap.tensor import MemoryMappedTensor
 from tensordict.tensorclass import TensorClass, is_tensorclass, tensorclass
@@ -159,4 +166,10 @@ __all__ = [
     "unravel_key_to_tuple",
     "utils",
     "parse_tensor_dict_string",
+    "is_memmap_archive",
+    "pack_memmap",
+    "refresh_archive_checksums",
+    "unpack_memmap",
+    "from_safetensors",
+    "to_safetensors",
 ]

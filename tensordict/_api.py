@@ -25,6 +25,8 @@ def save(
     return_early: bool = False,
     share_non_tensor: bool = False,
     robust_key: bool | None = None,
+    archive: bool | None = None,
+    compression: str | int | None = None,
 ):
     """Saves a tensordict to a folder, as :func:`tensordict.memmap` does; returns the mapped copy.
 
@@ -38,9 +40,13 @@ def save(
         return_early (bool, optional): return before the writes finish. Defaults to False.
         share_non_tensor (bool, optional): share non-tensor values between processes.
         robust_key (bool, optional): percent-encode keys in file names (None: True).
+        archive (bool, optional): write one ``.tdz`` archive file (None: when the path
+            ends with ``".tdz"``).
+        compression (str or int, optional): how an archive's tensor payloads are
+            compressed. Defaults to None (stored, so that they load as views).
 
     Returns:
-        The memory-mapped copy, locked.
+        The memory-mapped copy, locked (for an archive, the archive loaded back).
 
     Raises:
         TypeError: if ``data`` is not a tensordict or a tensorclass instance.
@@ -60,6 +66,8 @@ def save(
         return_early=return_early,
         share_non_tensor=share_non_tensor,
         robust_key=robust_key,
+        archive=archive,
+        compression=compression,
     )
 
 
@@ -72,7 +80,7 @@ def load_memmap(
     robust_key: bool | None = None,
     allow_pickle: bool = False,
 ):
-    """Loads a memory-mapped folder written by this library or the well-known one.
+    """Loads a memory-mapped folder (or ``.tdz`` archive) written by this library or the well-known one.
 
     The same as :meth:`TensorDict.load_memmap <tensordict.TensorDictBase.load_memmap>`: the
     result is of the class the folder records (a TensorDict, a lazy stack, a tensorclass).

@@ -27,7 +27,7 @@ from tensordict._options import GET_DEFAULT, lazy_legacy
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase, _as_value, _check_batch
 from tensordict.errors import DimensionError, LockedError
-from tensordict.memmap import _io
+from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor
 
@@ -1237,6 +1237,13 @@ def _load_lazy(folder: str, meta: dict, stat, options) -> LazyStackedTensorDict:
     """The loader of lazy stack folders, registered with the storage layer."""
     stack_dim, stack_dim_name = fmt.parse_lazy_level(folder, meta)
     members = [_io.load_child(path, options) for path in fmt.lazy_members(folder)]
+    out = _build_lazy(folder, members, stack_dim, stack_dim_name)
+    out._mm = _io.Level(folder, meta, stat, options.robust_key)
+    return out
+
+
+def _build_lazy(folder: str, members: list, stack_dim: int, stack_dim_name):
+    """The lazy stack of loaded ``members`` (of the stack stored in ``folder``), checked."""
     sizes = {tuple(m.batch_size) for m in members}
     if len(sizes) > 1:
         msg = f"the lazy stack in {folder!r} has members of different batch sizes: {sorted(sizes)}"
@@ -1245,14 +1252,13 @@ def _load_lazy(folder: str, meta: dict, stat, options) -> LazyStackedTensorDict:
     if not -ndim - 1 <= stack_dim <= ndim:
         msg = f"{fmt.meta_path(folder)!r}: stack_dim {stack_dim} is out of range for members with {ndim} batch dimensions"
         raise fmt.MemmapFormatError(msg)
-    out = LazyStackedTensorDict(*members, stack_dim=stack_dim, stack_dim_name=stack_dim_name)
-    out._mm = _io.Level(folder, meta, stat, options.robust_key)
-    return out
+    return LazyStackedTensorDict(*members, stack_dim=stack_dim, stack_dim_name=stack_dim_name)
 
 
 _io.LOADERS[fmt.LAZY_CLASS] = _load_lazy
 consolidate.CLASSES["LazyStackedTensorDict"] = LazyStackedTensorDict
 _io.LOADERS[fmt.LAZY_TYPE] = _load_lazy
+_archive.BUILDERS[fmt.KIND_LAZY] = _build_lazy
 
 
 def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:

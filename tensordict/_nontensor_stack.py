@@ -31,7 +31,7 @@ from tensordict._nontensor import NonTensorData, NonTensorDataBase
 from tensordict._ops import consolidate
 from tensordict._ops.shape import ShapeMixin
 from tensordict.errors import BatchSizeError, MemmapFormatError
-from tensordict.memmap import _io
+from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 
 __all__ = ["LinkedList", "NonTensorStack"]
@@ -735,3 +735,4 @@ _nontensor.STACK_BUILDERS["from_list"] = NonTensorStack.from_list
 _io.LOADERS[fmt.NONTENSOR_STACK_CLASS] = _load_stack
 consolidate.CLASSES["NonTensorStack"] = NonTensorStack
 _io.LOADERS[fmt.NONTENSOR_STACK_TYPE] = _load_stack
+_archive.BUILDERS[fmt.KIND_NONTENSOR_STACK] = NonTensorStack.from_list

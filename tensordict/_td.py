@@ -25,7 +25,7 @@ from tensordict._unbatched import UnbatchedTensor as _Unbatched
 from tensordict._unbatched import is_unbatched
 from tensordict.base import TensorDictBase, _as_value, _check_batch, _source_items
 from tensordict.errors import BatchSizeError, LockedError, UnbatchedMemmapError
-from tensordict.memmap import _io
+from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
 
@@ -1247,6 +1247,11 @@ def _source_dict(source) -> dict:
     return dict(_source_items(source))
 
 
+def _build(data: dict, batch_size, device) -> TensorDict:
+    """A TensorDict over entries already checked against ``batch_size`` (an archive's level)."""
+    return TensorDict._new_unsafe(data, batch_size, device, None)
+
+
 def _load(folder: str, meta: dict, stat, options) -> TensorDict:
     """The loader of TensorDict folders, registered with the storage layer."""
     batch_size, device, data, inodes = _io.load_entries(folder, meta, options)
@@ -1261,3 +1266,4 @@ _io.LOADERS[fmt.TD_TYPE] = _load
 _PACK_BUILD["TensorDict"] = lambda source, batch, device: TensorDict(
     source, batch_size=batch, device=device
 )
+_archive.BUILDERS[fmt.KIND_TD] = _build

@@ -14,6 +14,8 @@ import warnings
 __all__ = [
     "AbstractClassError",
     "AcceleratorUnavailableError",
+    "ArchiveFormatError",
+    "ArchiveTargetError",
     "AxisRangeError",
     "BatchSizeError",
     "ClassFlagError",
@@ -113,6 +115,17 @@ class PathThroughLeafError(_Sentence, TensorDictError, KeyError, ValueError):
 
 class MemmapFormatError(TensorDictError, ValueError):
     """A memory-mapped folder does not follow the on-disk format (a bad folder)."""
+
+
+class ArchiveFormatError(MemmapFormatError):
+    """A ``.tdz`` archive is not a valid zip of a memory-mapped tree (a bad archive).
+
+    Its message names the archive and, when there is one, the entry at fault.
+    """
+
+
+class ArchiveTargetError(TensorDictError, ValueError):
+    """An archive cannot be written at the path given (a folder there, or inside its own source)."""
 
 
 class SymlinkError(MemmapFormatError, RuntimeError):

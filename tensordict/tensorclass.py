@@ -53,7 +53,7 @@ from tensordict.errors import (
     ReservedFieldError,
     UnknownFieldError,
 )
-from tensordict.memmap import _io
+from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 
 # str(cls) -> the decorated class, for every tensorclass decorated in this process.
@@ -1026,6 +1026,11 @@ def _load_as(cls, folder: str, meta: dict, stat, options):
             f"{fmt.TENSORCLASS_DATA}/, which is missing or has no meta.json"
         )
         raise MemmapNotFoundError(msg) from err
+    return _wrap_loaded(cls, inner_folder, inner)
+
+
+def _wrap_loaded(cls, inner_folder: str, inner):
+    """The instance of ``cls`` over the tensordict loaded from ``inner_folder``, checked."""
     if not isinstance(inner, TensorDictBase):
         msg = f"{inner_folder!r} must hold a tensordict, got a {type(inner).__name__}"
         raise MemmapFormatError(msg)
@@ -1323,6 +1328,7 @@ def _decorate(
     _REGISTRY[key] = cls
     _io.LOADERS[key] = functools.partial(_load_as, cls)
     consolidate.CLASSES[key] = cls
+    _archive.BUILDERS[key] = functools.partial(_wrap_loaded, cls)
     return cls
 
 

@@ -17,7 +17,7 @@ import torch
 from tensordict._collection import is_non_tensor
 from tensordict._keys import _key_parts
 from tensordict.errors import EntryExistsError, NotMemmapError, warn
-from tensordict.memmap import _io
+from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor, _storage_filename
 
@@ -63,6 +63,43 @@ def _write(obj, prefix, like: bool, inplace: bool, num_threads, existsok, robust
         robust_key=robust_key,
     )
     return _done(out) if return_early else out
+
+
+def _archive_wanted(prefix, archive, compression) -> bool:
+    """True when a write goes to an archive: ``archive=True``, or a path ending in ``.tdz``."""
+    if archive is None:
+        archive = _archive.is_archive_path(prefix)
+    if archive and prefix is None:
+        msg = "writing an archive needs a path (prefix=...); None maps into shared memory"
+        raise ValueError(msg)
+    if not archive and compression is not None:
+        msg = (
+            f"compression={compression!r} applies to archives only: pass archive=True or a "
+            "path ending in '.tdz'"
+        )
+        raise ValueError(msg)
+    return bool(archive)
+
+
+def _write_archive(
+    obj, prefix, like: bool, num_threads, existsok, robust_key, return_early, compression
+):
+    """The body of memmap and memmap_like for an archive: write it, then load it back."""
+    if return_early:
+        msg = "return_early=True is not supported when writing an archive"
+        raise NotImplementedError(msg)
+    _archive.write_archive(
+        obj,
+        prefix,
+        like=like,
+        robust_key=robust_key,
+        num_threads=num_threads,
+        compression=compression,
+        existsok=existsok,
+    )
+    # This process wrote the archive from its own values: unpickling them back is safe.
+    options = _io.Options(robust_key, True, None)
+    return _archive.load_archive(prefix, options, writable=like)
 
 
 def check_storage(key, storage, shape, dtype) -> tuple:
@@ -184,6 +221,8 @@ class MemmapMixin:
         share_non_tensor: bool = False,
         existsok: bool = True,
         robust_key: bool | None = None,
+        archive: bool | None = None,
+        compression: str | int | None = None,
     ):
         """Returns a memory-mapped copy of the tensordict, written to ``prefix`` (or shared memory).
 
@@ -206,21 +245,34 @@ class MemmapMixin:
                 raises ``FileExistsError``. Defaults to True.
             robust_key (bool, optional): percent-encode keys in file names (``None``
                 is True). Defaults to ``None``.
+            archive (bool, optional): write one ``.tdz`` archive file at ``prefix``
+                instead of a folder (see :func:`~tensordict.pack_memmap`). Defaults to
+                ``None``: an archive when ``prefix`` ends with ``".tdz"``.
+            compression (str or int, optional): for an archive, how tensor payloads
+                are compressed (``"deflate"``, ``"bzip2"``, ``"lzma"``); compressed
+                leaves load as copies. Defaults to ``None`` (stored, mapped).
 
         Returns:
             The memory-mapped tensordict (or a ``Future`` of it with ``return_early``).
+            For an archive, the archive loaded back (see :meth:`load_memmap`): its
+            leaves are views of the archive's mapping, and it is not locked.
 
         Raises:
             ValueError: if a key cannot be stored (a level field name such as
                 ``"shape"``, two entries whose file names collide, an invalid name with
-                ``robust_key=False``).
-            FileExistsError: with ``existsok=False``, if an entry's file exists.
+                ``robust_key=False``), or ``compression`` is given without an archive.
+            FileExistsError: with ``existsok=False``, if an entry's file (or the
+                archive) exists.
 
         Examples:
             >>> td = TensorDict({"obs": torch.randn(4, 3)}, [4]).memmap("buffer")
             >>> td.is_memmap(), td.is_locked
             (True, True)
         """
+        if _archive_wanted(prefix, archive, compression):
+            return _write_archive(
+                self, prefix, False, num_threads, existsok, robust_key, return_early, compression
+            )
         return _write(self, prefix, False, False, num_threads, existsok, robust_key, return_early)
 
     def memmap_(
@@ -290,6 +342,7 @@ class MemmapMixin:
         return_early: bool = False,
         share_non_tensor: bool = False,
         robust_key: bool | None = None,
+        archive: bool | None = None,
     ):
         """Returns a memory-mapped tensordict with the same layout, filled with zeros.
 
@@ -308,9 +361,14 @@ class MemmapMixin:
             return_early (bool, optional): return a ``Future`` of the result.
             share_non_tensor (bool, optional): accepted for compatibility.
             robust_key (bool, optional): percent-encode keys in file names (``None`` is True).
+            archive (bool, optional): create a zero-filled ``.tdz`` archive at ``prefix``
+                and load it writable: writes into the result reach the archive (call
+                :func:`~tensordict.refresh_archive_checksums` before handing it to a zip
+                tool). Defaults to ``None``: an archive when ``prefix`` ends with ``".tdz"``.
 
         Returns:
-            The new, locked, zero-filled tensordict (or a ``Future`` of it).
+            The new, locked, zero-filled tensordict (or a ``Future`` of it); for an
+            archive, the unlocked tensordict loaded from it.
 
         Raises:
             ValueError: if a key cannot be stored (see :meth:`memmap`).
@@ -322,6 +380,10 @@ class MemmapMixin:
             >>> buffer.batch_size
             torch.Size([1000000])
         """
+        if _archive_wanted(prefix, archive, None):
+            return _write_archive(
+                self, prefix, True, num_threads, existsok, robust_key, return_early, None
+            )
         return _write(self, prefix, True, False, num_threads, existsok, robust_key, return_early)
 
     @classmethod
@@ -335,7 +397,7 @@ class MemmapMixin:
         robust_key: bool | None = None,
         allow_pickle: bool = False,
     ):
-        """Opens a memory-mapped folder without copying and returns its tensordict.
+        """Opens a memory-mapped folder (or ``.tdz`` archive) without copying and returns its tensordict.
 
         The result is memory-mapped (:meth:`is_memmap` is True, :attr:`saved_path` is
         the folder, :meth:`memmap_refresh_` and the ``make_memmap*`` methods work at
@@ -346,8 +408,13 @@ class MemmapMixin:
         folder, a symbolic link. Nothing is imported, and nothing is unpickled unless
         ``allow_pickle=True``. Loading never writes.
 
+        A file at ``prefix`` is read as an archive (see :func:`~tensordict.pack_memmap`):
+        it is mapped once and each leaf is a plain tensor viewing that mapping (a copy
+        for compressed, unaligned or nested leaves); the result is not memory-mapped in
+        a folder (:meth:`is_memmap` is False), as with the well-known implementation.
+
         Args:
-            prefix (str or path): the folder.
+            prefix (str or path): the folder, or an archive file.
             device (torch.device, optional): move the result there (a copy, unless it is
                 the CPU).
             non_blocking (bool, optional): passed on to the move.
@@ -372,7 +439,10 @@ class MemmapMixin:
             MemoryMappedTensor([0, 1, 2])
         """
         options = _io.Options(robust_key, allow_pickle, None)
-        loaded = cls._memmap_load_as(*_io.open_folder(prefix), options)
+        if _archive.is_archive_file(prefix):
+            loaded = _archive.load_archive(prefix, options)
+        else:
+            loaded = cls._memmap_load_as(*_io.open_folder(prefix), options)
         if device is not None and torch.device(device).type != "cpu":
             loaded = loaded.to(device, non_blocking=non_blocking)
         if out is not None:
@@ -500,7 +570,8 @@ class MemmapMixin:
 
         The tensordict takes the folder's entries and state (it becomes memory-mapped
         there); its identity is kept. Without ``prefix`` its own folder is re-read (see
-        :meth:`memmap_refresh_`).
+        :meth:`memmap_refresh_`). A ``.tdz`` archive is read as :meth:`load_memmap`
+        reads it (its leaves view the archive's mapping; not memory-mapped in a folder).
 
         Args:
             prefix (str or path, optional): the folder. Defaults to the tensordict's own.
@@ -526,7 +597,10 @@ class MemmapMixin:
         if prefix is None:
             return self.memmap_refresh_()
         options = _io.Options(robust_key, allow_pickle, None)
-        loaded = type(self)._memmap_load_as(*_io.open_folder(prefix), options)
+        if _archive.is_archive_file(prefix):
+            loaded = _archive.load_archive(prefix, options)
+        else:
+            loaded = type(self)._memmap_load_as(*_io.open_folder(prefix), options)
         if type(loaded) is not type(self):
             msg = f"cannot load the {type(loaded).__name__} folder {os.fspath(prefix)!r} into a {type(self).__name__}"
             raise TypeError(msg)

@@ -2,11 +2,12 @@
 
 Subcommands:
 
-* ``tensordict info PATH [--json]``: the tree of a memory-mapped folder, read from
+* ``tensordict info PATH [--json]``: the tree of a memory-mapped folder (or ``.tdz``
+  archive), read from
   its files (no class is imported): keys, classes, batch sizes, dtypes and shapes,
   bytes on disk, and the entries whose file is missing (loading drops them).
-* ``tensordict verify PATH``: checks every record against its file; prints each
-  problem with its path; exits 0 when the folder is sound, 1 when it is not.
+* ``tensordict verify PATH``: checks every record against its file (for an archive,
+  also every entry's CRC-32); prints each problem with its path; exits 0 when the folder is sound, 1 when it is not.
   It never writes.
 * ``tensordict demo``: a memory-mapped replay buffer filled by worker processes,
   sampled, reloaded and checked (see :mod:`tensordict.cli._demo`).
@@ -29,6 +30,7 @@ _ROOT_EPILOG = """\
 examples:
   tensordict info /data/buffer            the tree of a memory-mapped folder
   tensordict info /data/buffer --json     the same, as JSON
+  tensordict info /data/buffer.tdz        the tree of an archive
   tensordict verify /data/buffer          check every file against meta.json
   tensordict demo --rows 100000           a replay buffer filled by 2 processes
 
@@ -51,7 +53,8 @@ Checks, for every record of every meta.json: the file exists and has exactly the
 bytes its dtype and shape need (nested tensors: the sum over the rows of the
 .shape.memmap file), its name stays inside the folder, no file or folder is a
 symbolic link, the dtype, shape and class are known, and lazy stacks have their
-members 0/ .. N-1/ without gaps. Files are opened read-only; nothing is written.
+members 0/ .. N-1/ without gaps. For a .tdz archive, also every entry's name
+and CRC-32. Files are opened read-only; nothing is written.
 
 exit status: 0 sound, 1 problems found (or the folder cannot be read), 2 bad arguments.
 
@@ -106,7 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_INFO_EPILOG,
         formatter_class=formatter,
     )
-    info.add_argument("path", metavar="PATH", help="the folder (the one holding meta.json)")
+    info.add_argument(
+        "path", metavar="PATH", help="the folder (the one holding meta.json) or a .tdz archive"
+    )
     info.add_argument("--json", action="store_true", help="print the tree as JSON")
     info.set_defaults(run=run_info)
 
@@ -117,7 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_VERIFY_EPILOG,
         formatter_class=formatter,
     )
-    verify.add_argument("path", metavar="PATH", help="the folder (the one holding meta.json)")
+    verify.add_argument(
+        "path", metavar="PATH", help="the folder (the one holding meta.json) or a .tdz archive"
+    )
     verify.set_defaults(run=run_verify)
 
     demo = commands.add_parser(
@@ -183,7 +190,7 @@ def run_info(args: argparse.Namespace) -> int:
 
 def run_verify(args: argparse.Namespace) -> int:
     """``tensordict verify``: prints each problem and a summary; 0 when sound, else 1."""
-    scan = scan_folder(args.path)
+    scan = scan_folder(args.path, check_payloads=True)
     for path, message in scan.problems:
         print(f"{path}: {message}")
     summary = scan.summary()

@@ -2,19 +2,40 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 from tensordict.cli._scan import FolderScan
+from tensordict.memmap import _archive
 
 
 class CliError(Exception):
     """A failure reported on one line (exit status 1), without a traceback."""
 
 
-def scan_folder(path: str) -> FolderScan:
-    """Scans ``path``, turning an unreadable root into a one-line :class:`CliError`."""
+def scan_folder(path: str, *, check_payloads: bool = False) -> FolderScan:
+    """Scans ``path`` (a folder or a ``.tdz`` archive), turning an unreadable root into a :class:`CliError`.
+
+    For an archive, ``check_payloads`` also checks the CRC-32 of every entry (``verify``).
+    """
     try:
+        if _archive.is_archive_file(path):
+            return _scan_archive(path, check_payloads)
         return FolderScan(path)
     except (OSError, ValueError) as err:
         raise CliError(" ".join(str(err).split())) from err
+
+
+def _scan_archive(path: str, check_payloads: bool) -> FolderScan:
+    """Scans an archive: its folder is laid out (payloads as sparse files) and scanned as one."""
+    problems = _archive.scan_problems(path) if check_payloads else []
+    with tempfile.TemporaryDirectory(prefix="tensordict-scan-") as staged:
+        _archive.stage_for_scan(path, staged)
+        scan = FolderScan(staged, shown=path)
+    archive = os.path.abspath(path)
+    scan.problems = [(p, m.replace(staged, archive)) for p, m in scan.problems]
+    scan.problems.extend(problems)
+    return scan
 
 
 def plural(n: int, word: str) -> str:

@@ -55,6 +55,8 @@ class FolderScan:
     Args:
         path (str or os.PathLike): the folder, as the user wrote it (problems are
             reported under this spelling).
+        shown (str or os.PathLike, optional): the spelling to report instead (an
+            archive whose folder was laid out at ``path``). Defaults to ``path``.
 
     Raises:
         FileNotFoundError: if the folder or its ``meta.json`` is missing.
@@ -68,9 +70,9 @@ class FolderScan:
         ('TensorDict', [4], True)
     """
 
-    def __init__(self, path) -> None:
-        self.shown = os.fspath(path)
-        self.root = os.path.abspath(self.shown)
+    def __init__(self, path, shown=None) -> None:
+        self.shown = os.fspath(path) if shown is None else os.fspath(shown)
+        self.root = os.path.abspath(os.fspath(path))
         self.problems: list = []  # (path as shown, message)
         self._flagged: set = set()
         if not os.path.lexists(self.root):

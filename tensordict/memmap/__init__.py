@@ -26,6 +26,8 @@ def memmap(
     share_non_tensor: bool = False,
     existsok: bool = True,
     robust_key: bool | None = None,
+    archive: bool | None = None,
+    compression: str | int | None = None,
 ):
     """Writes a tensordict (or tensorclass) to memory-mapped storage and returns the mapped copy.
 
@@ -44,9 +46,13 @@ def memmap(
         share_non_tensor (bool, optional): share non-tensor values between processes.
         existsok (bool, optional): overwrite files already in the folder. Defaults to True.
         robust_key (bool, optional): percent-encode keys in file names (None: True).
+        archive (bool, optional): write one ``.tdz`` archive file (None: when the path
+            ends with ``".tdz"``).
+        compression (str or int, optional): how an archive's tensor payloads are
+            compressed. Defaults to None (stored, so that they load as views).
 
     Returns:
-        The memory-mapped copy, locked.
+        The memory-mapped copy, locked (for an archive, the archive loaded back).
 
     Raises:
         TypeError: if ``data`` is not a tensordict or a tensorclass instance.
@@ -68,6 +74,8 @@ def memmap(
         share_non_tensor=share_non_tensor,
         existsok=existsok,
         robust_key=robust_key,
+        archive=archive,
+        compression=compression,
     )
 
 

@@ -435,6 +435,20 @@ def read_meta(folder: str) -> tuple:
             raw = handle.read()
     finally:
         os.close(fd)
+    return parse_meta(raw, path), stat
+
+
+def parse_meta(raw: bytes, path: str) -> dict:
+    """Parses the bytes of a ``meta.json`` (``path`` names it in messages).
+
+    Raises:
+        ValueError: if the bytes are not valid JSON, nest deeper than Python can
+            parse, or do not hold an object.
+
+    Examples:
+        >>> parse_meta(b'{"shape": [2]}', "buffer/meta.json")
+        {'shape': [2]}
+    """
     try:
         meta = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
@@ -446,7 +460,7 @@ def read_meta(folder: str) -> tuple:
     if not isinstance(meta, dict):
         msg = f"{path!r} must hold a JSON object, got {type(meta).__name__}"
         raise MemmapFormatError(msg)
-    return meta, stat
+    return meta
 
 
 def dumps_record(key: str, record) -> str:
@@ -693,11 +707,28 @@ def lazy_members(folder: str) -> list:
         ValueError: if the numbering has a gap, a member is a symbolic link, or there
             is no member.
     """
-    numbers = sorted(
-        int(n)
-        for n in os.listdir(folder)
-        if n.isdigit() and n == str(int(n)) and os.path.isdir(os.path.join(folder, n))
+    numbers = member_numbers(
+        folder, [n for n in os.listdir(folder) if os.path.isdir(os.path.join(folder, n))]
     )
+    paths = [os.path.join(folder, str(n)) for n in numbers]
+    for path in paths:
+        if os.path.islink(path):
+            msg = f"refusing to follow the symbolic link {path!r}"
+            raise SymlinkError(msg)
+    return paths
+
+
+def member_numbers(folder: str, names) -> list:
+    """Returns the member numbers ``0 .. N-1`` of a lazy stack whose sub-folders are ``names``.
+
+    Raises:
+        ValueError: if the numbering has a gap or there is no member, naming ``folder``.
+
+    Examples:
+        >>> member_numbers("stack", ["1", "0", "x"])
+        [0, 1]
+    """
+    numbers = sorted(int(n) for n in names if n.isdigit() and n == str(int(n)))
     if not numbers:
         msg = f"the lazy stack in {folder!r} has no member folder (0/, 1/, ...)"
         raise MemmapFormatError(msg)
@@ -708,12 +739,7 @@ def lazy_members(folder: str) -> list:
             f"{missing} are missing (members must be numbered 0 to N-1 without gaps)"
         )
         raise MemmapFormatError(msg)
-    paths = [os.path.join(folder, str(n)) for n in numbers]
-    for path in paths:
-        if os.path.islink(path):
-            msg = f"refusing to follow the symbolic link {path!r}"
-            raise SymlinkError(msg)
-    return paths
+    return numbers
 
 
 def entries(meta: dict) -> Iterator:
@@ -821,33 +847,55 @@ def entry_path(folder: str, key: str, suffix: str, robust_key: bool | None = Tru
         >>> os.path.basename(entry_path("buffer", "a b", ".memmap"))
         'a%20b.memmap'
     """
-    try:
-        name = file_name(key, suffix, robust_key)
-    except ValueError as err:
-        msg = f"{meta_path(folder)!r}: the entry {key!r} cannot be read: {err}"
-        raise MemmapFormatError(msg) from err
+    name = entry_name(
+        folder, key, suffix, robust_key, lambda n: os.path.lexists(os.path.join(folder, n))
+    )
     path = os.path.join(folder, name)
-    if robust_key is not False and not os.path.lexists(path):
-        try:
-            raw = file_name(key, suffix, False)
-        except ValueError:
-            raw = name
-        # The unencoded name is used only when it cannot be another key's encoded name.
-        stem = raw[: len(raw) - len(suffix)] if suffix else raw
-        if (
-            raw != name
-            and not _is_encoded_stem(stem)
-            and os.path.lexists(os.path.join(folder, raw))
-        ):
-            path = os.path.join(folder, raw)
     if os.path.islink(path):
         msg = f"refusing to follow the symbolic link {path!r}"
         raise SymlinkError(msg)
     return path
 
 
-def parse_nontensor(folder: str, meta: dict) -> tuple:
+def entry_name(folder: str, key: str, suffix: str, robust_key, present) -> str:
+    """The name under which a reader finds an entry, given ``present(name)``: is it there?
+
+    The rule of :func:`entry_path`, for a folder on disk or a folder in an archive:
+    the encoded name, or the unencoded one when only that one is present and it
+    cannot be another key's encoded name.
+
+    Raises:
+        ValueError: if the key names no file (``robust_key=False`` and a key such as
+            ``".."``), naming ``folder``.
+    """
+    try:
+        name = file_name(key, suffix, robust_key)
+    except ValueError as err:
+        msg = f"{meta_path(folder)!r}: the entry {key!r} cannot be read: {err}"
+        raise MemmapFormatError(msg) from err
+    if robust_key is not False and not present(name):
+        try:
+            raw = file_name(key, suffix, False)
+        except ValueError:
+            raw = name
+        stem = raw[: len(raw) - len(suffix)] if suffix else raw
+        if raw != name and not _is_encoded_stem(stem) and present(raw):
+            return raw
+    return name
+
+
+def _regular_file(path: str) -> bool:
+    if os.path.islink(path):
+        msg = f"refusing to follow the symbolic link {path!r}"
+        raise SymlinkError(msg)
+    return os.path.isfile(path)
+
+
+def parse_nontensor(folder: str, meta: dict, present=_regular_file) -> tuple:
     """Returns ``("data", value)`` or ``("pickle", path)`` for a non-tensor level.
+
+    ``present(path)`` tells whether a regular file is at ``path`` (by default, on
+    disk, refusing a symbolic link; an archive passes its own).
 
     Raises:
         ValueError: if the level holds neither ``"data"`` nor a regular ``other.pickle``.
@@ -855,17 +903,16 @@ def parse_nontensor(folder: str, meta: dict) -> tuple:
     if "data" in meta:
         return "data", meta["data"]
     path = os.path.join(folder, PICKLE_FILE)
-    if os.path.islink(path):
-        msg = f"refusing to follow the symbolic link {path!r}"
-        raise SymlinkError(msg)
-    if not os.path.isfile(path):
+    if not present(path):
         msg = f"{meta_path(folder)!r}: a non-tensor entry holds neither 'data' nor {PICKLE_FILE}"
         raise MemmapFormatError(msg)
     return "pickle", path
 
 
-def parse_nontensor_stack(folder: str, meta: dict) -> tuple:
+def parse_nontensor_stack(folder: str, meta: dict, present=_regular_file) -> tuple:
     """Returns ``(values, None)`` or ``(None, pickle_path)`` for a NonTensorStack level.
+
+    ``present`` is as for :func:`parse_nontensor`.
 
     Raises:
         ValueError: if ``"data"`` is missing, is neither a list nor the name of the
@@ -889,10 +936,7 @@ def parse_nontensor_stack(folder: str, meta: dict) -> tuple:
         )
         raise MemmapFormatError(msg)
     path = os.path.join(folder, STACK_PICKLE_FILE)
-    if os.path.islink(path):
-        msg = f"refusing to follow the symbolic link {path!r}"
-        raise SymlinkError(msg)
-    if not os.path.isfile(path):
+    if not present(path):
         msg = f"{meta_path(folder)!r}: the pickled values {path!r} are missing"
         raise MemmapFormatError(msg)
     return None, path
