@@ -310,6 +310,22 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
     def _items_level(self):
         return [(key, self._get_str(key, NO_DEFAULT)) for key in self._keys_level()]
 
+    def _walk_items(self):
+        """What a walk of the keys needs: the first member's leaf (its type), sub-stacks whole.
+
+        Walking keys never stacks leaves, so members whose leaves differ in shape list
+        their keys too.
+        """
+        first = self.tensordicts[0]
+        items = []
+        for key in self._keys_level():
+            value = first._get_str(key, None)
+            if isinstance(value, torch.Tensor) or is_non_tensor(value):
+                items.append((key, value))
+            else:
+                items.append((key, self._get_str(key, NO_DEFAULT)))
+        return items
+
     def _get_str(self, key: str, default, as_nested_tensor: bool = False):
         values = [m._get_str(key, None) for m in self.tensordicts]
         if any(v is None for v in values):

@@ -276,15 +276,16 @@ class TensorDict(TensorDictBase):
         Assigning a new size checks every entry before anything changes. A
         sub-tensordict with fewer batch dimensions than the new size takes it
         when all its leaves allow it; one that already has the new size as its
-        leading dimensions keeps its own. Assigning clears :attr:`names`.
+        leading dimensions keeps its own. The dimensions that remain keep their
+        :attr:`names`, new ones are unnamed. A locked tensordict may change its
+        batch size too (its keys stay as they are).
 
         Returns:
             The batch size, a ``torch.Size``.
 
         Raises:
-            RuntimeError: on assignment, if the tensordict is locked and the size
-                changes, or if an entry's leading dimensions do not match the new
-                size (naming the first such key).
+            RuntimeError: on assignment, if an entry's leading dimensions do not match
+                the new size (naming the first such key).
             TypeError: on assignment, if the new size is not a sequence of ints.
             ValueError: on assignment, if the new size holds a negative size.
 
@@ -301,9 +302,6 @@ class TensorDict(TensorDictBase):
         new = _as_batch_size(value)
         if new == self._batch_size:
             return
-        if self._locked:
-            msg = "cannot change the batch size of a locked tensordict; call unlock_() first"
-            raise LockedError(msg)
         n = len(new)
         grow = []
         for key, entry in self._tensordict.items():
@@ -316,7 +314,9 @@ class TensorDict(TensorDictBase):
         for entry in grow:
             entry.batch_size = new
         self._batch_size = new
-        self._names = None
+        if self._names is not None:  # the dims that remain keep their names
+            kept = list(self._names[:n]) + [None] * (n - len(self._names))
+            self._names = kept if any(name is not None for name in kept) else None
 
     @property
     def device(self):

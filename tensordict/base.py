@@ -89,7 +89,8 @@ class _KeysView:
 
     def _walk(self, td, prefix: tuple) -> Iterator:
         is_leaf = self._is_leaf or default_is_leaf
-        for key, value in td._items_level():
+        walk = getattr(td, "_walk_items", None)  # a lazy stack: no stacked leaves to read
+        for key, value in walk() if walk is not None else td._items_level():
             full = prefix + (key,) if prefix else key
             leaf = is_leaf(type(value))
             if self._include_nested and not getattr(value, "_is_non_tensor", False):

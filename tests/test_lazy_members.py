@@ -163,3 +163,15 @@ def test_tensorclass_extend_on_a_dense_instance_raises():
         warnings.simplefilter("ignore", DeprecationWarning)
         with pytest.raises((TypeError, AttributeError)):
             p.extend(p)
+
+
+def test_keys_of_members_whose_leaves_differ_in_shape():
+    """Listing nested keys never stacks leaves: members of different shapes list theirs."""
+    stack = lazy_stack(
+        [
+            TensorDict(a=torch.zeros(2), n=TensorDict(b=torch.zeros(3))),
+            TensorDict(a=torch.zeros(3), n=TensorDict(b=torch.zeros(4))),
+        ]
+    )
+    assert list(stack.keys(True, True)) == ["a", ("n", "b")]
+    assert list(stack.keys(True)) == ["a", ("n", "b"), "n"]

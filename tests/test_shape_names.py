@@ -263,3 +263,20 @@ def test_permute_names_follow_their_dims(perm):
     out = make_td().permute(*perm)
     assert out.names == [["x", "y", "z"][d] for d in perm]
     assert out.batch_size == torch.Size([2, 3, 4][d] for d in perm)
+
+
+def test_setting_the_batch_size_keeps_the_names_of_remaining_dims():
+    """A new batch size keeps the names of the dims it keeps; new dims are unnamed."""
+    td = TensorDict(a=torch.zeros(3, 2, 4), batch_size=[3], names=["t"])
+    td.batch_size = [3, 2]
+    assert td.names == ["t", None]
+    td = TensorDict(a=torch.zeros(3, 2, 4), batch_size=[3, 2], names=["t", "u"])
+    td.batch_size = [3]
+    assert td.names == ["t"]
+
+
+def test_a_locked_tensordict_may_change_its_batch_size():
+    """Locking freezes the keys, not the batch size."""
+    td = TensorDict(a=torch.zeros(3, 2), batch_size=[3]).lock_()
+    td.batch_size = [3, 2]
+    assert td.batch_size == (3, 2) and td.is_locked
