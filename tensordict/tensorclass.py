@@ -30,6 +30,7 @@ from collections.abc import Mapping
 
 import torch
 
+from tensordict import _tensorclass_builders as _builders
 from tensordict import _tensorclass_options as _options
 from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._helpers import check_batch_args
@@ -415,7 +416,7 @@ class _TensorClassMethods:
             device=device,
             batch_dims=batch_dims,
         )
-        obj = _as_class(type(self), built, "from_dict_instance")
+        obj = _builders.as_class(type(self), built, "from_dict_instance")
         for field in dataclasses.fields(type(self)):
             if field.name in input_dict:
                 continue  # a field left out takes its declared default
@@ -841,177 +842,8 @@ for _name in SHARED_WITH_TENSORCLASS:
 del _name
 
 
-# ====================================================================== class-level builders
-# Each builds a TensorDict with the TensorDict class method of the same name, then
-# wraps it as the class. (name, what the result holds, doctest lines after the class)
-_CLASS_BUILDERS = (
-    (
-        "from_schema",
-        "zero-filled entries of the schema's shapes and dtypes",
-        ">>> Point.from_schema({'x': ([2], torch.float32)}, batch_size=[3]).x.shape\n"
-        "torch.Size([3, 2])",
-    ),
-    (
-        "from_any",
-        "the converted object (dict, dataclass, named tuple, pytree, ...)",
-        ">>> Point.from_any({'x': torch.ones(2)}).x\ntensor([1., 1.])",
-    ),
-    (
-        "from_namedtuple",
-        "the named tuple's fields",
-        ">>> from collections import namedtuple\n"
-        ">>> Point.from_namedtuple(namedtuple('P', 'x')(torch.ones(2))).x\ntensor([1., 1.])",
-    ),
-    (
-        "from_tuple",
-        'the tuple\'s items under the keys "0", "1", ... (fields of no class: only an empty '
-        "tuple wraps)",
-        ">>> Point.from_tuple(()).x is None\nTrue",
-    ),
-    (
-        "from_pytree",
-        "the pytree's leaves and its ``_pytree_type`` records (a field of no class, so "
-        "it raises: it exists for the well-known API's sake)",
-        ">>> Point.from_pytree({'x': torch.zeros(2)})\nTraceback (most recent call last):\n"
-        "...\ntensordict.errors.UnknownFieldError: cannot wrap the tensordict entry "
-        "'_pytree_type'...",
-    ),
-    (
-        "from_struct_array",
-        "the structured array's fields",
-        ">>> import numpy as np\n"
-        ">>> Point.from_struct_array(np.zeros(3, dtype=[('x', 'f4')])).x\n"
-        "tensor([0., 0., 0.])",
-    ),
-    (
-        "from_module",
-        "the module's parameters and buffers",
-        ">>> @tensorclass\n... class Linear:\n...     weight: torch.Tensor\n...     bias: torch.Tensor\n"
-        ">>> Linear.from_module(torch.nn.Linear(3, 2)).weight.shape\ntorch.Size([2, 3])",
-    ),
-    (
-        "from_modules",
-        "the modules' parameters and buffers, stacked",
-        ">>> @tensorclass\n... class Linear:\n...     weight: torch.Tensor\n...     bias: torch.Tensor\n"
-        ">>> Linear.from_modules(torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)).batch_size\n"
-        "torch.Size([2])",
-    ),
-    (
-        "from_dataclass",
-        "the dataclass instance's fields (with ``as_tensorclass=True``, the instance of the "
-        "new tensorclass, returned as it is)",
-        ">>> from dataclasses import dataclass\n>>> @dataclass\n... class P:\n...     x: torch.Tensor\n"
-        ">>> Point.from_dataclass(P(torch.ones(2))).x\ntensor([1., 1.])",
-    ),
-    (
-        "fromkeys",
-        "one value under every key",
-        ">>> Point.fromkeys(['x'], 0).x\ntensor(0)",
-    ),
-    (
-        "stack",
-        "the stacked instances or tensordicts",
-        ">>> p = Point(x=torch.zeros(3), batch_size=[3])\n"
-        ">>> Point.stack([p, p]).batch_size\ntorch.Size([2, 3])",
-    ),
-    (
-        "cat",
-        "the concatenated instances or tensordicts",
-        ">>> p = Point(x=torch.zeros(3), batch_size=[3])\n"
-        ">>> Point.cat([p, p]).batch_size\ntorch.Size([6])",
-    ),
-    (
-        "lazy_stack",
-        "the instances or tensordicts stacked lazily",
-        ">>> p = Point(x=torch.zeros(3), batch_size=[3])\n"
-        ">>> Point.lazy_stack([p, p]).batch_size\ntorch.Size([2, 3])",
-    ),
-    (
-        "maybe_dense_stack",
-        "the instances or tensordicts stacked densely when they allow it, lazily otherwise",
-        ">>> p = Point(x=torch.zeros(3), batch_size=[3])\n"
-        ">>> Point.maybe_dense_stack([p, p]).batch_size\ntorch.Size([2, 3])",
-    ),
-)
-
-
-def _as_class(cls, result, name: str):
-    """``result`` (what ``TensorDict.<name>`` built) as an instance of ``cls``."""
-    if _is_tc(result):
-        return result
-    if not isinstance(result, TensorDictBase):
-        msg = f"{cls.__name__}.{name}() built a {type(result).__name__}, not a tensordict"
-        raise TypeError(msg)
-    return cls.from_tensordict(result)
-
-
-def _class_builder(name: str, what: str, example: str) -> classmethod:
-    built_by = inspect.getattr_static(TensorDict, name).__func__
-
-    def builder(cls, *args, **kwargs):
-        return _as_class(cls, built_by(TensorDict, *args, **kwargs), name)
-
-    builder.__name__ = name
-    builder.__qualname__ = f"_TensorClassMethods.{name}"
-    builder.__signature__ = inspect.signature(built_by)
-    lines = "\n".join("    " + line for line in example.splitlines())
-    builder.__doc__ = (
-        f"Builds an instance of the class holding {what}.\n\n"
-        f"Takes the arguments of :meth:`TensorDict.{name}`, builds that tensordict, and wraps "
-        "it as this class:\nevery top-level key must be a field, and the fields it lacks are "
-        f"``None``.\n\nReturns:\n    An instance of this class.\n\nRaises:\n"
-        "    UnknownFieldError: (a ``ValueError``) if a key of the result is not a field.\n"
-        f"    Whatever :meth:`TensorDict.{name}` raises for its arguments.\n\n"
-        "Examples:\n    >>> @tensorclass\n    ... class Point:\n    ...     x: torch.Tensor\n"
-        f"{lines}\n"
-    )
-    return classmethod(builder)
-
-
-for _name, _what, _example in _CLASS_BUILDERS:
-    setattr(_TensorClassMethods, _name, _class_builder(_name, _what, _example))
-del _name, _what, _example
-
-
-# ====================================================================== class-level forwarders
-# Every public tensordict method and property that the class does not define itself is
-# also a class attribute (``C.apply``, ``C.dtype``, as the well-known API has them); each
-# calls the instance's tensordict and wraps the result, as ``__getattr__`` does for the rest.
-def _forwarded_method(name: str, doc: str | None):
-    def method(self, *args, **kwargs):
-        return _forward(self, name, getattr(self._tensordict, name))(*args, **kwargs)
-
-    method.__name__ = name
-    method.__qualname__ = f"_TensorClassMethods.{name}"
-    method.__doc__ = doc
-    return method
-
-
-def _forwarded_property(name: str, prop: property) -> property:
-    wrapped = name in _WRAPPED_PROPERTIES
-
-    def get(self):
-        value = getattr(self._tensordict, name)
-        return self._wrap(value) if wrapped else value
-
-    def put(self, value) -> None:
-        setattr(self._tensordict, name, _unwrap(value))
-
-    return property(get, put if prop.fset is not None else None, doc=prop.__doc__)
-
-
-def _install_forwarders() -> None:
-    for name in dir(TensorDict):
-        if name.startswith("_") or name in vars(_TensorClassMethods):
-            continue
-        attr = inspect.getattr_static(TensorDict, name)
-        if isinstance(attr, property):
-            setattr(_TensorClassMethods, name, _forwarded_property(name, attr))
-        elif inspect.isfunction(attr):
-            setattr(_TensorClassMethods, name, _forwarded_method(name, attr.__doc__))
-
-
-_install_forwarders()
+# ====================================================================== class-level builders and forwarders
+_builders.install(_TensorClassMethods, _forward, _unwrap, _WRAPPED_PROPERTIES)
 
 
 # ====================================================================== loading
