@@ -1,4 +1,4 @@
-"""The well-known ``tensordict.utils`` import path: keys, right-expansion, dtype predicates, options.
+"""The well-known ``tensordict.utils`` import path: keys, right-expansion, dtype predicates, options, small tools.
 
 A public face over the modules that implement these names; nothing is defined here.
 """
@@ -30,12 +30,22 @@ from tensordict._options import (
     set_list_to_stack,
     set_printoptions,
 )
+from tensordict._parse import parse_tensor_dict_string
+from tensordict._tools import (
+    TensorDictFuture,
+    isin,
+    logger,
+    print_directory_tree,
+    remove_duplicates,
+    timeit,
+)
 from tensordict.tensorclass import is_tensorclass
 
 __all__ = [
     "KEY_SEPARATOR",
     "LinkedList",
     "NestedKey",
+    "TensorDictFuture",
     "assert_allclose_td",
     "assert_close",
     "capture_non_tensor_stack",
@@ -50,13 +60,19 @@ __all__ = [
     "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
+    "isin",
     "lazy_legacy",
     "list_to_stack",
+    "logger",
+    "parse_tensor_dict_string",
+    "print_directory_tree",
+    "remove_duplicates",
     "set_capture_non_tensor_stack",
     "set_get_defaults_to_none",
     "set_lazy_legacy",
     "set_list_to_stack",
     "set_printoptions",
+    "timeit",
     "unravel_key",
     "unravel_key_list",
     "unravel_key_to_tuple",
