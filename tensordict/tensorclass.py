@@ -32,16 +32,17 @@ import torch
 
 from tensordict import _tensorclass_builders as _builders
 from tensordict import _tensorclass_options as _options
-from tensordict._collection import TensorCollection, is_tensor_collection
-from tensordict._helpers import check_batch_args
-from tensordict._keys import _key_parts
+from tensordict._collection import NO_DEFAULT, TensorCollection, is_non_tensor, is_tensor_collection
+from tensordict._helpers import check_batch_args, expand_as_right
+from tensordict._keys import NestedKey, _key_parts
+from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
-from tensordict._nontensor_stack import NonTensorStack
+from tensordict._nontensor_stack import LinkedList, NonTensorStack
 from tensordict._ops import consolidate
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
 from tensordict._ops.printing import collection_repr
 from tensordict._ops.torch_function import dispatch as _dispatch
-from tensordict._options import GET_DEFAULT
+from tensordict._options import GET_DEFAULT, capture_non_tensor_stack, list_to_stack
 from tensordict._stack import cat as _td_cat
 from tensordict._stack import stack as _td_stack
 from tensordict._td import TensorDict
@@ -1389,16 +1390,26 @@ def from_dataclass(
 
 
 __all__ = [
+    "LazyStackedTensorDict",
+    "LinkedList",
     "MetaData",
+    "NO_DEFAULT",
+    "NestedKey",
     "NonTensorData",
     "NonTensorDataBase",
     "NonTensorStack",
     "ReservedFieldError",
     "TensorClass",
     "TensorCollection",
+    "TensorDict",
+    "TensorDictBase",
     "UnknownFieldError",
+    "capture_non_tensor_stack",
+    "expand_as_right",
     "from_dataclass",
+    "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
+    "list_to_stack",
     "tensorclass",
 ]
