@@ -1001,9 +1001,6 @@ class TensorDict(TensorDictBase):
                 raise UnbatchedMemmapError(msg)
         _io.plan_entries(self, self._tensordict.items(), folder, plan, robust_key, existsok, like)
 
-    def _memmap_names(self, robust_key) -> set:
-        return _io.names_of(self._tensordict.items(), robust_key)
-
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
         data = _io.rebuild_entries(
             self._tensordict.items(), folder, replacement, inplace, robust_key

@@ -381,16 +381,26 @@ class MemmapMixin:
         return loaded
 
     def _memmap_missing(self, robust_key) -> None:
-        """Maps into the tensordict's own folder only the entries that are not mapped there.
+        """Brings the tensordict's own folder up to date with what this tensordict changed.
 
         Each missing tensor is added as :meth:`make_memmap_from_tensor` adds one, and a
         new non-tensor value or sub-tensordict is written and then recorded: a key
-        another writer recorded meanwhile is an error, and nothing else on disk changes.
+        another writer recorded meanwhile is an error. A non-tensor value of this
+        tensordict's that changed is rewritten (atomically), and the records of the
+        entries it deleted are removed (see :meth:`~tensordict.memmap._io.Level.forget`).
+        Entries other writers recorded stay as they are.
         """
         inner = self._tensordict_of()
         level = inner._mm
         folder = level.path
-        for key, value in list(inner._items_level()):
+        items = list(inner._items_level())
+        present = {key for key, _ in items}
+        deleted = [key for key in level.ours() if key not in present]
+        if deleted:
+            level.forget(deleted)
+            level.taken = None  # rebuilt from the entries on the next add
+        mine = level.ours()
+        for key, value in items:
             if isinstance(value, torch.Tensor):
                 own = os.path.join(folder, fmt.file_name(key, fmt.MEMMAP_SUFFIX, robust_key))
                 mapped = getattr(value, "_filename", None)
@@ -410,6 +420,8 @@ class MemmapMixin:
                     path = os.path.join(folder, fmt.file_name(key, "", robust_key))
                     _io.write_nontensor(path, value)
                     level.add(key, {"type": value._memmap_record})
+                elif key in mine:
+                    _io.rewrite_nontensor(level, key, value, robust_key)
             elif value._mm is not None and value._memmap_folder() is not None:
                 value._memmap_missing(robust_key)
             else:

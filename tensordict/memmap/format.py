@@ -103,6 +103,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import socket
 import stat as _stat
 from collections.abc import Iterator
 
@@ -232,15 +234,75 @@ def file_name(key: str, suffix: str = "", robust_key: bool | None = True) -> str
     return prefix + digest + suffix
 
 
-def temporary_name(path: str) -> str:
-    """A fresh temporary path in the folder of ``path``: ``%tmp.<pid>.<random>``.
+def _host_tag() -> str:
+    """A short tag of this host's name, so that a shared file system tells hosts apart."""
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
-    No encoded key starts with ``%t``, so it never names an entry, and it is short
-    whatever the length of ``path``'s name; readers ignore it.
+
+HOST_TAG = _host_tag()
+
+
+def temporary_name(path: str) -> str:
+    """A fresh temporary path in the folder of ``path``: ``%tmp.<host>.<pid>.<random>``.
+
+    ``<host>`` is :data:`HOST_TAG` and ``<pid>`` the writer's process id, so that
+    :func:`remove_stale_temporaries` can tell a dead writer's leftovers from a live
+    writer's work. No encoded key starts with ``%t``, so it never names an entry,
+    and it is short whatever the length of ``path``'s name; readers ignore it.
     """
     return os.path.join(
-        os.path.dirname(path), f"{DATA_TMP_PREFIX}{os.getpid()}.{os.urandom(6).hex()}"
+        os.path.dirname(path),
+        f"{DATA_TMP_PREFIX}{HOST_TAG}.{os.getpid()}.{os.urandom(6).hex()}",
     )
+
+
+_TEMPORARY = re.compile(r"^(?:meta)?%tmp\.([0-9a-f]{8})\.([0-9]+)\.[0-9a-f]+$")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's live process (or no such pid can be ours)
+    return True
+
+
+def remove_stale_temporaries(folder: str) -> list:
+    """Removes the temporary files and staging folders that dead writers left in ``folder``.
+
+    Only names this module writes (``%tmp.<host>.<pid>.*`` and ``meta%tmp.<host>.<pid>.*``)
+    are touched, and only when ``<host>`` is this host and no process ``<pid>`` runs
+    here: a live writer's work, another host's (on a shared file system) and names of
+    older writers without a host tag are left alone. Call it holding the folder's lock.
+
+    Returns:
+        The paths removed.
+    """
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith((DATA_TMP_PREFIX, TMP_PREFIX))]
+    except OSError:
+        return []
+    removed = []
+    me = os.getpid()
+    for name in names:
+        match = _TEMPORARY.match(name)
+        if match is None or match.group(1) != HOST_TAG:
+            continue
+        pid = int(match.group(2))
+        if pid == me or _pid_alive(pid):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except FileNotFoundError:
+            continue  # another cleaner was first
+        removed.append(path)
+    return removed
 
 
 _RENAME_EXCHANGE = 2
@@ -465,7 +527,7 @@ def write_meta(folder: str, members) -> os.stat_result:
         The ``os.stat_result`` of the new ``meta.json``.
     """
     text = "{" + ", ".join(members) + "}"
-    tmp = os.path.join(folder, f"{TMP_PREFIX}{os.getpid()}.{id(text):x}")
+    tmp = os.path.join(folder, f"{TMP_PREFIX}{HOST_TAG}.{os.getpid()}.{os.urandom(4).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         try:
