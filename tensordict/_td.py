@@ -1212,7 +1212,7 @@ def _load(folder: str, meta: dict, stat, options) -> TensorDict:
     """The loader of TensorDict folders, registered with the storage layer."""
     batch_size, device, data, inodes = _io.load_entries(folder, meta, options)
     td = TensorDict._new_unsafe(data, batch_size, device, None)
-    td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes)
+    td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes, data)
     return td
 
 

@@ -34,6 +34,7 @@ refresh skips every level whose file did not change).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import shutil
@@ -77,7 +78,13 @@ class Level:
     __slots__ = ("path", "meta", "text", "stat", "robust_key", "taken", "inodes", "view", "clean")
 
     def __init__(
-        self, path: str | None, meta: dict | None = None, stat=None, robust_key=None, inodes=None
+        self,
+        path: str | None,
+        meta: dict | None = None,
+        stat=None,
+        robust_key=None,
+        inodes=None,
+        loaded=None,
     ) -> None:
         self.path = path
         self.meta = {} if meta is None else meta
@@ -88,6 +95,11 @@ class Level:
         self.robust_key = robust_key
         self.view: dict | None = None
         self.clean = False  # dead writers' temporary files removed (once per level)
+        if loaded is not None and meta:
+            # Entries dropped at load (a missing file) were never this tensordict's to delete.
+            fields = sum(1 for field in fmt.LEVEL_FIELDS if field in meta)
+            if len(meta) - fields != len(loaded):
+                self.view = {k: v for k, v in meta.items() if k in loaded}
 
     def __getstate__(self):
         return {"path": self.path, "meta": self.meta, "robust_key": self.robust_key}
@@ -216,17 +228,50 @@ class Level:
         return gone
 
     def _reread(self) -> None:
-        """Re-reads ``meta.json`` when another writer changed it (the lock is held)."""
+        """Re-reads ``meta.json`` when another writer changed it (the lock is held).
+
+        Writers append a new entry's member to the serialised text they last wrote, so
+        when the file starts with this level's own text, only the members after it are
+        parsed: a writer adding entries beside others does not parse the whole file.
+        """
         try:
             current = os.stat(fmt.meta_path(self.path))
         except FileNotFoundError:
             current = None
-        if not fmt.same_file(current, self.stat):
-            if current is not None:
-                if self.view is None:
-                    self.view = self.ours()
-                self.meta, _ = fmt.read_meta(self.path)
+        if fmt.same_file(current, self.stat):
+            return
+        if current is None:
             self.text = None
+            return
+        raw, stat = fmt.read_meta_bytes(self.path)
+        if self.view is None:
+            self.view = self.ours()
+        added = self._appended(raw)
+        if added is None:
+            self.meta = fmt.parse_meta(fmt.meta_path(self.path), raw)
+            self.text = None
+        else:
+            self.meta.update(added)
+            self.text = raw[1:-1].decode()
+        self.stat = stat
+
+    def _appended(self, raw: bytes) -> dict | None:
+        """The members ``raw`` holds after this level's own text, or None if it does not start with it."""
+        if not self.text:
+            return None
+        head = b"{" + self.text.encode()
+        if not raw.startswith(head) or not raw.endswith(b"}"):
+            return None
+        rest = raw[len(head) : -1]
+        if not rest:
+            return {}
+        if not rest.startswith(b", "):
+            return None
+        try:
+            added = json.loads(b"{" + rest[2:] + b"}")
+        except (ValueError, RecursionError):
+            return None
+        return added if type(added) is dict else None
 
     def _apply(self, changes: dict) -> None:
         """Writes ``changes`` into ``meta.json`` (the lock is held, the meta up to date)."""
@@ -1053,7 +1098,7 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
                 inodes[key] = os.stat(filename).st_ino
             except OSError:
                 pass
-    return batch_size, Level(level.path, meta, stat, level.robust_key, inodes)
+    return batch_size, Level(level.path, meta, stat, level.robust_key, inodes, fresh)
 
 
 def _still_same_file(tensor, inode) -> bool:

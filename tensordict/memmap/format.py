@@ -475,6 +475,17 @@ def read_meta(folder: str) -> tuple:
             folder, a device: it is never read, so it cannot block), is not valid JSON,
             nests deeper than Python can parse, or is not an object.
     """
+    raw, stat = read_meta_bytes(folder)
+    return parse_meta(meta_path(folder), raw), stat
+
+
+def read_meta_bytes(folder: str) -> tuple:
+    """``(raw, stat)``: the bytes of ``meta.json`` of ``folder``, unparsed (see :func:`read_meta`).
+
+    Raises:
+        FileNotFoundError: if the folder or its ``meta.json`` is missing.
+        ValueError: if ``meta.json`` is a symlink or not a regular file.
+    """
     path = meta_path(folder)
     try:
         # O_NONBLOCK: opening a FIFO returns at once, and fstat below refuses it.
@@ -497,6 +508,16 @@ def read_meta(folder: str) -> tuple:
             raw = handle.read()
     finally:
         os.close(fd)
+    return raw, stat
+
+
+def parse_meta(path: str, raw: bytes) -> dict:
+    """The JSON object in the bytes ``raw`` of the ``meta.json`` at ``path``.
+
+    Raises:
+        ValueError: if ``raw`` is not valid JSON, nests deeper than Python can parse,
+            or is not an object.
+    """
     try:
         meta = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
@@ -508,7 +529,7 @@ def read_meta(folder: str) -> tuple:
     if not isinstance(meta, dict):
         msg = f"{path!r} must hold a JSON object, got {type(meta).__name__}"
         raise MemmapFormatError(msg)
-    return meta, stat
+    return meta
 
 
 def dumps_record(key: str, record) -> str:

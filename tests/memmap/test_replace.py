@@ -164,8 +164,8 @@ def test_adding_entries_never_rereads_an_unchanged_meta_json(tmp_path, monkeypat
     """make_memmap re-reads meta.json only when another writer changed it (adds stay linear)."""
     td = TensorDict({}, [2]).memmap(tmp_path / "d")
     reads = []
-    read = fmt.read_meta
-    monkeypatch.setattr(fmt, "read_meta", lambda folder: reads.append(folder) or read(folder))
+    read = fmt.read_meta_bytes
+    monkeypatch.setattr(fmt, "read_meta_bytes", lambda path: reads.append(path) or read(path))
     for i in range(50):
         td.make_memmap(f"x{i}", (2,))
     assert reads == []
@@ -174,6 +174,27 @@ def test_adding_entries_never_rereads_an_unchanged_meta_json(tmp_path, monkeypat
     td.make_memmap("mine", (2,))
     assert len(reads) == 1  # once, because the other writer changed it
     assert {"other", "mine"} <= set(TensorDict.load_memmap(tmp_path / "d").keys())
+
+
+def test_writers_adding_in_turn_parse_only_the_members_the_other_appended(tmp_path, monkeypatch):
+    """Two views adding entries in turn: each re-read parses only what the other added, and nothing is lost."""
+    folder = tmp_path / "d"
+    TensorDict({"a": torch.zeros(2)}, [2]).memmap(folder)
+    first, second = TensorDict.load_memmap(folder), TensorDict.load_memmap(folder)
+    first.make_memmap("start", (2,))
+    parsed = []
+    parse = fmt.parse_meta
+    monkeypatch.setattr(
+        fmt, "parse_meta", lambda path, raw: parsed.append(path) or parse(path, raw)
+    )
+    for i in range(30):
+        (second if i % 2 else first).make_memmap(f"x{i}", (2,)).fill_(i)
+    second.make_memmap("y", (2,))  # second's first add parses the whole file once
+    assert len(parsed) <= 1
+    monkeypatch.undo()
+    loaded = TensorDict.load_memmap(folder)
+    assert set(loaded.keys()) == {"a", "start", "y"} | {f"x{i}" for i in range(30)}
+    assert all(loaded[f"x{i}"].tolist() == [float(i)] * 2 for i in range(30))
 
 
 # ---------------------------------------------------------------------- own changes only
@@ -208,6 +229,18 @@ def test_memmap_in_its_own_folder_keeps_a_key_another_writer_recorded_again(tmp_
     del mine["b"]
     mine.memmap_()
     assert TensorDict.load_memmap(folder)["b"].tolist() == [[5.0, 5.0]] * 3
+
+
+def test_memmap_in_its_own_folder_keeps_the_record_of_an_entry_it_could_not_load(tmp_path):
+    """An entry dropped at load (its file missing) was not deleted by this tensordict: its record stays."""
+    folder = tmp_path / "d"
+    TensorDict({"a": torch.zeros(3), "b": torch.ones(3)}, [3]).memmap(folder)
+    os.rename(folder / "b.memmap", tmp_path / "b.memmap")
+    td = TensorDict.load_memmap(folder)
+    assert set(td.keys()) == {"a"}
+    td.memmap_()
+    os.rename(tmp_path / "b.memmap", folder / "b.memmap")
+    assert TensorDict.load_memmap(folder)["b"].tolist() == [1.0] * 3
 
 
 def test_a_non_tensor_value_another_writer_rewrote_is_not_overwritten(tmp_path):
