@@ -420,6 +420,7 @@ class MemmapMixin:
                     path = os.path.join(folder, fmt.file_name(key, "", robust_key))
                     _io.write_nontensor(path, value)
                     level.add(key, {"type": value._memmap_record})
+                    level.inodes[key] = _io.nontensor_mark(os.stat(fmt.meta_path(path)))
                 elif key in mine:
                     _io.rewrite_nontensor(level, key, value, robust_key)
             elif value._mm is not None and value._memmap_folder() is not None:

@@ -197,8 +197,10 @@ class Level:
         Under the folder lock, after re-reading ``meta.json``: a record is removed only
         when it is still the one this tensordict loaded or wrote, and a tensor's file
         only when it is still the file it mapped, so that an entry another writer
-        recorded under the key meanwhile stays. Sub-folders are left on disk (another
-        writer may be adding to them); their records go.
+        recorded under the key meanwhile stays; a non-tensor value's folder likewise
+        goes only while it holds the value this tensordict loaded or wrote. Folders of
+        sub-tensordicts are left on disk (another writer may be adding to them); their
+        records go.
 
         Returns:
             The keys whose records were removed.
@@ -208,9 +210,16 @@ class Level:
             mine = self.ours()
             gone = [k for k in keys if k in self.meta and self.meta[k] == mine.get(k)]
             files = []
+            folders = []
             for key in gone:
                 record = self.meta[key]
-                if type(record) is dict and "type" not in record and key in self.inodes:
+                if type(record) is dict and record.get("type") in _NONTENSOR_RECORDS:
+                    path = fmt.entry_path(self.path, key, "", self.robust_key)
+                    with contextlib.suppress(OSError, ValueError):
+                        mark = nontensor_mark(fmt.read_meta_bytes(path)[1])
+                        if mark == self.inodes.get(key):
+                            folders.append(path)  # a value: nobody adds inside it
+                elif type(record) is dict and "type" not in record and key in self.inodes:
                     path = fmt.entry_path(self.path, key, fmt.MEMMAP_SUFFIX, self.robust_key)
                     if _inode(path) == self.inodes[key]:
                         files.append(path)
@@ -223,6 +232,8 @@ class Level:
             for path in files:  # after meta.json no longer records them
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
+            for path in folders:
+                shutil.rmtree(path, ignore_errors=True)
             for key in gone:
                 self.inodes.pop(key, None)
         return gone
@@ -291,6 +302,9 @@ class Level:
                 member = fmt.dumps_record(key, record)
                 self.text = f"{self.text}, {member}" if self.text else member
         self.stat = fmt.write_meta(self.path, [self.body()])
+
+
+_NONTENSOR_RECORDS = ("NonTensorData", "MetaData", "NonTensorStack")
 
 
 def _inode(path: str):
@@ -588,7 +602,7 @@ def rewrite_nontensor(level: Level, key: str, value, robust_key) -> bool:
 
     Each file of its folder is replaced atomically (a pickle first, ``meta.json``
     last), so that the folder always holds the old value or the new one, and only
-    while its ``meta.json`` is still the one this tensordict loaded or wrote.
+    while its ``meta.json`` is still the one this tensordict loaded or last rewrote.
 
     Returns:
         True when something was written.
@@ -605,7 +619,8 @@ def rewrite_nontensor(level: Level, key: str, value, robust_key) -> bool:
                 meta, stat = fmt.read_meta(path)
             except MemmapNotFoundError:
                 meta, stat = None, None
-            if stat is not None and nontensor_mark(stat) != level.inodes.get(key):
+            known = level.inodes.get(key)  # None: written by this tensordict, not loaded
+            if stat is not None and known is not None and nontensor_mark(stat) != known:
                 msg = (
                     f"cannot rewrite the non-tensor entry {key!r} in {level.path!r}: another "
                     "writer rewrote it since it was loaded (refresh with memmap_refresh_())"

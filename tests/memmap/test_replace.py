@@ -330,3 +330,22 @@ def test_a_killed_writers_temporaries_are_removed_by_the_next_writer(tmp_path):
     assert os.path.exists(stage)  # beside the folder: the next memmap(prefix) removes it
     TensorDict({"c": torch.zeros(2)}, [2]).memmap(folder)
     assert not os.path.exists(stage)
+
+
+def test_a_non_tensor_value_changed_again_after_memmap_is_rewritten_each_time(tmp_path):
+    """memmap(prefix), then memmap_() after each change of a string: the folder holds the last one."""
+    td = TensorDict({"note": "a"}, [2]).memmap(tmp_path / "d")
+    td.unlock_()
+    for text in ("b", "c"):
+        td["note"] = text
+        td.memmap_()
+        td.unlock_()
+        td["new"] = text
+        td.memmap_()
+        td.unlock_()
+        del td["new"]
+        td.memmap_()
+        td.unlock_()
+        assert TensorDict.load_memmap(tmp_path / "d")["note"] == text
+    assert set(TensorDict.load_memmap(tmp_path / "d").keys()) == {"note"}
+    assert not (tmp_path / "d" / "new").exists()  # the deleted value's folder went with it
