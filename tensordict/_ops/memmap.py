@@ -190,8 +190,12 @@ class MemmapMixin:
         Every leaf becomes a ``MemoryMappedTensor``: in ``prefix`` with the on-disk
         format v1 (one folder per level, a ``meta.json`` each, one ``.memmap`` file
         per tensor), or, without ``prefix``, in anonymous shared memory. The result
-        is locked. Everything is checked before anything is written; ``meta.json``
-        files are written last and atomically.
+        is locked. Everything is checked before anything is written; the tree is
+        built under temporary names and replaces an older one in ``prefix`` in one
+        step (where the folder cannot be swapped, a mount point, the working
+        directory or a folder holding unrelated files, entry by entry, each whole):
+        killed at any moment, the folder loads, and a failed call leaves it as it was.
+        A relative ``prefix`` is resolved against the working directory.
 
         Args:
             prefix (str or path, optional): the folder. Defaults to ``None`` (shared memory).
@@ -240,7 +244,10 @@ class MemmapMixin:
         shared memory), as :meth:`memmap` writes them; the tensordict object itself is
         kept. On a tensordict that is already memory-mapped in its folder (for example
         one returned by :meth:`load_memmap`) ``prefix`` defaults to that folder and
-        nothing is written at all: entries other writers added meanwhile stay.
+        only what this tensordict changed is written there: new entries are added,
+        non-tensor values it changed are rewritten atomically, and the records of
+        entries it deleted are removed (with their files). Entries other writers added
+        or rewrote meanwhile stay as they are.
 
         Args:
             prefix (str or path, optional): the folder. Defaults to the tensordict's own
@@ -262,6 +269,8 @@ class MemmapMixin:
         Raises:
             ValueError: if a key cannot be stored (see :meth:`memmap`).
             FileExistsError: with ``existsok=False``, if an entry's file exists.
+            RuntimeError: in its own folder, if another writer added a key this
+                tensordict adds, or rewrote a value it changed, since it was loaded.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2)}, [2])

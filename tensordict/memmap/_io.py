@@ -672,13 +672,16 @@ def write_tree(
     """Memory-maps ``obj`` into ``prefix`` (or anonymous shared memory) and returns the result.
 
     Everything is checked first. A tree with a folder is then written whole into a
-    staging folder beside ``prefix`` (tensors in ``num_threads`` threads, then each
-    level's ``meta.json``, children first) and put in place in one step: renamed to
-    ``prefix``, or exchanged with the older tree there, which is then removed. Killed
-    at any moment, ``prefix`` holds the old tree or the new one; a failure leaves the
-    old one untouched. (A folder that also holds files its ``meta.json`` does not
-    record is written in place instead, so that those files stay.) ``inplace`` swaps
-    the leaves of ``obj`` itself; otherwise a new tree is returned. The result is locked.
+    staging folder (tensors in ``num_threads`` threads, then each level's
+    ``meta.json``, children first) and put in place: beside ``prefix``, it is renamed
+    to ``prefix`` or exchanged with the older tree there in one step, and the older
+    tree is then removed; killed at any moment, ``prefix`` holds the old tree or the
+    new one. Where folders cannot be exchanged (see :func:`_staging_folder`) the
+    staging folder is inside ``prefix`` and merged in level by level
+    (:func:`_merge_into`): killed at any moment, every level loads with each entry
+    whole, old or new. Either way a failure leaves the old tree untouched and removes
+    the staging folder. ``inplace`` swaps the leaves of ``obj`` itself; otherwise a
+    new tree is returned. The result is locked.
     """
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
     plan = Plan()

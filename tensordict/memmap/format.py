@@ -67,10 +67,13 @@ Two entries of one level MUST NOT map to the same file or folder, nor to
 ``meta.json`` or this module's own files (the lock file and temporary files): the
 writer refuses such keys, naming both.
 
-A writer adding an entry writes its files under temporary names (``%tmp.*``), then,
-holding the lock and having re-read ``meta.json``, renames them into place and
-records the entry; a key another writer recorded meanwhile is refused and its files
-are left alone.
+A writer adding an entry writes its files under temporary names, then, holding the
+lock and having re-read ``meta.json``, renames them into place and records the entry;
+a key another writer recorded meanwhile is refused and its files are left alone.
+Temporary files and staging folders are named ``%tmp.<host>.<pid>.<random>``
+(``meta%tmp.`` for ``meta.json``): ``<host>`` is a hash of the host name. A writer
+holding a folder's lock removes those of this host whose process is dead; names of
+another host (a shared file system) or without a host are never removed.
 
 Writing and reading
 ~~~~~~~~~~~~~~~~~~~
