@@ -71,7 +71,7 @@ A writer adding an entry writes its files under temporary names, then, holding t
 lock and having re-read ``meta.json``, renames them into place and records the entry;
 a key another writer recorded meanwhile is refused and its files are left alone.
 Temporary files and staging folders are named ``%tmp.<host>.<pid>.<random>``
-(``meta%tmp.`` for ``meta.json``): ``<host>`` is a hash of the host name. A writer
+(``meta%tmp.`` for ``meta.json``): ``<host>`` hashes the host name and pid namespace. A writer
 holding a folder's lock removes those of this host whose process is dead; names of
 another host (a shared file system) or without a host are never removed.
 
@@ -238,8 +238,17 @@ def file_name(key: str, suffix: str = "", robust_key: bool | None = True) -> str
 
 
 def _host_tag() -> str:
-    """A short tag of this host's name, so that a shared file system tells hosts apart."""
-    return hashlib.sha256(socket.gethostname().encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    """A short tag of this host (its name and process-id namespace), for temporary names.
+
+    Process ids mean something only on one host and in one pid namespace (containers
+    on one host may share a file system), so both go into the tag.
+    """
+    try:
+        namespace = str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        namespace = ""
+    host = f"{socket.gethostname()}/{namespace}"
+    return hashlib.sha256(host.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
 HOST_TAG = _host_tag()
