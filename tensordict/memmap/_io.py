@@ -495,8 +495,9 @@ def _unstable(old, new) -> set:
 
     A tensor whose record changes (or a nested one: two files) would be read with the
     old record from the new file; a sub-level would be checked against the old batch
-    size. They are left out of ``meta.json`` for that moment, so that every recorded
-    entry's file is present with its size at every moment.
+    size; a lazy stack has no one file that says how many members it has, so its
+    members cannot all change in one step. They are left out of ``meta.json`` for
+    that moment, so that every recorded entry loads at every moment.
     """
     if old is None or new is None or "shape" not in old or "shape" not in new:
         return set()
@@ -506,7 +507,7 @@ def _unstable(old, new) -> set:
         if key not in new or type(record) is not dict:
             continue
         if "type" in record:
-            if not same_batch or new[key] != record:
+            if not same_batch or new[key] != record or record["type"] == fmt.KIND_LAZY:
                 drop.add(key)
         elif new[key] != record or record.get("is_nested"):
             drop.add(key)
@@ -555,7 +556,9 @@ def _merge_into(stage: str, dest: str) -> None:
             if os.path.islink(path) or os.path.isfile(path):
                 os.unlink(path)
             elif os.path.isdir(path):
-                shutil.rmtree(path)
+                gone = fmt.temporary_name(path)  # out of the way in one step, then removed
+                os.rename(path, gone)
+                shutil.rmtree(gone)
     shutil.rmtree(stage, ignore_errors=True)
 
 

@@ -10,7 +10,7 @@ import signal
 import pytest
 import torch
 
-from tensordict import TensorDict
+from tensordict import TensorDict, lazy_stack
 from tensordict.errors import EntryExistsError
 from tensordict.memmap import _io
 from tensordict.memmap import format as fmt
@@ -137,6 +137,31 @@ def test_memmap_merged_in_place_killed_while_shapes_change_never_records_a_missi
             assert set(td.keys()) == {"a", "c"} and td["a"].shape == (4, 3)
             break
         TensorDict({"a": torch.zeros(8, 2), "b": torch.zeros(8)}, [8]).memmap(folder)
+
+
+def test_a_lazy_stack_merged_in_place_killed_at_every_step_always_loads(tmp_path):
+    """A lazy stack entry whose members change in number and batch size, merged in place: it always loads."""
+
+    def tree(value: float, members: int, rows: int) -> TensorDict:
+        stack = lazy_stack(
+            [TensorDict({"a": torch.full((rows,), value)}, [rows]) for _ in range(members)]
+        )
+        return TensorDict({"s": stack, "t": torch.full((2,), value)}, [])
+
+    folder = tmp_path / "d"
+    tree(0.0, 3, 3).memmap(folder)
+    (folder / "notes.txt").write_text("mine")
+    for step in range(1, 120):
+        new = tree(1.0, 2, 5)
+        done = not _kill_at(step, lambda new=new: new.memmap(folder))
+        td = TensorDict.load_memmap(folder)  # never members of two sizes, never a gap
+        if "s" in td.keys():
+            assert td["s"].batch_size in ((3, 3), (2, 5))
+        if done:
+            assert td["s"].batch_size == (2, 5) and (td["s", "a"] == 1).all()
+            break
+        tree(0.0, 3, 3).memmap(folder)
+    assert (folder / "notes.txt").read_text() == "mine"
 
 
 def test_a_failing_write_merged_in_place_leaves_the_old_tree(tmp_path, monkeypatch):
