@@ -404,11 +404,8 @@ class MemmapMixin:
         folder = level.path
         items = list(inner._items_level())
         present = {key for key, _ in items}
-        deleted = [key for key in level.ours() if key not in present]
-        if deleted:
-            level.forget(deleted)
-            level.taken = None  # rebuilt from the entries on the next add
         mine = level.ours()
+        deleted = [key for key in mine if key not in present]
         for key, value in items:
             if isinstance(value, torch.Tensor):
                 own = os.path.join(folder, fmt.file_name(key, fmt.MEMMAP_SUFFIX, robust_key))
@@ -441,6 +438,9 @@ class MemmapMixin:
                 level.claim(key)  # before writing: never over another writer's entry
                 value.memmap_(os.path.join(folder, fmt.file_name(key, "", robust_key)))
                 level.add(key, {"type": value._memmap_record_type()})
+        if deleted:  # last: an entry renamed in memory is written under its new key first
+            level.forget(deleted)
+            level.taken = None  # rebuilt from the entries on the next add
 
     @classmethod
     def _memmap_load_as(cls, folder: str, meta: dict, stat, options):

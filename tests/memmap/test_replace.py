@@ -374,3 +374,15 @@ def test_a_non_tensor_value_changed_again_after_memmap_is_rewritten_each_time(tm
         assert TensorDict.load_memmap(tmp_path / "d")["note"] == text
     assert set(TensorDict.load_memmap(tmp_path / "d").keys()) == {"note"}
     assert not (tmp_path / "d" / "new").exists()  # the deleted value's folder went with it
+
+
+def test_a_key_renamed_in_memory_moves_on_disk_with_memmap(tmp_path):
+    """rename_key_ on a loaded tensordict, then memmap_(): the data is under the new key only."""
+    folder = tmp_path / "d"
+    TensorDict({"a": torch.arange(3.0)}, [3]).memmap(folder)
+    td = TensorDict.load_memmap(folder)
+    td.rename_key_("a", "b")
+    td.memmap_()
+    loaded = TensorDict.load_memmap(folder)
+    assert set(loaded.keys()) == {"b"} and loaded["b"].tolist() == [0.0, 1.0, 2.0]
+    assert sorted(p.name for p in folder.glob("*.memmap")) == ["b.memmap"]
