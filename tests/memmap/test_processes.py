@@ -202,10 +202,17 @@ def test_memmap_after_rebinding_a_key_replaces_its_file_on_purpose(tmp_path):
 
 # ---------------------------------------------------------------------- replacing a folder
 @pytest.mark.timeout(300)
-def test_two_processes_replacing_one_folder_each_leave_it_whole(tmp_path, children):
-    """Two processes memmap(prefix) the same folder at once: it always loads as one of them."""
+@pytest.mark.parametrize("unrelated", [False, True], ids=["exchanged", "merged"])
+def test_two_processes_replacing_one_folder_each_leave_it_whole(tmp_path, children, unrelated):
+    """Two processes memmap(prefix) the same folder at once: it always loads as one of them.
+
+    Also where the folder holds a file it does not record, so that each tree is merged
+    in entry by entry (under the folder's lock) instead of exchanged.
+    """
     folder = tmp_path / "d"
     TensorDict({}, [8]).memmap(folder)
+    if unrelated:
+        (folder / "notes.txt").write_text("mine")
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
     procs = [
@@ -221,4 +228,5 @@ def test_two_processes_replacing_one_folder_each_leave_it_whole(tmp_path, childr
     td = TensorDict.load_memmap(folder)
     values = {float(td[f"k{i}"][0]) for i in range(30)}
     assert len(td.keys()) == 30 and len(values) == 1
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("%tmp")] == []
+    assert [p.name for p in tmp_path.rglob("%tmp*")] == []
+    assert not unrelated or (folder / "notes.txt").read_text() == "mine"
