@@ -68,7 +68,7 @@ class Level:
     """Memory-mapping state of one tensordict level (``obj._mm``).
 
     ``meta`` is the level's ``meta.json`` as last read or written, ``stat`` that file's
-    ``os.stat`` (a write is skipped the re-read when the file is unchanged since),
+    ``os.stat`` (a writer re-reads the file only when its stat changed since),
     ``inodes`` the inode of each tensor's file as mapped (and, for a non-tensor entry,
     the ``(inode, mtime, size)`` of its folder's ``meta.json``), and ``view`` the
     records this tensordict itself loaded or wrote: ``None`` while they are exactly
