@@ -727,9 +727,10 @@ def _staging_folder(folder: str) -> tuple:
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
     if os.path.isdir(folder):
-        with fmt.locked(folder):
-            fmt.remove_stale_temporaries(folder)
-            fmt.remove_stale_temporaries(parent)  # staging folders of dead writers lie beside
+        if fmt.stale_temporaries(folder) or fmt.stale_temporaries(parent):
+            with fmt.locked(folder):
+                fmt.remove_stale_temporaries(folder)
+                fmt.remove_stale_temporaries(parent)  # dead writers' staging folders lie beside
         if (
             not _only_recorded_names(folder)
             or os.path.ismount(folder)
@@ -769,7 +770,7 @@ def _only_recorded_names(folder: str) -> bool:
         meta, _ = fmt.read_meta(folder)
         kind = fmt.level_kind(folder, meta)
     except (OSError, ValueError):
-        return not os.listdir(folder)
+        return all(fmt.is_own_file(name) for name in os.listdir(folder))
     if kind == fmt.KIND_LAZY:
         names = {n for n in os.listdir(folder) if n.isdigit()}
     elif kind == fmt.KIND_TENSORCLASS:

@@ -281,6 +281,24 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def stale_temporaries(folder: str) -> list:
+    """The names in ``folder`` that :func:`remove_stale_temporaries` would remove now."""
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith((DATA_TMP_PREFIX, TMP_PREFIX))]
+    except OSError:
+        return []
+    stale = []
+    me = os.getpid()
+    for name in names:
+        match = _TEMPORARY.match(name)
+        if match is None or match.group(1) != HOST_TAG:
+            continue
+        pid = int(match.group(2))
+        if pid != me and not _pid_alive(pid):
+            stale.append(name)
+    return stale
+
+
 def remove_stale_temporaries(folder: str) -> list:
     """Removes the temporary files and staging folders that dead writers left in ``folder``.
 
@@ -292,19 +310,8 @@ def remove_stale_temporaries(folder: str) -> list:
     Returns:
         The paths removed.
     """
-    try:
-        names = [n for n in os.listdir(folder) if n.startswith((DATA_TMP_PREFIX, TMP_PREFIX))]
-    except OSError:
-        return []
     removed = []
-    me = os.getpid()
-    for name in names:
-        match = _TEMPORARY.match(name)
-        if match is None or match.group(1) != HOST_TAG:
-            continue
-        pid = int(match.group(2))
-        if pid == me or _pid_alive(pid):
-            continue
+    for name in stale_temporaries(folder):
         path = os.path.join(folder, name)
         try:
             if os.path.isdir(path) and not os.path.islink(path):
