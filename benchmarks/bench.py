@@ -473,6 +473,52 @@ def row_make_from_storage(res: Result, cfg: Settings, scratch: Scratch) -> None:
     res.notes.append(f"{many} calls: {_fmt(res.work)}, {few} calls: {_fmt(few_time)}")
 
 
+def row_make_from_storage_files(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    """Two tensordicts of one folder (two writers) take turns adding file-backed entries."""
+    many = cfg.storage_calls
+    few = many // 10
+    state = {}
+
+    def setup(n):
+        def _setup():
+            folder = scratch.path("storage_files")
+            first = TensorDict({}, batch_size=[]).memmap(folder)
+            second = TensorDict.load_memmap(folder)
+            if not second.is_locked:
+                second.memmap_()  # the reference needs it before make_memmap_from_storage
+            state["views"] = (first, second)
+            state["storages"] = [
+                MemoryMappedTensor.zeros(
+                    4, dtype=torch.float32, filename=os.path.join(folder, f"s{i}.memmap")
+                ).untyped_storage()
+                for i in range(n)
+            ]
+
+        return _setup
+
+    def calls():
+        views = state["views"]
+        for i, storage in enumerate(state["storages"]):
+            views[i % 2].make_memmap_from_storage(f"s{i}", storage, (4,), dtype=torch.float32)
+
+    def teardown():
+        state.clear()
+        gc.collect()
+
+    samples = _alternate(
+        calls,
+        calls,
+        cfg.big_repeat,
+        work_setup=setup(many),
+        floor_setup=setup(few),
+        work_teardown=teardown,
+        floor_teardown=teardown,
+    )
+    res.record(samples, floor_scale=10)
+    few_time = statistics.median(samples[1])
+    res.notes.append(f"{many} calls: {_fmt(res.work)}, {few} calls: {_fmt(few_time)}")
+
+
 def _replay_buffer(cfg: Settings, scratch: Scratch):
     n = cfg.rb_rows
     template = TensorDict(
@@ -706,6 +752,12 @@ ROWS = [
         "make_from_storage",
         row_make_from_storage,
         "1000 make_memmap_from_storage calls (vs 10x 100)",
+        ("ratio", 1.2),
+    ),
+    (
+        "make_from_storage_files",
+        row_make_from_storage_files,
+        "1000 make_memmap_from_storage calls with files, two writers in turn (vs 10x 100)",
         ("ratio", 1.2),
     ),
     ("rb_write", row_rb_write, "replay buffer: td[idx] = batch, 256 of 100k rows", ("ratio", 1.2)),

@@ -66,10 +66,12 @@ def _reader(folder: str, stop_at: float, results) -> None:
                 continue
             writer, n = (int(part) for part in key[1:].split("_"))
             value = td.get(key)
-            # A new entry may still read zeros: its writer fills it after adding it.
-            if bool((value == _value(writer, n)).all()):
+            # A new entry may still read zeros, or partly zeros: its writer fills it
+            # (fill_, not atomic) after adding it. Any other element is wrong.
+            expected = value == _value(writer, n)
+            if bool(expected.all()):
                 verified.add(key)
-            elif not bool((value == 0).all()):
+            elif not bool((expected | (value == 0)).all()):
                 wrong.append(key)
     results.put(("reader", refreshes, len(verified), wrong))
 

@@ -988,9 +988,6 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             member._memmap_plan(self._member_folder(folder, i), plan, robust_key, existsok, like)
         plan.folders.append((folder, self))
 
-    def _memmap_names(self, robust_key) -> set:
-        return {str(i) for i in range(len(self.tensordicts))}
-
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
         members = [
             m._memmap_rebuild(self._member_folder(folder, i), replacement, inplace, robust_key)

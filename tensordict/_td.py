@@ -1013,9 +1013,6 @@ class TensorDict(TensorDictBase):
                 raise UnbatchedMemmapError(msg)
         _io.plan_entries(self, self._tensordict.items(), folder, plan, robust_key, existsok, like)
 
-    def _memmap_names(self, robust_key) -> set:
-        return _io.names_of(self._tensordict.items(), robust_key)
-
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
         data = _io.rebuild_entries(
             self._tensordict.items(), folder, replacement, inplace, robust_key
@@ -1256,7 +1253,7 @@ def _load(folder: str, meta: dict, stat, options) -> TensorDict:
     """The loader of TensorDict folders, registered with the storage layer."""
     batch_size, device, data, inodes = _io.load_entries(folder, meta, options)
     td = TensorDict._new_unsafe(data, batch_size, device, None)
-    td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes)
+    td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes, data)
     return td
 
 

@@ -285,10 +285,6 @@ class TensorDictBase(
         """Adds what writing this tensordict into ``folder`` needs to ``plan``; checks keys first."""
 
     @abc.abstractmethod
-    def _memmap_names(self, robust_key) -> set:
-        """The names this tensordict occupies in its folder."""
-
-    @abc.abstractmethod
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
         """This tensordict with every tensor replaced by ``replacement[id(tensor)]``, its state set."""
 

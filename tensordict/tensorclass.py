@@ -809,9 +809,6 @@ class _TensorClassMethods:
         self._tensordict._memmap_plan(inner, plan, robust_key, existsok, like)
         plan.folders.append((folder, self))
 
-    def _memmap_names(self, robust_key) -> set:
-        return {fmt.TENSORCLASS_DATA}
-
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
         inner = None if folder is None else os.path.join(folder, fmt.TENSORCLASS_DATA)
         td = self._tensordict._memmap_rebuild(inner, replacement, inplace, robust_key)

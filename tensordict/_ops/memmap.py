@@ -229,8 +229,12 @@ class MemmapMixin:
         Every leaf becomes a ``MemoryMappedTensor``: in ``prefix`` with the on-disk
         format v1 (one folder per level, a ``meta.json`` each, one ``.memmap`` file
         per tensor), or, without ``prefix``, in anonymous shared memory. The result
-        is locked. Everything is checked before anything is written; ``meta.json``
-        files are written last and atomically.
+        is locked. Everything is checked before anything is written; the tree is
+        built under temporary names and replaces an older one in ``prefix`` in one
+        step (where the folder cannot be swapped, a mount point, the working
+        directory or a folder holding unrelated files, entry by entry, each whole):
+        killed at any moment, the folder loads, and a failed call leaves it as it was.
+        A relative ``prefix`` is resolved against the working directory.
 
         Args:
             prefix (str or path, optional): the folder. Defaults to ``None`` (shared memory).
@@ -292,7 +296,10 @@ class MemmapMixin:
         shared memory), as :meth:`memmap` writes them; the tensordict object itself is
         kept. On a tensordict that is already memory-mapped in its folder (for example
         one returned by :meth:`load_memmap`) ``prefix`` defaults to that folder and
-        nothing is written at all: entries other writers added meanwhile stay.
+        only what this tensordict changed is written there: new entries are added,
+        non-tensor values it changed are rewritten atomically, and the records of
+        entries it deleted are removed (with their files). Entries other writers added
+        or rewrote meanwhile stay as they are.
 
         Args:
             prefix (str or path, optional): the folder. Defaults to the tensordict's own
@@ -314,6 +321,8 @@ class MemmapMixin:
         Raises:
             ValueError: if a key cannot be stored (see :meth:`memmap`).
             FileExistsError: with ``existsok=False``, if an entry's file exists.
+            RuntimeError: in its own folder, if another writer added a key this
+                tensordict adds, or rewrote a value it changed, since it was loaded.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2)}, [2])
@@ -451,16 +460,23 @@ class MemmapMixin:
         return loaded
 
     def _memmap_missing(self, robust_key) -> None:
-        """Maps into the tensordict's own folder only the entries that are not mapped there.
+        """Brings the tensordict's own folder up to date with what this tensordict changed.
 
         Each missing tensor is added as :meth:`make_memmap_from_tensor` adds one, and a
         new non-tensor value or sub-tensordict is written and then recorded: a key
-        another writer recorded meanwhile is an error, and nothing else on disk changes.
+        another writer recorded meanwhile is an error. A non-tensor value of this
+        tensordict's that changed is rewritten (atomically), and the records of the
+        entries it deleted are removed (see :meth:`~tensordict.memmap._io.Level.forget`).
+        Entries other writers recorded stay as they are.
         """
         inner = self._tensordict_of()
         level = inner._mm
         folder = level.path
-        for key, value in list(inner._items_level()):
+        items = list(inner._items_level())
+        present = {key for key, _ in items}
+        mine = level.ours()
+        deleted = [key for key in mine if key not in present]
+        for key, value in items:
             if isinstance(value, torch.Tensor):
                 own = os.path.join(folder, fmt.file_name(key, fmt.MEMMAP_SUFFIX, robust_key))
                 mapped = getattr(value, "_filename", None)
@@ -480,6 +496,9 @@ class MemmapMixin:
                     path = os.path.join(folder, fmt.file_name(key, "", robust_key))
                     _io.write_nontensor(path, value)
                     level.add(key, {"type": value._memmap_record})
+                    level.inodes[key] = _io.nontensor_mark(os.stat(fmt.meta_path(path)))
+                elif key in mine:
+                    _io.rewrite_nontensor(level, key, value, robust_key)
             elif value._mm is not None and value._memmap_folder() is not None:
                 value._memmap_missing(robust_key)
             else:
@@ -489,6 +508,9 @@ class MemmapMixin:
                 level.claim(key)  # before writing: never over another writer's entry
                 value.memmap_(os.path.join(folder, fmt.file_name(key, "", robust_key)))
                 level.add(key, {"type": value._memmap_record_type()})
+        if deleted:  # last: an entry renamed in memory is written under its new key first
+            level.forget(deleted)
+            level.taken = None  # rebuilt from the entries on the next add
 
     @classmethod
     def _memmap_load_as(cls, folder: str, meta: dict, stat, options):

@@ -435,7 +435,7 @@ class ArchiveReader:
         if name not in self.files:
             msg = f"cannot load {self.label(folder)!r}: the archive has no entry {name!r}"
             raise MemmapNotFoundError(msg)
-        return fmt.parse_meta(self.read(name), self.label(name))
+        return fmt.parse_meta(self.label(name), self.read(name))
 
     def flat(self, name: str, dtype: torch.dtype, numel: int) -> torch.Tensor:
         """The payload of entry ``name`` as ``numel`` items of ``dtype``: a view when aligned.
@@ -725,9 +725,8 @@ def _replace_atomically(target: str, write) -> None:
     The fresh file is created as any new file (the umask applies); replacing an
     existing archive keeps that archive's permissions.
     """
-    folder = os.path.dirname(target)
-    name = f".{os.path.basename(target)[:200]}.%tmp.{os.getpid()}.{os.urandom(6).hex()}"
-    tmp = os.path.join(folder, name)
+    # the format's temporary name: a dead writer's leftover is removed by the next writer
+    tmp = fmt.temporary_name(target)
     os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
     try:
         write(tmp)

@@ -14,8 +14,6 @@ Hooks (``obj`` is a tensordict, a lazy stack or a tensorclass instance):
 * ``obj._memmap_plan(folder, plan, robust_key, existsok, like)``: adds what
   writing ``obj`` into ``folder`` (``None``: shared memory) needs to ``plan``,
   refusing bad keys before anything is written;
-* ``obj._memmap_names(robust_key)``: the names ``obj`` occupies in its folder, so
-  that stale names of an earlier tensordict there are removed;
 * ``obj._memmap_rebuild(folder, replacement, inplace, robust_key)``: ``obj`` with
   each tensor replaced by ``replacement[id(tensor)]``, and its :class:`Level` set;
 * ``obj._memmap_write_meta(folder, robust_key)``: writes the ``meta.json`` files
@@ -36,6 +34,7 @@ refresh skips every level whose file did not change).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import shutil
@@ -66,12 +65,26 @@ LOADERS: dict = {}
 
 
 class Level:
-    """Memory-mapping state of one tensordict level (``obj._mm``)."""
+    """Memory-mapping state of one tensordict level (``obj._mm``).
 
-    __slots__ = ("path", "meta", "text", "stat", "robust_key", "taken", "inodes")
+    ``meta`` is the level's ``meta.json`` as last read or written, ``stat`` that file's
+    ``os.stat`` (a writer re-reads the file only when its stat changed since),
+    ``inodes`` the inode of each tensor's file as mapped (and, for a non-tensor entry,
+    the ``(inode, mtime, size)`` of its folder's ``meta.json``), and ``view`` the
+    records this tensordict itself loaded or wrote: ``None`` while they are exactly
+    ``meta``'s entries, set aside when a re-read brings in other writers' records.
+    """
+
+    __slots__ = ("path", "meta", "text", "stat", "robust_key", "taken", "inodes", "view", "clean")
 
     def __init__(
-        self, path: str | None, meta: dict | None = None, stat=None, robust_key=None, inodes=None
+        self,
+        path: str | None,
+        meta: dict | None = None,
+        stat=None,
+        robust_key=None,
+        inodes=None,
+        loaded=None,
     ) -> None:
         self.path = path
         self.meta = {} if meta is None else meta
@@ -80,6 +93,13 @@ class Level:
         self.inodes: dict = {} if inodes is None else inodes  # key -> inode mapped at load
         self.stat = stat
         self.robust_key = robust_key
+        self.view: dict | None = None
+        self.clean = False  # dead writers' temporary files removed (once per level)
+        if loaded is not None and meta:
+            # Entries dropped at load (a missing file) were never this tensordict's to delete.
+            fields = sum(1 for field in fmt.LEVEL_FIELDS if field in meta)
+            if len(meta) - fields != len(loaded):
+                self.view = {k: v for k, v in meta.items() if k in loaded}
 
     def __getstate__(self):
         return {"path": self.path, "meta": self.meta, "robust_key": self.robust_key}
@@ -101,7 +121,23 @@ class Level:
         """
         self.meta = meta
         self.text = None
+        self.view = None
         self.stat = fmt.write_meta(self.path if where is None else where, [self.body()])
+
+    def ours(self) -> dict:
+        """The records this tensordict loaded or wrote (not other writers' it re-read since)."""
+        if self.view is None:
+            return {k: v for k, v in self.meta.items() if k not in fmt.LEVEL_FIELDS}
+        return self.view
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """The folder's lock; the first time, dead writers' temporary files are removed."""
+        with fmt.locked(self.path):
+            if not self.clean:
+                fmt.remove_stale_temporaries(self.path)
+                self.clean = True
+            yield
 
     def add(self, key: str, record: dict, renames=()) -> None:
         """Records a new entry under the folder lock, first moving its files into place.
@@ -115,11 +151,14 @@ class Level:
             EntryExistsError: if another writer recorded ``key`` meanwhile; its files
                 are left alone (the temporary files are the caller's to remove).
         """
-        ours = key in self.meta  # a stale record of this tensordict's: replaced on purpose
-        with fmt.locked(self.path):
+        ours = key in (self.meta if self.view is None else self.view)  # ours: replaced on purpose
+        with self._locked():
             self._check_not_taken(key, ours)
             for temporary, final in renames:
                 os.replace(temporary, final)
+            if renames:
+                with contextlib.suppress(OSError):
+                    self.inodes[key] = os.stat(renames[0][1]).st_ino
             self._apply({key: record})
 
     def claim(self, key: str) -> None:
@@ -128,8 +167,8 @@ class Level:
         Raises:
             EntryExistsError: naming the key and the folder.
         """
-        ours = key in self.meta
-        with fmt.locked(self.path):
+        ours = key in (self.meta if self.view is None else self.view)
+        with self._locked():
             self._check_not_taken(key, ours)
 
     def _check_not_taken(self, key: str, ours: bool) -> None:
@@ -148,34 +187,131 @@ class Level:
         again first, so that no writer loses another's records. A new key is appended
         to the cached serialised text, so adding an entry does not re-serialise the others.
         """
-        with fmt.locked(self.path):
+        with self._locked():
             self._reread()
             self._apply(changes)
 
+    def forget(self, keys) -> list:
+        """Removes the records (and tensor files) of ``keys``, entries this tensordict deleted.
+
+        Under the folder lock, after re-reading ``meta.json``: a record is removed only
+        when it is still the one this tensordict loaded or wrote, and a tensor's file
+        only when it is still the file it mapped, so that an entry another writer
+        recorded under the key meanwhile stays; a non-tensor value's folder likewise
+        goes only while it holds the value this tensordict loaded or wrote. Folders of
+        sub-tensordicts are left on disk (another writer may be adding to them); their
+        records go.
+
+        Returns:
+            The keys whose records were removed.
+        """
+        with self._locked():
+            self._reread()
+            mine = self.ours()
+            gone = [k for k in keys if k in self.meta and self.meta[k] == mine.get(k)]
+            files = []
+            folders = []
+            for key in gone:
+                record = self.meta[key]
+                if type(record) is dict and record.get("type") in _NONTENSOR_RECORDS:
+                    path = fmt.entry_path(self.path, key, "", self.robust_key)
+                    with contextlib.suppress(OSError, ValueError):
+                        mark = nontensor_mark(fmt.read_meta_bytes(path)[1])
+                        if mark == self.inodes.get(key):
+                            folders.append(path)  # a value: nobody adds inside it
+                elif type(record) is dict and "type" not in record and key in self.inodes:
+                    path = fmt.entry_path(self.path, key, fmt.MEMMAP_SUFFIX, self.robust_key)
+                    if _inode(path) == self.inodes[key]:
+                        files.append(path)
+                        if record.get("is_nested"):
+                            files.append(
+                                fmt.entry_path(self.path, key, fmt.SHAPE_SUFFIX, self.robust_key)
+                            )
+            if gone:
+                self._apply(dict.fromkeys(gone))
+            for path in files:  # after meta.json no longer records them
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            for path in folders:
+                shutil.rmtree(path, ignore_errors=True)
+            for key in gone:
+                self.inodes.pop(key, None)
+        return gone
+
     def _reread(self) -> None:
-        """Re-reads ``meta.json`` when another writer changed it (the lock is held)."""
+        """Re-reads ``meta.json`` when another writer changed it (the lock is held).
+
+        Writers append a new entry's member to the serialised text they last wrote, so
+        when the file starts with this level's own text, only the members after it are
+        parsed: a writer adding entries beside others does not parse the whole file.
+        """
         try:
             current = os.stat(fmt.meta_path(self.path))
         except FileNotFoundError:
             current = None
-        if not fmt.same_file(current, self.stat):
-            if current is not None:
-                self.meta, _ = fmt.read_meta(self.path)
+        if fmt.same_file(current, self.stat):
+            return
+        if current is None:
             self.text = None
+            return
+        raw, stat = fmt.read_meta_bytes(self.path)
+        if self.view is None:
+            self.view = self.ours()
+        added = self._appended(raw)
+        if added is None:
+            self.meta = fmt.parse_meta(fmt.meta_path(self.path), raw)
+            self.text = None
+        else:
+            self.meta.update(added)
+            self.text = raw[1:-1].decode()
+        self.stat = stat
+
+    def _appended(self, raw: bytes) -> dict | None:
+        """The members ``raw`` holds after this level's own text, or None if it does not start with it."""
+        if not self.text:
+            return None
+        head = b"{" + self.text.encode()
+        if not raw.startswith(head) or not raw.endswith(b"}"):
+            return None
+        rest = raw[len(head) : -1]
+        if not rest:
+            return {}
+        if not rest.startswith(b", "):
+            return None
+        try:
+            added = json.loads(b"{" + rest[2:] + b"}")
+        except (ValueError, RecursionError):
+            return None
+        return added if type(added) is dict else None
 
     def _apply(self, changes: dict) -> None:
         """Writes ``changes`` into ``meta.json`` (the lock is held, the meta up to date)."""
+        view = self.view
         for key, record in changes.items():
             if record is None or key in self.meta:
                 self.text = None
             if record is None:
                 self.meta.pop(key, None)
+                if view is not None:
+                    view.pop(key, None)
                 continue
             self.meta[key] = record
+            if view is not None:
+                view[key] = record
             if self.text is not None:
                 member = fmt.dumps_record(key, record)
                 self.text = f"{self.text}, {member}" if self.text else member
         self.stat = fmt.write_meta(self.path, [self.body()])
+
+
+_NONTENSOR_RECORDS = ("NonTensorData", "MetaData", "NonTensorStack")
+
+
+def _inode(path: str):
+    try:
+        return os.lstat(path).st_ino
+    except OSError:
+        return None
 
 
 class Options:
@@ -271,14 +407,6 @@ def sub_folder(folder: str | None, key: str, robust_key) -> str | None:
     return None if folder is None else os.path.join(folder, fmt.file_name(key, "", robust_key))
 
 
-def names_of(items, robust_key) -> set:
-    """The file and folder names the entries ``items`` of a dense level occupy."""
-    names = set()
-    for key, value in items:
-        names.update(fmt.entry_names(key, entry_kind(value), robust_key))
-    return names
-
-
 def rebuild_entries(items, folder, replacement: dict, inplace: bool, robust_key) -> dict:
     """The entries of a dense level after writing: tensors replaced, sub-levels rebuilt."""
     data = {}
@@ -326,37 +454,112 @@ def is_file_of(value, path: str) -> bool:
     )
 
 
-def _remove_stale(folder: str, keep: set, robust_key) -> None:
-    """Removes what an earlier tensordict's meta.json in ``folder`` references and ``keep`` does not.
+def _recorded_names(folder: str, meta) -> set:
+    """The names in ``folder`` that the level whose ``meta.json`` is ``meta`` owns (both encodings).
 
-    Only names listed by the old ``meta.json`` (and lazy-stack member folders) are
-    touched, so a folder that also holds unrelated files keeps them.
+    ``meta`` None (no readable ``meta.json``) owns nothing. Only these names are ever
+    removed when a newer tree replaces the level, so unrelated files stay.
     """
+    if meta is None:
+        return set()
     try:
-        old, _ = fmt.read_meta(folder)
-        kind = fmt.level_kind(folder, old)
-    except (OSError, ValueError):
-        return
-    names = set()
+        kind = fmt.level_kind(folder, meta)
+    except ValueError:
+        return set()
     if kind == fmt.KIND_LAZY:
-        names.update(n for n in os.listdir(folder) if n.isdigit())
-    elif kind == fmt.KIND_TENSORCLASS:
-        names.add(fmt.TENSORCLASS_DATA)
-    elif kind == fmt.KIND_TD:
-        for key, record in fmt.entries(old):
-            if not isinstance(record, dict):
-                continue
-            if "type" in record:
-                names.add(fmt.file_name(key, "", robust_key))
-            else:
-                names.add(fmt.file_name(key, fmt.MEMMAP_SUFFIX, robust_key))
-                names.add(fmt.file_name(key, fmt.SHAPE_SUFFIX, robust_key))
-    for name in names - keep:
-        path = os.path.join(folder, name)
-        if os.path.islink(path) or os.path.isfile(path):
-            os.unlink(path)
-        elif os.path.isdir(path):
-            shutil.rmtree(path)
+        return {n for n in os.listdir(folder) if n.isdigit()}
+    if kind == fmt.KIND_TENSORCLASS:
+        return {fmt.TENSORCLASS_DATA}
+    if kind != fmt.KIND_TD:  # a non-tensor value's folder
+        return {fmt.PICKLE_FILE, fmt.STACK_PICKLE_FILE}
+    names = set()
+    for key, record in fmt.entries(meta):
+        kind_of = "folder" if type(record) is dict and "type" in record else "nested"
+        for robust_key in (None, False):
+            try:
+                names.update(fmt.entry_names(key, kind_of, robust_key))
+            except ValueError:
+                pass
+    return names
+
+
+def _read_or_none(folder: str):
+    try:
+        return fmt.read_meta(folder)[0]
+    except (OSError, ValueError):
+        return None
+
+
+def _unstable(old, new) -> set:
+    """The entries of the old level that cannot stay recorded while its files are replaced one by one.
+
+    A tensor whose record changes (or a nested one: two files) would be read with the
+    old record from the new file; a sub-level would be checked against the old batch
+    size; a lazy stack has no one file that says how many members it has, so its
+    members cannot all change in one step. They are left out of ``meta.json`` for
+    that moment, so that every recorded entry loads at every moment.
+    """
+    if old is None or new is None or "shape" not in old or "shape" not in new:
+        return set()
+    same_batch = old.get("shape") == new.get("shape")
+    drop = set()
+    for key, record in fmt.entries(old):
+        if key not in new or type(record) is not dict:
+            continue
+        if "type" in record:
+            if not same_batch or new[key] != record or record["type"] == fmt.KIND_LAZY:
+                drop.add(key)
+        elif new[key] != record or record.get("is_nested"):
+            drop.add(key)
+    return drop
+
+
+def _merge_into(stage: str, dest: str) -> None:
+    """Moves the staged level ``stage`` into the existing folder ``dest``, one rename at a time.
+
+    The way to replace a tree where folders cannot be exchanged (or must not be: a
+    mount point, the working directory, a folder holding unrelated files). Holding
+    ``dest``'s lock: sub-levels are merged first, then each staged file replaces its
+    namesake with an atomic rename, then the staged ``meta.json`` replaces the old one,
+    and only then are the names that the old ``meta.json`` recorded and the new tree
+    lacks removed. Entries that cannot stay recorded meanwhile (see :func:`_unstable`)
+    are first left out of the old ``meta.json``. Killed at any moment, each level
+    loads (its old entries, its new ones, or a mix of the two, never a recorded entry
+    whose file is missing or of another size).
+    """
+    if not os.path.lexists(dest):
+        os.rename(stage, dest)  # a level the old tree lacks: in place in one step
+        return
+    with fmt.locked(dest):
+        fmt.remove_stale_temporaries(dest)
+        old = _read_or_none(dest)
+        new = _read_or_none(stage)
+        drop = _unstable(old, new)
+        if drop:
+            fmt.write_meta_dict(dest, {k: v for k, v in old.items() if k not in drop})
+        names = [n for n in os.listdir(stage) if not fmt.is_own_file(n)]
+        for name in names:
+            source, target = os.path.join(stage, name), os.path.join(dest, name)
+            if os.path.isdir(source) and not os.path.islink(source):
+                if os.path.isdir(target) and not os.path.islink(target):
+                    _merge_into(source, target)
+                else:
+                    os.rename(source, target)
+        for name in names:
+            source = os.path.join(stage, name)
+            if os.path.lexists(source) and not os.path.isdir(source):
+                os.replace(source, os.path.join(dest, name))
+        if os.path.lexists(fmt.meta_path(stage)):
+            os.replace(fmt.meta_path(stage), fmt.meta_path(dest))
+        for name in _recorded_names(dest, old) - set(names):
+            path = os.path.join(dest, name)
+            if os.path.islink(path) or os.path.isfile(path):
+                os.unlink(path)
+            elif os.path.isdir(path):
+                gone = fmt.temporary_name(path)  # out of the way in one step, then removed
+                os.rename(path, gone)
+                shutil.rmtree(gone)
+    shutil.rmtree(stage, ignore_errors=True)
 
 
 def _write_tensor(path: str | None, tensor: torch.Tensor, shape_path: str | None, like: bool):
@@ -392,12 +595,55 @@ def _write_tensor(path: str | None, tensor: torch.Tensor, shape_path: str | None
     return MemoryMappedTensor.from_tensor(tensor.detach(), filename=path, copy_existing=True)
 
 
-def _remove_written(jobs: list) -> None:
-    """Removes the files that a failed :func:`write_tree` wrote for ``jobs``."""
-    for path, _, shape_path in jobs:
-        for created in (path, shape_path):
-            if created is not None and os.path.lexists(created):
-                os.unlink(created)
+def nontensor_mark(stat) -> tuple:
+    """What tells that a non-tensor entry's ``meta.json`` was rewritten since it was read."""
+    return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+def rewrite_nontensor(level: Level, key: str, value, robust_key) -> bool:
+    """Rewrites the non-tensor entry ``key`` of ``level`` with ``value`` when it differs on disk.
+
+    Each file of its folder is replaced atomically (a pickle first, ``meta.json``
+    last), so that the folder always holds the old value or the new one, and only
+    while its ``meta.json`` is still the one this tensordict loaded or last rewrote.
+
+    Returns:
+        True when something was written.
+
+    Raises:
+        EntryExistsError: if another writer rewrote the value since it was loaded.
+    """
+    path = fmt.entry_path(level.path, key, "", robust_key)
+    staged = fmt.temporary_name(os.path.join(level.path, fmt.META_FILE))
+    write_nontensor(staged, value)
+    try:
+        with level._locked():
+            try:
+                meta, stat = fmt.read_meta(path)
+            except MemmapNotFoundError:
+                meta, stat = None, None
+            known = level.inodes.get(key)  # None: written by this tensordict, not loaded
+            if stat is not None and known is not None and nontensor_mark(stat) != known:
+                msg = (
+                    f"cannot rewrite the non-tensor entry {key!r} in {level.path!r}: another "
+                    "writer rewrote it since it was loaded (refresh with memmap_refresh_())"
+                )
+                raise EntryExistsError(msg)
+            new, _ = fmt.read_meta(staged)
+            if meta == new and not (set(os.listdir(staged)) - {fmt.META_FILE}):
+                return False
+            record = {"type": value._memmap_record}
+            if meta is None:
+                os.rename(staged, path)
+            else:
+                _merge_into(staged, path)
+            level.inodes[key] = nontensor_mark(os.stat(fmt.meta_path(path)))
+            if level.meta.get(key) != record:
+                level._reread()
+                level._apply({key: record})
+            return True
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
 
 
 def write_nontensor(folder: str, value) -> None:
@@ -429,32 +675,30 @@ def write_tree(
     """Memory-maps ``obj`` into ``prefix`` (or anonymous shared memory) and returns the result.
 
     Everything is checked first. A tree with a folder is then written whole into a
-    staging folder beside ``prefix`` (tensors in ``num_threads`` threads, then each
-    level's ``meta.json``, children first) and put in place in one step: renamed to
-    ``prefix``, or exchanged with the older tree there, which is then removed. Killed
-    at any moment, ``prefix`` holds the old tree or the new one; a failure leaves the
-    old one untouched. (A folder that also holds files its ``meta.json`` does not
-    record is written in place instead, so that those files stay.) ``inplace`` swaps
-    the leaves of ``obj`` itself; otherwise a new tree is returned. The result is locked.
+    staging folder (tensors in ``num_threads`` threads, then each level's
+    ``meta.json``, children first) and put in place: beside ``prefix``, it is renamed
+    to ``prefix`` or exchanged with the older tree there in one step, and the older
+    tree is then removed; killed at any moment, ``prefix`` holds the old tree or the
+    new one. Where folders cannot be exchanged (see :func:`_staging_folder`) the
+    staging folder is inside ``prefix`` and merged in level by level
+    (:func:`_merge_into`): killed at any moment, every level loads with each entry
+    whole, old or new. Either way a failure leaves the old tree untouched and removes
+    the staging folder. ``inplace`` swaps the leaves of ``obj`` itself; otherwise a
+    new tree is returned. The result is locked.
     """
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
     plan = Plan()
     obj._memmap_plan(folder, plan, robust_key, existsok, like)
-    stage = None if folder is None else _staging_folder(folder, plan)
-    if stage is None and folder is not None:
-        for level_folder, _ in plan.folders:
-            os.makedirs(level_folder, exist_ok=True)
-        for level_folder, level_obj in plan.folders:
-            _remove_stale(level_folder, level_obj._memmap_names(robust_key), robust_key)
+    stage, exchange = (None, False) if folder is None else _staging_folder(folder)
     where = (lambda path: path) if stage is None else (lambda path: stage + path[len(folder) :])
     try:
-        out = _write_files(
-            obj, plan, folder, where, stage is not None, like, inplace, num_threads, robust_key
-        )
+        out = _write_files(obj, plan, folder, where, like, inplace, num_threads, robust_key)
         if folder is not None:
             out._memmap_write_meta(where(folder), robust_key)
-            if stage is not None:
+            if exchange:
                 _put_in_place(stage, folder)
+            else:
+                _merge_into(stage, folder)
     except BaseException:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
@@ -463,12 +707,16 @@ def write_tree(
     return out
 
 
-def _staging_folder(folder: str, plan: Plan) -> str | None:
-    """A new empty folder beside ``folder`` to build the tree in, or None to write in place.
+def _staging_folder(folder: str) -> tuple:
+    """``(stage, exchange)``: a new empty folder to build the tree in, and how it goes in place.
 
-    None when the older tree there holds a name its ``meta.json`` files do not record
-    (not ours to move), when ``folder`` is a mount point, or when the file system
-    cannot exchange folders.
+    Beside ``folder`` when the two can be exchanged in one step (``exchange`` True;
+    also when ``folder`` does not exist yet: it is then renamed into place). Inside
+    ``folder`` (``exchange`` False: merged in, see :func:`_merge_into`) when the older
+    tree there holds a name its ``meta.json`` files do not record (not ours to move),
+    when ``folder`` is a mount point or holds the working directory (exchanging would
+    leave the process in a removed folder), or when the file system cannot exchange
+    folders.
 
     Raises:
         SymlinkError: if ``folder`` is a symbolic link.
@@ -476,12 +724,22 @@ def _staging_folder(folder: str, plan: Plan) -> str | None:
     if os.path.islink(folder):
         msg = f"refusing to memory-map into {folder!r}: it is a symbolic link"
         raise SymlinkError(msg)
-    if os.path.isdir(folder) and not _only_recorded_names(folder):
-        return None  # unrecorded files are not ours to move: the tree is written in place
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
-    if os.path.ismount(folder) or not fmt.can_exchange(parent):
-        return None
+    if os.path.isdir(folder):
+        if fmt.stale_temporaries(folder) or fmt.stale_temporaries(parent):
+            with fmt.locked(folder):
+                fmt.remove_stale_temporaries(folder)
+                fmt.remove_stale_temporaries(parent)  # dead writers' staging folders lie beside
+        if (
+            not _only_recorded_names(folder)
+            or os.path.ismount(folder)
+            or _holds_cwd(folder)
+            or not fmt.can_exchange(parent)
+        ):
+            stage = fmt.temporary_name(os.path.join(folder, fmt.META_FILE))
+            os.mkdir(stage)
+            return stage, False
     stage = fmt.temporary_name(folder + ".")
     os.mkdir(stage)
     if os.path.isdir(folder):  # the new tree's folder keeps the old one's mode and group
@@ -489,7 +747,21 @@ def _staging_folder(folder: str, plan: Plan) -> str | None:
         with contextlib.suppress(OSError):
             os.chown(stage, -1, info.st_gid)
         os.chmod(stage, _stat.S_IMODE(info.st_mode))
-    return stage
+    return stage, fmt.can_exchange(parent)
+
+
+def _holds_cwd(folder: str) -> bool:
+    """True when the working directory is ``folder`` or inside it."""
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return False
+    try:
+        return os.path.commonpath([os.path.realpath(folder), os.path.realpath(cwd)]) == (
+            os.path.realpath(folder)
+        )
+    except ValueError:
+        return False
 
 
 def _only_recorded_names(folder: str) -> bool:
@@ -498,7 +770,7 @@ def _only_recorded_names(folder: str) -> bool:
         meta, _ = fmt.read_meta(folder)
         kind = fmt.level_kind(folder, meta)
     except (OSError, ValueError):
-        return not os.listdir(folder)
+        return all(fmt.is_own_file(name) for name in os.listdir(folder))
     if kind == fmt.KIND_LAZY:
         names = {n for n in os.listdir(folder) if n.isdigit()}
     elif kind == fmt.KIND_TENSORCLASS:
@@ -525,19 +797,20 @@ def _only_recorded_names(folder: str) -> bool:
     return True
 
 
-def _write_files(
-    obj, plan: Plan, folder, where, staged: bool, like, inplace, num_threads, robust_key
-):
-    """Writes the plan's files at ``where(path)`` and returns the rebuilt tree (final paths)."""
+def _write_files(obj, plan: Plan, folder, where, like, inplace, num_threads, robust_key):
+    """Writes the plan's files at ``where(path)`` and returns the rebuilt tree (final paths).
+
+    With a folder, ``where`` maps into the staging folder, which the caller removes
+    whole if this fails.
+    """
     if folder is not None:
         for level_folder, _ in plan.folders:
             os.makedirs(where(level_folder), exist_ok=True)
     jobs = plan.tensors
-    done: list = []  # the jobs whose files this call wrote
 
     def write(job):
         path, tensor, shape_path = job
-        if staged and path is not None and not like and is_file_of(tensor, path):
+        if path is not None and not like and is_file_of(tensor, path):
             _link_into(path, where(path), shape_path, where)  # the same file: no copy
             return tensor
         out = _write_tensor(
@@ -546,22 +819,15 @@ def _write_files(
             None if shape_path is None else where(shape_path),
             like,
         )
-        if out is not tensor:
-            done.append(job)
-            if path is not None and out._filename is not None:
-                out._filename = path  # where the file lies once the tree is in place
+        if out is not tensor and path is not None and out._filename is not None:
+            out._filename = path  # where the file lies once the tree is in place
         return out
 
-    try:
-        if num_threads and num_threads > 1 and len(jobs) > 1:
-            with ThreadPoolExecutor(num_threads) as pool:
-                written = list(pool.map(write, jobs))
-        else:
-            written = [write(job) for job in jobs]
-    except BaseException:
-        if not staged:  # a staged tree is removed whole by the caller
-            _remove_written(done)  # a failed call (a full disk) keeps none of its files
-        raise
+    if num_threads and num_threads > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(num_threads) as pool:
+            written = list(pool.map(write, jobs))
+    else:
+        written = [write(job) for job in jobs]
     replacement: dict = {}  # id(tensor) -> its written copies, in plan order (a tensor may repeat)
     for (_, tensor, _), new in zip(jobs, written):
         replacement.setdefault(id(tensor), []).append(new)
@@ -580,7 +846,9 @@ def _put_in_place(stage: str, folder: str) -> None:
     """Moves the staged tree to ``folder`` in one step; an older tree there is then removed.
 
     Holds the older tree's lock, so that a writer adding an entry to it either finishes
-    first or then finds the new tree.
+    first or then finds the new tree. Killed before the removal, the older tree stays
+    at the staging name until a later writer finds its owner dead
+    (:func:`format.remove_stale_temporaries`).
     """
     if not os.path.isdir(folder):
         try:
@@ -591,7 +859,7 @@ def _put_in_place(stage: str, folder: str) -> None:
                 raise
     with fmt.locked(folder):
         fmt.exchange(stage, folder)
-    shutil.rmtree(stage)  # the older tree, now at the staging name
+    shutil.rmtree(stage, ignore_errors=True)  # the older tree, now at the staging name
 
 
 # ====================================================================== loading
@@ -684,7 +952,7 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
             folder, key, record
         ) is not None:
             before = None if previous is None else previous.get(key)
-            value = _load_sub(folder, key, record, options, before, batch_size)
+            value = _load_sub(folder, key, record, options, before, batch_size, inodes)
             if value is not None:
                 data[key] = value
             continue
@@ -737,8 +1005,11 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
     return data, inodes
 
 
-def _load_sub(folder: str, key: str, record: dict, options: Options, previous, batch_size):
-    """Loads a sub-folder entry; None when its folder is missing (the entry is dropped)."""
+def _load_sub(folder: str, key: str, record: dict, options: Options, previous, batch_size, inodes):
+    """Loads a sub-folder entry; None when its folder is missing (the entry is dropped).
+
+    A non-tensor value's ``meta.json`` is noted in ``inodes`` (see :func:`nontensor_mark`).
+    """
     path = fmt.entry_path(folder, key, "", options.robust_key)
     try:
         meta, stat = fmt.read_meta(path)
@@ -748,6 +1019,7 @@ def _load_sub(folder: str, key: str, record: dict, options: Options, previous, b
         return previous  # sub-tensordicts keep their identity across refreshes
     value = load_folder(path, meta, stat, options)
     if isinstance(value, NonTensorDataBase):
+        inodes[key] = nontensor_mark(stat)
         return value if value.batch_size == batch_size else value._with(batch_size)
     fmt.check_batch_prefix(folder, key, value.batch_size, batch_size)
     return value
@@ -848,7 +1120,7 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
                 inodes[key] = os.stat(filename).st_ino
             except OSError:
                 pass
-    return batch_size, Level(level.path, meta, stat, level.robust_key, inodes)
+    return batch_size, Level(level.path, meta, stat, level.robust_key, inodes, fresh)
 
 
 def _still_same_file(tensor, inode) -> bool:

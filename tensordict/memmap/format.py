@@ -67,10 +67,13 @@ Two entries of one level MUST NOT map to the same file or folder, nor to
 ``meta.json`` or this module's own files (the lock file and temporary files): the
 writer refuses such keys, naming both.
 
-A writer adding an entry writes its files under temporary names (``%tmp.*``), then,
-holding the lock and having re-read ``meta.json``, renames them into place and
-records the entry; a key another writer recorded meanwhile is refused and its files
-are left alone.
+A writer adding an entry writes its files under temporary names, then, holding the
+lock and having re-read ``meta.json``, renames them into place and records the entry;
+a key another writer recorded meanwhile is refused and its files are left alone.
+Temporary files and staging folders are named ``%tmp.<host>.<pid>.<random>``
+(``meta%tmp.`` for ``meta.json``): ``<host>`` hashes the host name and pid namespace. A writer
+holding a folder's lock removes those of this host whose process is dead; names of
+another host (a shared file system) or without a host are never removed.
 
 Writing and reading
 ~~~~~~~~~~~~~~~~~~~
@@ -103,6 +106,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import socket
 import stat as _stat
 from collections.abc import Iterator
 
@@ -232,15 +237,91 @@ def file_name(key: str, suffix: str = "", robust_key: bool | None = True) -> str
     return prefix + digest + suffix
 
 
-def temporary_name(path: str) -> str:
-    """A fresh temporary path in the folder of ``path``: ``%tmp.<pid>.<random>``.
+def _host_tag() -> str:
+    """A short tag of this host (its name and process-id namespace), for temporary names.
 
-    No encoded key starts with ``%t``, so it never names an entry, and it is short
-    whatever the length of ``path``'s name; readers ignore it.
+    Process ids mean something only on one host and in one pid namespace (containers
+    on one host may share a file system), so both go into the tag.
+    """
+    try:
+        namespace = str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        namespace = ""
+    host = f"{socket.gethostname()}/{namespace}"
+    return hashlib.sha256(host.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+HOST_TAG = _host_tag()
+
+
+def temporary_name(path: str) -> str:
+    """A fresh temporary path in the folder of ``path``: ``%tmp.<host>.<pid>.<random>``.
+
+    ``<host>`` is :data:`HOST_TAG` and ``<pid>`` the writer's process id, so that
+    :func:`remove_stale_temporaries` can tell a dead writer's leftovers from a live
+    writer's work. No encoded key starts with ``%t``, so it never names an entry,
+    and it is short whatever the length of ``path``'s name; readers ignore it.
     """
     return os.path.join(
-        os.path.dirname(path), f"{DATA_TMP_PREFIX}{os.getpid()}.{os.urandom(6).hex()}"
+        os.path.dirname(path),
+        f"{DATA_TMP_PREFIX}{HOST_TAG}.{os.getpid()}.{os.urandom(6).hex()}",
     )
+
+
+_TEMPORARY = re.compile(r"^(?:meta)?%tmp\.([0-9a-f]{8})\.([0-9]+)\.[0-9a-f]+$")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's live process (or no such pid can be ours)
+    return True
+
+
+def stale_temporaries(folder: str) -> list:
+    """The names in ``folder`` that :func:`remove_stale_temporaries` would remove now."""
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith((DATA_TMP_PREFIX, TMP_PREFIX))]
+    except OSError:
+        return []
+    stale = []
+    me = os.getpid()
+    for name in names:
+        match = _TEMPORARY.match(name)
+        if match is None or match.group(1) != HOST_TAG:
+            continue
+        pid = int(match.group(2))
+        if pid != me and not _pid_alive(pid):
+            stale.append(name)
+    return stale
+
+
+def remove_stale_temporaries(folder: str) -> list:
+    """Removes the temporary files and staging folders that dead writers left in ``folder``.
+
+    Only names this module writes (``%tmp.<host>.<pid>.*`` and ``meta%tmp.<host>.<pid>.*``)
+    are touched, and only when ``<host>`` is this host and no process ``<pid>`` runs
+    here: a live writer's work, another host's (on a shared file system) and names of
+    older writers without a host tag are left alone. Call it holding the folder's lock.
+
+    Returns:
+        The paths removed.
+    """
+    removed = []
+    for name in stale_temporaries(folder):
+        path = os.path.join(folder, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except FileNotFoundError:
+            continue  # another cleaner was first
+        removed.append(path)
+    return removed
 
 
 _RENAME_EXCHANGE = 2
@@ -413,6 +494,17 @@ def read_meta(folder: str) -> tuple:
             folder, a device: it is never read, so it cannot block), is not valid JSON,
             nests deeper than Python can parse, or is not an object.
     """
+    raw, stat = read_meta_bytes(folder)
+    return parse_meta(meta_path(folder), raw), stat
+
+
+def read_meta_bytes(folder: str) -> tuple:
+    """``(raw, stat)``: the bytes of ``meta.json`` of ``folder``, unparsed (see :func:`read_meta`).
+
+    Raises:
+        FileNotFoundError: if the folder or its ``meta.json`` is missing.
+        ValueError: if ``meta.json`` is a symlink or not a regular file.
+    """
     path = meta_path(folder)
     try:
         # O_NONBLOCK: opening a FIFO returns at once, and fstat below refuses it.
@@ -435,18 +527,18 @@ def read_meta(folder: str) -> tuple:
             raw = handle.read()
     finally:
         os.close(fd)
-    return parse_meta(raw, path), stat
+    return raw, stat
 
 
-def parse_meta(raw: bytes, path: str) -> dict:
-    """Parses the bytes of a ``meta.json`` (``path`` names it in messages).
+def parse_meta(path: str, raw: bytes) -> dict:
+    """The JSON object in the bytes ``raw`` of the ``meta.json`` at ``path``.
 
     Raises:
-        ValueError: if the bytes are not valid JSON, nest deeper than Python can
-            parse, or do not hold an object.
+        ValueError: if ``raw`` is not valid JSON, nests deeper than Python can parse,
+            or is not an object.
 
     Examples:
-        >>> parse_meta(b'{"shape": [2]}', "buffer/meta.json")
+        >>> parse_meta("buffer/meta.json", b'{"shape": [2]}')
         {'shape': [2]}
     """
     try:
@@ -479,7 +571,7 @@ def write_meta(folder: str, members) -> os.stat_result:
         The ``os.stat_result`` of the new ``meta.json``.
     """
     text = "{" + ", ".join(members) + "}"
-    tmp = os.path.join(folder, f"{TMP_PREFIX}{os.getpid()}.{id(text):x}")
+    tmp = os.path.join(folder, f"{TMP_PREFIX}{HOST_TAG}.{os.getpid()}.{os.urandom(4).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         try:

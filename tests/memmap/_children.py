@@ -98,19 +98,6 @@ def write_received(queue, results) -> None:
     _report_errors(results, body)
 
 
-def rewrite_forever(folder: str, seed: int) -> None:
-    """memmap(folder) of generation after generation until killed: 20 entries, each holding g."""
-    import torch
-
-    from tensordict import TensorDict
-
-    g = seed * 1_000_000
-    while True:
-        g += 1
-        data = {f"k{i}": torch.full((64, 16), float(g)) for i in range(20)}
-        TensorDict({**data, "sub": {"x": torch.full((64,), float(g))}}, [64]).memmap(folder)
-
-
 def rewrite_times(folder: str, value: float, times: int, barrier, results) -> None:
     """Waits for the other process, then memmap(folder) ``times`` times with every entry ``value``."""
 
