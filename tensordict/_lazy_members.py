@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
-from tensordict._td import TensorDict
+from tensordict._td import TensorDict, _check_names
 from tensordict.errors import LockedError, MemberBatchSizeError
 
 
@@ -381,13 +381,7 @@ class LazyMembersMixin:
         return out
 
     def _set_names(self, names: list) -> None:
-        if len(names) != self.batch_dims:
-            msg = f"got {len(names)} names for a lazy stack with {self.batch_dims} batch dims: {names}"
-            raise ValueError(msg)
-        named = [n for n in names if n is not None]
-        if len(named) != len(set(named)):
-            msg = f"the batch dim names must be unique, got {names}"
-            raise ValueError(msg)
+        names = _check_names(names, self.batch_size) or [None] * self.batch_dims
         member_names = names[: self._stack_dim] + names[self._stack_dim + 1 :]
         for member in self.tensordicts:
             member.names = member_names if any(n is not None for n in member_names) else None

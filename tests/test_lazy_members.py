@@ -117,7 +117,7 @@ def test_refine_names_and_rename():
 def test_refine_names_refuses_a_wrong_count():
     """One name per batch dim, or ValueError."""
     stack = lazy_stack([TensorDict(batch_size=[3]), TensorDict(batch_size=[3])])
-    with pytest.raises(ValueError, match="3 names"):
+    with pytest.raises(ValueError, match="one entry per batch dimension"):
         stack.refine_names("a", "b", "c")
 
 
