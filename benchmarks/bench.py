@@ -434,89 +434,76 @@ def row_refresh(res: Result, cfg: Settings, scratch: Scratch) -> None:
     )
 
 
-def row_make_from_storage(res: Result, cfg: Settings, scratch: Scratch) -> None:
+def _linear_calls(res: Result, cfg: Settings, setup, calls) -> None:
+    """Times ``cfg.storage_calls`` calls against ten times a tenth of them (linear: 1x).
+
+    ``setup(n)`` makes the state for ``n`` calls in ``state``; ``calls(state)`` makes them.
+    """
     many = cfg.storage_calls
     few = many // 10
-    state = {}
+    state: dict = {}
 
-    def setup(n):
-        def _setup():
-            state["td"] = TensorDict({}, batch_size=[]).memmap(scratch.path("storage"))
-            state["storages"] = [torch.UntypedStorage(16) for _ in range(n)]
-
-        return _setup
-
-    def calls():
-        td = state["td"]
-        for i, storage in enumerate(state["storages"]):
-            td.make_memmap_from_storage(f"s{i}", storage, (4,), dtype=torch.float32)
-
-    def teardown():
-        state.clear()
-        gc.collect()
-
-    # A storage without a file, in a tensordict with a directory: the call emits a
-    # FutureWarning (the entry is not written to the directory); silence it.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        samples = _alternate(
-            calls,
-            calls,
-            cfg.big_repeat,
-            work_setup=setup(many),
-            floor_setup=setup(few),
-            work_teardown=teardown,
-            floor_teardown=teardown,
-        )
-    res.record(samples, floor_scale=10)
-    few_time = statistics.median(samples[1])
-    res.notes.append(f"{many} calls: {_fmt(res.work)}, {few} calls: {_fmt(few_time)}")
-
-
-def row_make_from_storage_files(res: Result, cfg: Settings, scratch: Scratch) -> None:
-    """Two tensordicts of one folder (two writers) take turns adding file-backed entries."""
-    many = cfg.storage_calls
-    few = many // 10
-    state = {}
-
-    def setup(n):
-        def _setup():
-            folder = scratch.path("storage_files")
-            first = TensorDict({}, batch_size=[]).memmap(folder)
-            second = TensorDict.load_memmap(folder)
-            if not second.is_locked:
-                second.memmap_()  # the reference needs it before make_memmap_from_storage
-            state["views"] = (first, second)
-            state["storages"] = [
-                MemoryMappedTensor.zeros(
-                    4, dtype=torch.float32, filename=os.path.join(folder, f"s{i}.memmap")
-                ).untyped_storage()
-                for i in range(n)
-            ]
-
-        return _setup
-
-    def calls():
-        views = state["views"]
-        for i, storage in enumerate(state["storages"]):
-            views[i % 2].make_memmap_from_storage(f"s{i}", storage, (4,), dtype=torch.float32)
+    def prepare(n):
+        return lambda: setup(state, n)
 
     def teardown():
         state.clear()
         gc.collect()
 
     samples = _alternate(
-        calls,
-        calls,
+        lambda: calls(state),
+        lambda: calls(state),
         cfg.big_repeat,
-        work_setup=setup(many),
-        floor_setup=setup(few),
+        work_setup=prepare(many),
+        floor_setup=prepare(few),
         work_teardown=teardown,
         floor_teardown=teardown,
     )
     res.record(samples, floor_scale=10)
     few_time = statistics.median(samples[1])
     res.notes.append(f"{many} calls: {_fmt(res.work)}, {few} calls: {_fmt(few_time)}")
+
+
+def row_make_from_storage(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    def setup(state, n):
+        state["td"] = TensorDict({}, batch_size=[]).memmap(scratch.path("storage"))
+        state["storages"] = [torch.UntypedStorage(16) for _ in range(n)]
+
+    def calls(state):
+        td = state["td"]
+        for i, storage in enumerate(state["storages"]):
+            td.make_memmap_from_storage(f"s{i}", storage, (4,), dtype=torch.float32)
+
+    # A storage without a file, in a tensordict with a directory: the call emits a
+    # FutureWarning (the entry is not written to the directory); silence it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _linear_calls(res, cfg, setup, calls)
+
+
+def row_make_from_storage_files(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    """Two tensordicts of one folder (two writers) take turns adding file-backed entries."""
+
+    def setup(state, n):
+        folder = scratch.path("storage_files")
+        first = TensorDict({}, batch_size=[]).memmap(folder)
+        second = TensorDict.load_memmap(folder)
+        if not second.is_locked:
+            second.memmap_()  # the reference needs it before make_memmap_from_storage
+        state["views"] = (first, second)
+        state["storages"] = [
+            MemoryMappedTensor.zeros(
+                4, dtype=torch.float32, filename=os.path.join(folder, f"s{i}.memmap")
+            ).untyped_storage()
+            for i in range(n)
+        ]
+
+    def calls(state):
+        views = state["views"]
+        for i, storage in enumerate(state["storages"]):
+            views[i % 2].make_memmap_from_storage(f"s{i}", storage, (4,), dtype=torch.float32)
+
+    _linear_calls(res, cfg, setup, calls)
 
 
 def _replay_buffer(cfg: Settings, scratch: Scratch):
