@@ -6,6 +6,7 @@ bottom, beside the keys, and every layer may use them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -323,3 +324,19 @@ def check_batch_args(
         )
         warn(msg, FutureWarning)
     return bool(auto_batch_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def contiguous_strides(shape: tuple) -> tuple:
+    """The strides, in elements, of a C-contiguous tensor of ``shape`` (empty dims count as 1).
+
+    Examples:
+        >>> contiguous_strides((2, 3, 4))
+        (12, 4, 1)
+    """
+    strides = []
+    step = 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))

@@ -63,7 +63,6 @@ same file (torch cannot send a file-backed storage to another process).
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import tempfile
@@ -73,6 +72,7 @@ from pathlib import Path
 import torch
 
 from tensordict._collection import is_non_tensor, is_tensor_collection
+from tensordict._helpers import contiguous_strides
 from tensordict._nontensor import NonTensorData
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
@@ -348,14 +348,6 @@ def _copy(jobs: list, num_threads: int, return_early: bool, non_blocking: bool):
 
 
 # ---------------------------------------------------------------------- views and rebuilding
-@functools.lru_cache(maxsize=4096)
-def _contiguous_strides(shape: tuple) -> tuple:
-    strides = []
-    step = 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 class _Views:
@@ -383,7 +375,7 @@ class _Views:
         typed = self.typed.get(dtype)
         if typed is None:
             typed = self.typed[dtype] = self.storage.view(dtype)
-        return typed.as_strided(shape, _contiguous_strides(shape), start // dtype.itemsize)
+        return typed.as_strided(shape, contiguous_strides(shape), start // dtype.itemsize)
 
 
 def _leaf_values(leaves: dict, views: _Views, where) -> dict:

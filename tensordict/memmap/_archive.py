@@ -72,7 +72,6 @@ define them fill :data:`BUILDERS` when they are imported.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import pathlib
 import pickle
@@ -85,6 +84,7 @@ import zlib
 
 import torch
 
+from tensordict._helpers import contiguous_strides
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict.errors import (
     ArchiveFormatError,
@@ -467,7 +467,7 @@ class ArchiveReader:
                 whole = self._views[dtype] = self.storage[: self.size - self.size % itemsize].view(
                     dtype
                 )
-            return whole.as_strided(shape, _strides(shape), entry.offset // itemsize)
+            return whole.as_strided(shape, contiguous_strides(shape), entry.offset // itemsize)
         if self.writable:
             raise _bad(
                 self.path, name, "a compressed or unaligned entry cannot be written in place"
@@ -483,16 +483,6 @@ class ArchiveReader:
                 else torch.empty(0, dtype=torch.uint8)
             )
         return flat.view(dtype).view(shape)
-
-
-@functools.lru_cache(maxsize=1024)
-def _strides(shape) -> tuple:
-    strides = []
-    step = 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 # ====================================================================== loading
