@@ -31,6 +31,7 @@ from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_l
 from tensordict._ops.apply import ApplyMixin, tensor_leaves
 from tensordict._ops.autograd import AutogradMixin
 from tensordict._ops.convert import ConvertMixin, shape_of
+from tensordict._ops.distributed import DistributedMixin
 from tensordict._ops.entries import EntriesMixin
 from tensordict._ops.exchange import ExchangeMixin
 from tensordict._ops.memmap import MemmapMixin
@@ -145,6 +146,7 @@ class TensorDictBase(
     ExchangeMixin,
     MemmapMixin,
     ParallelMixin,
+    DistributedMixin,
     EntriesMixin,
     ValuesMixin,
     abc.ABC,
