@@ -739,9 +739,10 @@ class DistributedMixin:
         """
         _check_peer(src, group_src, group, "src", "group_src")
         _require("recv", group, group_src is not None)
-        tag, _ = _recv_all(
-            self, "recv", src, group, group_src, init_tag, pseudo_rand, consolidated, wait=True
+        tag, works = _recv_all(
+            self, "recv", src, group, group_src, init_tag, pseudo_rand, consolidated, wait=False
         )
+        _finish(works, async_op=True)
         return None if consolidated else tag
 
     def isend(
