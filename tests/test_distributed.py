@@ -209,6 +209,14 @@ def job_tensordict_two_ranks(rank: int, world: int, tmp: Path) -> None:
         _sample(6.0).init_remote(use_broadcast=True)
     else:
         _assert_same(TensorDict.from_remote_init(src=0, use_broadcast=True), _sample(6.0))
+    # group_dst / group_src: ranks in a group, straight through its backend
+    group = dist.new_group([0, 1])
+    if rank == 0:
+        _sample(2.5).send(group=group, group_dst=1, init_tag=7)
+    else:
+        td = _sample(0.0)
+        td.recv(group=group, group_src=0, init_tag=7)
+        _assert_same(td, _sample(2.5))
 
 
 def job_four_ranks(rank: int, world: int, tmp: Path) -> None:
@@ -340,6 +348,26 @@ def job_mismatch(rank: int, world: int, tmp: Path) -> None:
     dist.barrier()
 
 
+def job_nccl(rank: int, world: int, tmp: Path) -> None:  # pragma: no cover - needs GPUs
+    """The leaves live on each rank's GPU; headers and buffers go there too."""
+    torch.cuda.set_device(rank)
+    device = torch.device("cuda", rank)
+    td = _sample(float(rank + 1)).to(device)
+    td.all_reduce()
+    _assert_same(td, _sample(3.0).to(device))
+    if rank == 0:
+        _sample(2.0).to(device).send(dst=1)
+        _sample(4.0).to(device).send(dst=1, consolidated=True)
+    elif rank == 1:
+        td = _sample(0.0).to(device)
+        td.recv(src=0)
+        _assert_same(td, _sample(2.0).to(device))
+        td.recv(src=0, consolidated=True)
+        _assert_same(td, _sample(4.0).to(device))
+    out = (_sample(5.0).to(device) if rank == 0 else TensorDict()).broadcast(0, device=device)
+    _assert_same(out, _sample(5.0).to(device))
+
+
 def job_shared_folder(rank: int, world: int, tmp: Path) -> None:
     """Rank 0 grows a memory-mapped folder; the others refresh when it broadcasts a message."""
     folder = tmp / "shared"
@@ -440,6 +468,6 @@ def test_a_folder_shared_by_ranks(tmp_path):
 @pytest.mark.skipif(
     not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="nccl needs 2 GPUs"
 )
-def test_nccl_four_ranks(tmp_path):  # pragma: no cover - no GPU here
-    """The same collectives over nccl."""
-    _run("job_four_ranks", 4, tmp_path, backend="nccl")
+def test_nccl_two_ranks(tmp_path):  # pragma: no cover - no GPU here
+    """all_reduce, send/recv (per leaf and packed) and broadcast of GPU leaves over nccl."""
+    _run("job_nccl", 2, tmp_path, backend="nccl")

@@ -369,26 +369,28 @@ def _send_header(leaves, mode, peer, tag, group, group_peer, works: list) -> Non
     fingerprint = _fingerprint(desc)
     pid = _peer_id(peer, group, group_peer)
     first = (pid, fingerprint) not in _SENT
-    header = torch.tensor([MAGIC, mode, fingerprint, len(desc) if first else 0], dtype=torch.int64)
+    words = [MAGIC, mode, fingerprint, len(desc) if first else 0]
+    header = torch.tensor(words, dtype=torch.int64, device=_device_of(leaves))
     works.append((_p2p("send", header, peer, tag, group, group_peer, wait=False), header))
     if first:
-        payload = torch.frombuffer(bytearray(desc), dtype=torch.uint8).clone()
+        payload = torch.frombuffer(bytearray(desc), dtype=torch.uint8).to(header.device, copy=True)
         works.append((_p2p("send", payload, peer, tag, group, group_peer, wait=False), payload))
         _SENT.add((pid, fingerprint))
 
 
 def _recv_header(method, leaves, mode, peer, tag, group, group_peer) -> None:
     """Receives the header (and description) and raises on any structure mismatch."""
-    header = torch.empty(4, dtype=torch.int64)
+    # on the leaves' device: nccl carries no CPU tensor
+    header = torch.empty(4, dtype=torch.int64, device=_device_of(leaves))
     _p2p("recv", header, peer, tag, group, group_peer, wait=True)
     magic, their_mode, fingerprint, desc_len = header.tolist()
     if magic != MAGIC:
         msg = f"{method}(): the first message from the sender is not a tensordict header; did it call send()/isend()?"
         raise StructureMismatchError(msg)
     if desc_len:
-        payload = torch.empty(desc_len, dtype=torch.uint8)
+        payload = torch.empty(desc_len, dtype=torch.uint8, device=header.device)
         _p2p("recv", payload, peer, tag, group, group_peer, wait=True)
-        _SEEN[fingerprint] = payload.numpy().tobytes()
+        _SEEN[fingerprint] = payload.cpu().numpy().tobytes()
     if their_mode != mode:
         sent = "one packed message" if their_mode == _MODE_PACKED else "one message per leaf"
         msg = f"{method}(): the sender sent {sent}; pass the same consolidated= on both sides"
@@ -1234,16 +1236,15 @@ class DistributedMixin:
         world = dist.get_world_size(group)
         rank = _rank(group)
         if rank == dst:
-            meta, buffer = {"nbytes": 0}, torch.empty(0, dtype=torch.uint8)
+            device = _device_of(_leaves(self))
+            meta, buffer = {"nbytes": 0}, torch.empty(0, dtype=torch.uint8, device=device)
         else:
             meta, buffer, _ = _serialize(self)
         metas = [None] * world
         dist.all_gather_object(metas, meta, group=group)
         size = max(m["nbytes"] for m in metas)
         padded = _padded(buffer, size)
-        gathered = (
-            [torch.empty(size, dtype=torch.uint8) for _ in range(world)] if rank == dst else None
-        )
+        gathered = [torch.empty_like(padded) for _ in range(world)] if rank == dst else None
         dist.gather(padded, gathered, dst=dst, group=group)
         if rank != dst:
             return None
