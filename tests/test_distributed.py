@@ -26,6 +26,7 @@ from tensordict import (
     lazy_stack,
     tensorclass,
 )
+from tensordict.cli import _demo_shared
 from tensordict.errors import ProcessGroupNotInitializedError, StructureMismatchError
 
 pytestmark = [
@@ -368,36 +369,6 @@ def job_nccl(rank: int, world: int, tmp: Path) -> None:  # pragma: no cover - ne
     _assert_same(out, _sample(5.0).to(device))
 
 
-def job_shared_folder(rank: int, world: int, tmp: Path) -> None:
-    """Rank 0 grows a memory-mapped folder; the others refresh when it broadcasts a message."""
-    folder = tmp / "shared"
-    if rank == 0:
-        root = TensorDict(step=torch.zeros(())).memmap(folder)
-    dist.barrier()
-    view = TensorDict.load_memmap(folder) if rank else None
-    for step in range(3):
-        key = f"chunk{step}"
-        if rank == 0:
-            entry = root.make_memmap(key, (4,), dtype=torch.float32)
-            entry.fill_(float(step))
-            if step == 2:  # an entry from a storage with the file of the new entry
-                storage = torch.full((4,), 7.0).numpy().tobytes()
-                (folder / "extra.memmap").write_bytes(storage)
-                file_storage = torch.UntypedStorage.from_file(
-                    str(folder / "extra.memmap"), shared=True, nbytes=16
-                )
-                root.make_memmap_from_storage("extra", file_storage, (4,), dtype=torch.float32)
-        message = TensorDict(step=torch.tensor(step), key=key) if rank == 0 else TensorDict()
-        message = message.broadcast(src=0)
-        if rank:
-            view.memmap_refresh_()
-            got = message["key"]
-            assert got == key, got
-            assert view[got].tolist() == [float(step)] * 4
-    if rank:
-        assert view["extra"].tolist() == [7.0] * 4
-
-
 # ====================================================================== the tests (run in pytest)
 def test_calls_before_init_process_group_raise_a_clear_error():
     """Without a process group each method raises a RuntimeError saying to call init_process_group."""
@@ -460,9 +431,15 @@ def test_structure_mismatch_raises_on_the_receiver(tmp_path):
     _run("job_mismatch", 2, tmp_path)
 
 
-def test_a_folder_shared_by_ranks(tmp_path):
-    """Rank 0 grows a memory-mapped folder and broadcasts refresh messages; the others see the entries."""
-    _run("job_shared_folder", 3, tmp_path)
+def test_a_folder_shared_by_ranks(tmp_path, capsys):
+    """``tensordict demo --shared``: rank 0 grows a memory-mapped folder (make_memmap and
+    make_memmap_from_storage) and broadcasts refresh messages; 2 readers refresh and check
+    every entry (the demo raises if one reads other values)."""
+    assert _demo_shared.run(ranks=3, steps=3, rows=300, folder=str(tmp_path)) == 0
+    assert "2 readers refreshed and checked every entry" in capsys.readouterr().out
+    td = TensorDict.load_memmap(tmp_path / "shared")
+    assert sorted(td.keys()) == ["chunk0", "chunk1", "chunk2", "step"]
+    assert td["chunk1"].shape == torch.Size([100, _demo_shared.FEATURES])
 
 
 @pytest.mark.skipif(
