@@ -1322,7 +1322,8 @@ def _tc_broadcast(self, src: int, *, group=None, device=None):
     result = self._tensordict.broadcast(
         src, group=group, device=device, _tensorclass_type=_type_name(type(self))
     )
-    return result if isinstance(result, type(self)) else type(self)._from_tensordict(result)
+    # another rank may have sent another tensorclass: it arrives as that class
+    return result if getattr(type(result), "_is_tensorclass", False) else self._wrap(result)
 
 
 def _tc_init_remote(self, dst=None, group=None, device=None, use_broadcast=False) -> None:

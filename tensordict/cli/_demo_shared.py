@@ -52,6 +52,7 @@ def _grow(root: TensorDict, folder: str, key: str, values: torch.Tensor, step: i
     path = os.path.join(folder, f"{key}.memmap")
     with open(path, "xb") as f:  # exclusive create: the entry's own file, new
         f.write(values.numpy().tobytes())
+        os.fsync(f.fileno())  # on the server before the message that announces it
     storage = torch.UntypedStorage.from_file(path, shared=True, nbytes=values.nbytes)
     root.make_memmap_from_storage(key, storage, values.shape, dtype=values.dtype)
 
