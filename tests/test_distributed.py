@@ -448,3 +448,44 @@ def test_a_folder_shared_by_ranks(tmp_path, capsys):
 def test_nccl_two_ranks(tmp_path):  # pragma: no cover - no GPU here
     """all_reduce, send/recv (per leaf and packed) and broadcast of GPU leaves over nccl."""
     _run("job_nccl", 2, tmp_path, backend="nccl")
+
+
+# ====================================================================== in-process: the wire formats
+def test_a_tree_rebuilds_from_its_packed_form():
+    """Classes, batch sizes, names, non-tensor entries and every leaf survive _serialize/_deserialize."""
+    from tensordict._ops import distributed as wire
+
+    inner = TensorDict(x=torch.arange(6).reshape(2, 3), label="two", batch_size=[2], names=["n"])
+    frame = Frame(obs=torch.ones(2, 3), reward=torch.zeros(2, 1), batch_size=[2])
+    td = TensorDict(
+        inner=inner,
+        frame=frame,
+        stack=lazy_stack([_sample(1.0)[0], _sample(2.0)[0]], 0),
+        flag=torch.tensor([True, False]),
+        batch_size=[2],
+    )
+    meta, buffer, own = wire._serialize(td)
+    assert not own and buffer.dtype == torch.uint8
+    out = wire._deserialize(meta, buffer)
+    assert isinstance(out["frame"], Frame)
+    assert isinstance(out["stack"], LazyStackedTensorDict)
+    assert out["inner"].names == ["n"] and out["inner", "label"] == "two"
+    for key in td.keys(True, True):
+        assert torch.equal(out[key], td[key]), key
+    # the rebuilt leaves are views of the buffer: packing it again copies nothing
+    assert wire._serialize(out)[2]
+
+
+def test_a_mismatch_names_the_first_differing_key():
+    """The receiver's message names the key and says what differs."""
+    from tensordict._ops import distributed as wire
+
+    def desc(td):
+        return wire._description(wire._leaves(td))
+
+    here = desc(TensorDict(a=torch.zeros(3), b={"c": torch.zeros(2)}))
+    sent = desc(TensorDict(a=torch.zeros(3), b={"c": torch.zeros(2, dtype=torch.int32)}))
+    assert "('b', 'c'): dtype int32 sent, float32 here" in wire._first_difference(here, sent)
+    sent = desc(TensorDict(a=torch.zeros(4), b={"c": torch.zeros(2)}))
+    assert "('a',): shape [4] sent, [3] here" in wire._first_difference(here, sent)
+    assert "unknown" in wire._first_difference(here, None)
