@@ -268,6 +268,12 @@ def job_other_classes(rank: int, world: int, tmp: Path) -> None:
     td.reduce(dst=1)
     if rank == 1:
         _assert_same(td, stack(3.0))
+    # a lazy stack and a dense tensordict of the same keys and shapes meet in reduce
+    td = stack(1.0) if rank else stack(2.0).contiguous()
+    td.reduce(dst=1, async_op=True)
+    if rank == 1:
+        assert isinstance(td, LazyStackedTensorDict)
+        _assert_same(td, stack(3.0))
     out = (stack(5.0) if rank == 0 else TensorDict()).broadcast(0)
     assert isinstance(out, LazyStackedTensorDict)
     _assert_same(out, stack(5.0))

@@ -506,57 +506,89 @@ def _recv_all(td, method, peer, group, group_peer, init_tag, pseudo_rand, consol
 
 
 # ====================================================================== reductions
-def _reduce_leaves(td, collective, async_op: bool, bucket_bytes: int | None) -> list:
+def _stacked_items(td, write_back: bool) -> list:
+    """``(tensor, write_back)`` per leaf for :meth:`reduce`, in sorted-key order.
+
+    A lazy stack gives each key's stacked leaf, as a dense tensordict of the same keys
+    and shapes would (one collective per key, not per member). That leaf is a copy:
+    with ``write_back`` (rank ``dst``), the result is written into the members after
+    the collective.
+    """
+    td = _inner(td)
+    items = []
+    for key in sorted(td._keys_level()):
+        value = td._get_str(key, None)
+        if isinstance(value, torch.Tensor):
+            back = None
+            if td._is_lazy and write_back:
+
+                def back(td=td, key=key, value=value):
+                    with torch.no_grad():
+                        td.set_(key, value)
+
+            items.append((value, back))
+        elif is_tensor_collection(value) and not _is_non_tensor(value):
+            items.extend(_stacked_items(value, write_back))
+    return items
+
+
+def _reduce_leaves(items: list, collective, async_op: bool, bucket_bytes: int | None) -> list:
     """Runs ``collective(tensor)`` on each leaf (or bucket of leaves) in place; returns the works.
 
-    A leaf that is not a plain contiguous tensor is reduced as a contiguous copy that
-    is written back once the collective completes; so is a bucket.
+    ``items`` holds ``(tensor, write_back)`` pairs. A leaf that is not contiguous is
+    reduced as a contiguous copy, and a bucket as the concatenation of its leaves,
+    copied back once the collective completes; then the write-backs run. Without
+    ``async_op``, the entry of such a leaf or bucket is that callable, for :func:`_finish`.
     """
     if bucket_bytes is not None and bucket_bytes <= 0:
         msg = f"bucket_bytes must be a positive number of bytes, got {bucket_bytes}."
         raise ValueError(msg)
     buckets: list = []
     groups: dict = {}
-    for _, t in _leaves(td):
+    for item in items:
+        t = item[0]
         if (
             bucket_bytes is None
             or not t.is_contiguous()
             or t.numel() * t.element_size() >= bucket_bytes
         ):
-            buckets.append([t])
+            buckets.append([item])
             continue
-        groups.setdefault((t.device, t.dtype), []).append(t)
+        groups.setdefault((t.device, t.dtype), []).append(item)
     for members in groups.values():
         bucket, size = [], 0
-        for t in members:
-            nbytes = t.numel() * t.element_size()
+        for item in members:
+            nbytes = item[0].numel() * item[0].element_size()
             if bucket and size + nbytes > bucket_bytes:
                 buckets.append(bucket)
                 bucket, size = [], 0
-            bucket.append(t)
+            bucket.append(item)
             size += nbytes
         if bucket:
             buckets.append(bucket)
     works = []
     for bucket in buckets:
-        if len(bucket) == 1 and bucket[0].is_contiguous():
-            flat, copy_back = _as_plain(bucket[0]), None
+        tensors = [t for t, _ in bucket]
+        backs = [back for _, back in bucket if back is not None]
+        if len(tensors) == 1 and tensors[0].is_contiguous():
+            flat, tensors = _as_plain(tensors[0]), []
         else:
             with torch.no_grad():
-                flat = torch.cat([t.reshape(-1) for t in bucket]).as_subclass(torch.Tensor)
-
-            def copy_back(flat=flat, bucket=bucket):
-                with torch.no_grad():
-                    for t, chunk in zip(bucket, flat.split([t.numel() for t in bucket])):
-                        t.copy_(chunk.view(t.shape))
-
+                flat = torch.cat([t.reshape(-1) for t in tensors]).as_subclass(torch.Tensor)
         work = collective(flat)
-        if copy_back is None:
+        if not tensors and not backs:
             works.append(work)
-        elif async_op:
-            works.append(_Pending(work, copy_back))
-        else:
-            works.append(copy_back)
+            continue
+
+        def finish(flat=flat, tensors=tensors, backs=backs):
+            if tensors:
+                with torch.no_grad():
+                    for t, chunk in zip(tensors, flat.split([t.numel() for t in tensors])):
+                        t.copy_(chunk.view(t.shape))
+            for back in backs:
+                back()
+
+        works.append(_Pending(work, finish) if async_op else finish)
     return works
 
 
@@ -1096,7 +1128,7 @@ class DistributedMixin:
         dist = _dist()
         op = dist.ReduceOp.SUM if op is None else op
         works = _reduce_leaves(
-            self,
+            [(t, None) for _, t in _leaves(self)],
             lambda t: dist.all_reduce(t, op=op, group=group, async_op=async_op),
             async_op,
             bucket_bytes,
@@ -1114,6 +1146,9 @@ class DistributedMixin:
         Every rank calls it with a tensordict of the same structure. Afterwards rank
         ``dst`` holds the result; the values on the other ranks are not defined (with
         ``gloo`` they may hold partial sums): clone first if you need them.
+        A lazy stack reduces each key's stacked leaf, as a dense tensordict of the same
+        keys and shapes does (so the two can meet), and rank ``dst`` writes the result
+        back into its members.
 
         Args:
             dst (int): the rank that receives the result.
@@ -1149,7 +1184,7 @@ class DistributedMixin:
         dist = _dist()
         op = dist.ReduceOp.SUM if op is None else op
         works = _reduce_leaves(
-            self,
+            _stacked_items(self, write_back=dist.get_rank() == dst),
             lambda t: dist.reduce(t, dst=dst, op=op, group=group, async_op=async_op),
             async_op,
             bucket_bytes,
