@@ -353,6 +353,15 @@ def job_mismatch(rank: int, world: int, tmp: Path) -> None:
         with pytest.raises(StructureMismatchError, match="consolidated"):
             TensorDict(a=torch.zeros(3)).recv(src=0, init_tag=9000)
     dist.barrier()
+    # a standalone group on its own store, never registered: straight through its backend
+    store = dist.FileStore(str(tmp / "raw_store"), 2)
+    raw = dist.ProcessGroupGloo(store, rank, 2, datetime.timedelta(seconds=30))
+    if rank == 0:
+        _sample(1.5).send(group=raw, group_dst=1, consolidated=True)
+    else:
+        td = _sample(0.0)
+        td.recv(group=raw, group_src=0, consolidated=True)
+        _assert_same(td, _sample(1.5))
 
 
 def job_nccl(rank: int, world: int, tmp: Path) -> None:  # pragma: no cover - needs GPUs

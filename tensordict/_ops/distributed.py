@@ -67,8 +67,12 @@ def _dist():
     return torch.distributed
 
 
-def _require(method: str, group=None, direct: bool = False) -> None:
-    """Raises a clear error when no process group is there to carry ``method``."""
+def _require(method: str, direct: bool = False) -> None:
+    """Raises a clear error when no process group is there to carry ``method``.
+
+    ``direct``: the call goes straight through a given group's backend (``group_dst``
+    or ``group_src``), which may be a standalone group with no default group around.
+    """
     if direct:
         return
     dist = _dist()
@@ -174,10 +178,8 @@ def _layout(leaves: list) -> tuple[list, int]:
     return offsets, end
 
 
-def _device_of(leaves: list, default=None) -> torch.device:
-    if leaves:
-        return leaves[0][1].device
-    return torch.device(default if default is not None else "cpu")
+def _device_of(leaves: list) -> torch.device:
+    return leaves[0][1].device if leaves else torch.device("cpu")
 
 
 def _packed_view(leaves: list, offsets: list, size: int) -> torch.Tensor | None:
@@ -608,10 +610,6 @@ def _finish(works: list, async_op: bool) -> None:
 
 
 # ====================================================================== object collectives
-def _objects(method: str, *args, **kwargs):
-    return getattr(_dist(), method)(*args, **kwargs)
-
-
 def _padded(buffer: torch.Tensor, size: int) -> torch.Tensor:
     if buffer.numel() == size:
         return buffer
@@ -718,7 +716,7 @@ class DistributedMixin:
             tensordict.errors.ProcessGroupNotInitializedError: send() needs a torch.distributed process group: call torch.distributed.init_process_group first ...
         """
         _check_peer(dst, group_dst, group, "dst", "group_dst")
-        _require("send", group, group_dst is not None)
+        _require("send", group_dst is not None)
         _send_all(
             self, "send", dst, group, group_dst, init_tag, pseudo_rand, consolidated, wait=True
         )
@@ -772,7 +770,7 @@ class DistributedMixin:
             tensordict.errors.ProcessGroupNotInitializedError: recv() needs a torch.distributed process group: ...
         """
         _check_peer(src, group_src, group, "src", "group_src")
-        _require("recv", group, group_src is not None)
+        _require("recv", group_src is not None)
         tag, works = _recv_all(
             self, "recv", src, group, group_src, init_tag, pseudo_rand, consolidated, wait=False
         )
@@ -828,7 +826,7 @@ class DistributedMixin:
             tensordict.errors.ProcessGroupNotInitializedError: isend() needs a torch.distributed process group: ...
         """
         _check_peer(dst, group_dst, group, "dst", "group_dst")
-        _require("isend", group, group_dst is not None)
+        _require("isend", group_dst is not None)
         tag, works = _send_all(
             self,
             "isend",
@@ -893,7 +891,7 @@ class DistributedMixin:
             tensordict.errors.ProcessGroupNotInitializedError: irecv() needs a torch.distributed process group: ...
         """
         _check_peer(src, group_src, group, "src", "group_src")
-        _require("irecv", group, group_src is not None)
+        _require("irecv", group_src is not None)
         _, works = _recv_all(
             self, "irecv", src, group, group_src, init_tag, pseudo_rand, consolidated, wait=False
         )
@@ -987,7 +985,7 @@ class DistributedMixin:
             ...
             tensordict.errors.ProcessGroupNotInitializedError: init_remote() needs a torch.distributed process group: ...
         """
-        _require("init_remote", group)
+        _require("init_remote")
         dist = _dist()
         if use_broadcast:
             _broadcast_impl(self, _rank(group), group, device, _tensorclass_type)
@@ -1034,7 +1032,7 @@ class DistributedMixin:
             ...
             tensordict.errors.ProcessGroupNotInitializedError: from_remote_init() needs a torch.distributed process group: ...
         """
-        _require("from_remote_init", group)
+        _require("from_remote_init")
         if use_broadcast:
             return _wrap_as(cls, _broadcast_impl(None, src, group, device, None))
         dist = _dist()
@@ -1083,7 +1081,7 @@ class DistributedMixin:
             ...
             tensordict.errors.ProcessGroupNotInitializedError: broadcast() needs a torch.distributed process group: ...
         """
-        _require("broadcast", group)
+        _require("broadcast")
         return _broadcast_impl(self, src, group, device, _tensorclass_type)
 
     def all_reduce(
@@ -1124,7 +1122,7 @@ class DistributedMixin:
             ...
             tensordict.errors.ProcessGroupNotInitializedError: all_reduce() needs a torch.distributed process group: ...
         """
-        _require("all_reduce", group)
+        _require("all_reduce")
         dist = _dist()
         op = dist.ReduceOp.SUM if op is None else op
         works = _reduce_leaves(
@@ -1180,7 +1178,7 @@ class DistributedMixin:
             ...
             tensordict.errors.ProcessGroupNotInitializedError: reduce() needs a torch.distributed process group: ...
         """
-        _require("reduce", group)
+        _require("reduce")
         dist = _dist()
         op = dist.ReduceOp.SUM if op is None else op
         works = _reduce_leaves(
@@ -1221,7 +1219,7 @@ class DistributedMixin:
             ...
             tensordict.errors.ProcessGroupNotInitializedError: all_gather() needs a torch.distributed process group: ...
         """
-        _require("all_gather", group)
+        _require("all_gather")
         dist = _dist()
         world = dist.get_world_size(group)
         meta, buffer, _ = _serialize(self)
@@ -1266,7 +1264,7 @@ class DistributedMixin:
             ...
             tensordict.errors.ProcessGroupNotInitializedError: gather_and_stack() needs a torch.distributed process group: ...
         """
-        _require("gather_and_stack", group)
+        _require("gather_and_stack")
         dist = _dist()
         world = dist.get_world_size(group)
         rank = _rank(group)
@@ -1326,7 +1324,7 @@ class DistributedMixin:
             ...
             tensordict.errors.ProcessGroupNotInitializedError: scatter() needs a torch.distributed process group: ...
         """
-        _require("scatter", group)
+        _require("scatter")
         dist = _dist()
         world = dist.get_world_size(group)
         rank = _rank(group)
