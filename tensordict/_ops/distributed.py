@@ -534,13 +534,12 @@ def _stacked_items(td, write_back: bool) -> list:
     return items
 
 
-def _reduce_leaves(items: list, collective, async_op: bool, bucket_bytes: int | None) -> list:
-    """Runs ``collective(tensor)`` on each leaf (or bucket of leaves) in place; returns the works.
+def _reduce_leaves(items: list, collective, bucket_bytes: int | None) -> list:
+    """Issues the asynchronous ``collective(tensor)`` of each leaf (or bucket of leaves); returns the works.
 
     ``items`` holds ``(tensor, write_back)`` pairs. A leaf that is not contiguous is
     reduced as a contiguous copy, and a bucket as the concatenation of its leaves,
-    copied back once the collective completes; then the write-backs run. Without
-    ``async_op``, the entry of such a leaf or bucket is that callable, for :func:`_finish`.
+    copied back when its work is waited for; then the write-backs run.
     """
     if bucket_bytes is not None and bucket_bytes <= 0:
         msg = f"bucket_bytes must be a positive number of bytes, got {bucket_bytes}."
@@ -590,19 +589,16 @@ def _reduce_leaves(items: list, collective, async_op: bool, bucket_bytes: int | 
             for back in backs:
                 back()
 
-        works.append(_Pending(work, finish) if async_op else finish)
+        works.append(_Pending(work, finish))
     return works
 
 
-def _finish(works: list, async_op: bool) -> None:
-    """Waits for every work (or runs every write-back), then raises the first error."""
+def _finish(works: list) -> None:
+    """Waits for every work, then raises the first error."""
     error = None
     for work in works:
         try:
-            if async_op:
-                work.wait()
-            elif callable(work):
-                work()
+            work.wait()
         except Exception as exc:  # keep waiting: the others still write into the tensordict
             error = error or exc
     if error is not None:
@@ -774,7 +770,7 @@ class DistributedMixin:
         tag, works = _recv_all(
             self, "recv", src, group, group_src, init_tag, pseudo_rand, consolidated, wait=False
         )
-        _finish(works, async_op=True)
+        _finish(works)
         return None if consolidated else tag
 
     def isend(
@@ -1125,15 +1121,15 @@ class DistributedMixin:
         _require("all_reduce")
         dist = _dist()
         op = dist.ReduceOp.SUM if op is None else op
+        # Every reduction is issued at once, then waited for: the backend overlaps them.
         works = _reduce_leaves(
             [(t, None) for _, t in _leaves(self)],
-            lambda t: dist.all_reduce(t, op=op, group=group, async_op=async_op),
-            async_op,
+            lambda t: dist.all_reduce(t, op=op, group=group, async_op=True),
             bucket_bytes,
         )
         if async_op:
             return works
-        _finish(works, async_op)
+        _finish(works)
         return None
 
     def reduce(
@@ -1183,13 +1179,12 @@ class DistributedMixin:
         op = dist.ReduceOp.SUM if op is None else op
         works = _reduce_leaves(
             _stacked_items(self, write_back=dist.get_rank() == dst),
-            lambda t: dist.reduce(t, dst=dst, op=op, group=group, async_op=async_op),
-            async_op,
+            lambda t: dist.reduce(t, dst=dst, op=op, group=group, async_op=True),
             bucket_bytes,
         )
         if async_op and return_premature:
             return works
-        _finish(works, async_op)
+        _finish(works)  # issued at once, waited for together
         return None
 
     def all_gather(self, *, group=None) -> list:
