@@ -173,8 +173,8 @@ def _run(base: str, ranks: int, steps: int, rows: int, seed: int) -> int:
     print(
         "  alternating make_memmap and make_memmap_from_storage, one broadcast message after each"
     )
-    print(
-        f"  {len(readers)} readers refreshed and checked every entry: {1e3 * max(readers) / steps:.1f} ms per refresh"
-    )
+    who = f"{len(readers)} reader{'s' if len(readers) > 1 else ''}"
+    per_refresh = 1e3 * max(readers) / steps
+    print(f"  {who} refreshed and checked every entry: {per_refresh:.1f} ms per refresh")
     print(f"  {ranks} ranks over gloo in {wall:.1f} s (start-up included)")
     return 0
