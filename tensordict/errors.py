@@ -26,6 +26,7 @@ __all__ = [
     "EntryExistsError",
     "EntryTypeError",
     "ExistingFileError",
+    "ForeignWriterError",
     "FieldCastError",
     "InvalidArgumentError",
     "InvalidSourceError",
@@ -114,6 +115,10 @@ class ProcessGroupNotInitializedError(TensorDictError, RuntimeError, ValueError)
 
     A ``ValueError`` too, as torch raises for a default process group that does not exist.
     """
+
+
+class ForeignWriterError(TensorDictError, RuntimeError):
+    """A memory-mapped folder claimed by one writer (``claim_writer``) was changed by another."""
 
 
 class StructureMismatchError(TensorDictError, RuntimeError):
