@@ -77,6 +77,10 @@ Writing and reading
 ``meta.json`` is replaced atomically: written to a temporary file in the same
 folder, then renamed over. Each read-change-write of one folder's ``meta.json``
 holds an exclusive ``flock`` on ``meta%lock`` in that folder. Readers never write.
+A tree whose root folder holds ``meta%writer`` (a JSON object: ``host``, ``pid``,
+``token``; created exclusively by :func:`claim_writer`) has one writer: a process
+without that token MUST NOT change any ``meta.json`` of the tree, and this module
+refuses to. Readers ignore the file.
 Nothing is unpickled unless asked; nothing is imported.
 
 The reader
