@@ -3,8 +3,9 @@
 The pattern for a folder on a file system that several nodes mount (here: processes
 of this machine, ranks of a gloo process group on the loopback interface):
 
-1. Rank 0, the only writer, creates the folder (``memmap``) and tells the others
-   with a ``broadcast``; they open it with ``TensorDict.load_memmap`` (no copy).
+1. Rank 0, the only writer, creates the folder (``memmap``), claims it
+   (``claim_writer``: another process changing it then raises) and tells the
+   others with a ``broadcast``; they open it with ``TensorDict.load_memmap`` (no copy).
 2. At each step, rank 0 grows the folder by one entry: with ``make_memmap`` (a new
    zero-filled file that it then fills) or with ``make_memmap_from_storage`` (a
    file it wrote at the entry's own path, attached). Then it broadcasts a small
@@ -31,6 +32,8 @@ import torch
 import torch.multiprocessing as mp
 
 from tensordict import TensorDict
+from tensordict.errors import ForeignWriterError
+from tensordict.memmap import claim_writer
 
 FEATURES = 8  # float32 columns of each entry
 
@@ -69,13 +72,20 @@ def _rank(
         dist.init_process_group(
             "gloo", init_method=store, rank=rank, world_size=ranks, timeout=timeout
         )
-        root = (
-            TensorDict(step=torch.zeros((), dtype=torch.int64)).memmap(folder)
-            if rank == 0
-            else None
-        )
+        root = None
+        if rank == 0:
+            root = TensorDict(step=torch.zeros((), dtype=torch.int64)).memmap(folder)
+            claim_writer(folder)  # any other process changing the tree now raises
         (TensorDict(created=torch.ones(())) if rank == 0 else TensorDict()).broadcast(src=0)
         view = TensorDict.load_memmap(folder) if rank else None
+        if rank:
+            try:
+                view.make_memmap(f"rank{rank}", (1,))
+            except ForeignWriterError:
+                pass  # the claim holds
+            else:
+                msg = f"rank {rank} could add an entry to a folder that rank 0 claimed"
+                raise SharedDemoError(msg)
         refresh = 0.0
         for step in range(steps):
             key = f"chunk{step}"
@@ -176,5 +186,8 @@ def _run(base: str, ranks: int, steps: int, rows: int, seed: int) -> int:
     who = f"{len(readers)} reader{'s' if len(readers) > 1 else ''}"
     per_refresh = 1e3 * max(readers) / steps
     print(f"  {who} refreshed and checked every entry: {per_refresh:.1f} ms per refresh")
+    print(
+        "  rank 0 claimed the folder (claim_writer): each reader's attempt to add an entry raised"
+    )
     print(f"  {ranks} ranks over gloo in {wall:.1f} s (start-up included)")
     return 0
