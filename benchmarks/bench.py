@@ -65,6 +65,9 @@ class Settings:
     rb_batch: int = 256
     map_bytes: int = 32 << 20
     map_workers: int = 2
+    dist_bytes: int = 256 << 20
+    dist_leaves: int = 64
+    reduce_bytes: int = 64 << 20
     # torch intra-op threads: small rows run on one thread (on a small machine shared with
     # other work, a parallel region for a 256-row index_put_ can stall for milliseconds);
     # bulk copies (BULK_ROWS) run with torch's default, as users run them.
@@ -89,6 +92,8 @@ class Settings:
             memmap_bytes=64 << 20,
             from_tensor_bytes=32 << 20,
             map_bytes=8 << 20,
+            dist_bytes=32 << 20,
+            reduce_bytes=8 << 20,
         )
 
 
@@ -715,6 +720,132 @@ def row_pickle_consolidated(res: Result, cfg: Settings, scratch: Scratch) -> Non
     res.notes.append("floor: pickling the plain tensordict")
 
 
+# --------------------------------------------------------------------------- torch.distributed
+# The rows below run rank 0 in this process and spawn rank 1 (gloo, loopback, a file
+# store). Rank 1 runs the mirror of what rank 0 times: for each round of _alternate
+# (warm-up included), the workload's side, then the floor's side.
+
+
+def _dist_td(nbytes: int, leaves: int) -> TensorDict:
+    """``leaves`` float32 leaves of ``nbytes`` in all; keys sort as they are numbered."""
+    numel = nbytes // (4 * leaves)
+    return TensorDict({f"k{i:03d}": torch.full((numel,), float(i)) for i in range(leaves)})
+
+
+def _dist_peer(job: str, store: str, nbytes: int, leaves: int, rounds: int) -> None:
+    """Rank 1 of a distributed row."""
+    import datetime
+
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    timeout = datetime.timedelta(seconds=300)
+    dist.init_process_group("gloo", init_method=store, rank=1, world_size=2, timeout=timeout)
+    td = _dist_td(nbytes, leaves)
+    tensors = [td[key] for key in sorted(td.keys())]
+    if job == "send":
+        for _ in range(rounds):
+            td.send(dst=0)
+            for tensor in tensors:
+                dist.send(tensor, dst=0)
+    elif job == "send_consolidated":
+        packed = td.broadcast(src=1)  # the one-buffer form, on both ranks
+        flat = torch.zeros(nbytes, dtype=torch.uint8)
+        for _ in range(rounds):
+            packed.send(dst=0, consolidated=True)
+            dist.send(flat, dst=0)
+    elif job == "all_reduce":
+        for _ in range(rounds):
+            td.all_reduce()
+            for tensor in tensors:
+                dist.all_reduce(tensor)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+class _Peer:
+    """``with _Peer(...) as dist:``: a two-rank gloo group whose rank 1 runs ``_dist_peer(job)``."""
+
+    def __init__(self, job: str, nbytes: int, leaves: int, rounds: int, scratch: Scratch) -> None:
+        import multiprocessing
+
+        self.store = f"file://{scratch.path('store')}"
+        ctx = multiprocessing.get_context("spawn")
+        args = (job, self.store, nbytes, leaves, rounds)
+        self.proc = ctx.Process(target=_dist_peer, args=args, daemon=True)
+
+    def __enter__(self):
+        import datetime
+
+        import torch.distributed as dist
+
+        self.proc.start()
+        timeout = datetime.timedelta(seconds=300)
+        dist.init_process_group(
+            "gloo", init_method=self.store, rank=0, world_size=2, timeout=timeout
+        )
+        return dist
+
+    def __exit__(self, *exc) -> None:
+        import torch.distributed as dist
+
+        if exc[0] is None:
+            dist.barrier()
+        dist.destroy_process_group()
+        self.proc.join(60)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+
+
+def row_send(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    rounds = 1 + cfg.big_repeat
+    with _Peer("send", cfg.dist_bytes, cfg.dist_leaves, rounds, scratch) as dist:
+        td = _dist_td(cfg.dist_bytes, cfg.dist_leaves)
+        tensors = [td[key] for key in sorted(td.keys())]
+        res.record(
+            _alternate(
+                lambda: td.recv(src=1),
+                lambda: [dist.recv(tensor, src=1) for tensor in tensors],
+                cfg.big_repeat,
+            )
+        )
+    res.notes.append(
+        f"{cfg.dist_bytes >> 20} MiB in {cfg.dist_leaves} leaves, gloo on loopback, timed on the "
+        f"receiver: {cfg.dist_bytes / res.work / 2**30:.2f} GiB/s"
+    )
+
+
+def row_send_consolidated(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    rounds = 1 + cfg.big_repeat
+    with _Peer("send_consolidated", cfg.dist_bytes, cfg.dist_leaves, rounds, scratch) as dist:
+        packed = TensorDict().broadcast(src=1)
+        flat = torch.empty(cfg.dist_bytes, dtype=torch.uint8)
+        res.record(
+            _alternate(
+                lambda: packed.recv(src=1, consolidated=True),
+                lambda: dist.recv(flat, src=1),
+                cfg.big_repeat,
+            )
+        )
+    res.notes.append("both sides in the one-buffer form (from broadcast), one message")
+
+
+def row_all_reduce(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    rounds = 1 + cfg.big_repeat
+    with _Peer("all_reduce", cfg.reduce_bytes, cfg.dist_leaves, rounds, scratch) as dist:
+        td = _dist_td(cfg.reduce_bytes, cfg.dist_leaves)
+        tensors = [td[key] for key in sorted(td.keys())]
+        res.record(
+            _alternate(
+                td.all_reduce,
+                lambda: [dist.all_reduce(tensor) for tensor in tensors],
+                cfg.big_repeat,
+            )
+        )
+    res.notes.append(f"{cfg.reduce_bytes >> 20} MiB in {cfg.dist_leaves} leaves, 2 ranks")
+
+
 # rows of big copies, timed with torch's default number of threads (see Settings)
 BULK_ROWS = {"memmap", "from_tensor", "from_safetensors"}
 
@@ -765,6 +896,19 @@ ROWS = [
         row_from_safetensors,
         "from_safetensors of 1 GiB in 128 tensors",
         ("ratio", 1.1),
+    ),
+    ("send", row_send, "td.send/recv, 256 MiB in 64 leaves (vs dist.send each)", ("ratio", 1.2)),
+    (
+        "send_consolidated",
+        row_send_consolidated,
+        "send/recv(consolidated=True), 256 MiB (vs one dist.send)",
+        ("ratio", 1.1),
+    ),
+    (
+        "all_reduce",
+        row_all_reduce,
+        "td.all_reduce(), 64 leaves (vs dist.all_reduce each)",
+        ("ratio", 1.2),
     ),
 ]
 

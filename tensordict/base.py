@@ -32,6 +32,7 @@ from tensordict._ops.apply import ApplyMixin, tensor_leaves
 from tensordict._ops.autograd import AutogradMixin
 from tensordict._ops.consolidate import ConsolidateMixin
 from tensordict._ops.convert import ConvertMixin, shape_of
+from tensordict._ops.distributed import DistributedMixin
 from tensordict._ops.entries import EntriesMixin
 from tensordict._ops.exchange import ExchangeMixin
 from tensordict._ops.memmap import MemmapMixin
@@ -150,6 +151,7 @@ class TensorDictBase(
     ParallelMixin,
     PackMixin,
     ConsolidateMixin,
+    DistributedMixin,
     EntriesMixin,
     ValuesMixin,
     abc.ABC,

@@ -32,6 +32,7 @@ __all__ = [
     "EntryExistsError",
     "EntryTypeError",
     "ExistingFileError",
+    "ForeignWriterError",
     "FieldCastError",
     "InvalidArgumentError",
     "InvalidSourceError",
@@ -49,11 +50,13 @@ __all__ = [
     "NotTensorCollectionError",
     "PaddingError",
     "PathThroughLeafError",
+    "ProcessGroupNotInitializedError",
     "RenameDestinationError",
     "ReplaceArgumentError",
     "ReservedFieldError",
     "ShapeArgumentError",
     "ShapeMismatchError",
+    "StructureMismatchError",
     "SymlinkError",
     "TensorDictError",
     "TooFewInputsError",
@@ -111,6 +114,21 @@ class InvalidSourceError(TensorDictError, TypeError, ValueError):
 
 class PathThroughLeafError(_Sentence, TensorDictError, KeyError, ValueError):
     """A nested key goes through an entry that is not a tensordict."""
+
+
+class ProcessGroupNotInitializedError(TensorDictError, RuntimeError, ValueError):
+    """A distributed method was called before ``torch.distributed.init_process_group``.
+
+    A ``ValueError`` too, as torch raises for a default process group that does not exist.
+    """
+
+
+class ForeignWriterError(TensorDictError, RuntimeError):
+    """A memory-mapped folder claimed by one writer (``claim_writer``) was changed by another."""
+
+
+class StructureMismatchError(TensorDictError, RuntimeError):
+    """A tensordict received over ``torch.distributed`` does not have the sender's keys, shapes and dtypes."""
 
 
 class MemmapFormatError(TensorDictError, ValueError):

@@ -39,6 +39,7 @@ from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict._nontensor_stack import LinkedList, NonTensorStack
 from tensordict._ops import consolidate
+from tensordict._ops.distributed import TENSORCLASS_METHODS
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
 from tensordict._ops.printing import collection_repr
 from tensordict._ops.torch_function import dispatch as _dispatch
@@ -837,7 +838,9 @@ class _TensorClassMethods:
 
 for _name in SHARED_WITH_TENSORCLASS:
     setattr(_TensorClassMethods, _name, vars(MemmapMixin)[_name])
-del _name
+for _name, _method in TENSORCLASS_METHODS.items():  # these carry the class to the other ranks
+    setattr(_TensorClassMethods, _name, _method)
+del _name, _method
 
 
 # ====================================================================== class-level builders and forwarders

@@ -23,7 +23,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-from tensordict.cli import _demo
+from tensordict.cli import _demo, _demo_shared
 from tensordict.cli._report import CliError, counts, human_bytes, plural, render_info, scan_folder
 
 _ROOT_EPILOG = """\
@@ -33,6 +33,7 @@ examples:
   tensordict info /data/buffer.tdz        the tree of an archive
   tensordict verify /data/buffer          check every file against meta.json
   tensordict demo --rows 100000           a replay buffer filled by 2 processes
+  tensordict demo --shared                one writer, 2 readers over torch.distributed
 
 Run `tensordict COMMAND --help` for the options of each command.
 """
@@ -146,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to put the buffer (default: a temporary folder, removed after)",
     )
     demo.add_argument("--seed", type=int, default=0, help="seed of the made-up data (default: 0)")
+    demo.add_argument(
+        "--shared",
+        action="store_true",
+        help="instead: one folder grown by rank 0 of a torch.distributed group while "
+        "--workers reader ranks refresh it on each broadcast message",
+    )
     demo.set_defaults(run=run_demo)
     return parser
 
@@ -205,6 +212,9 @@ def run_verify(args: argparse.Namespace) -> int:
 def run_demo(args: argparse.Namespace) -> int:
     """``tensordict demo``: runs the replay-buffer showcase (see :mod:`tensordict.cli._demo`)."""
     try:
+        if args.shared:
+            ranks = args.workers + 1  # one writer, the workers read
+            return _demo_shared.run(ranks=ranks, rows=args.rows, folder=args.dir, seed=args.seed)
         return _demo.run(rows=args.rows, workers=args.workers, folder=args.dir, seed=args.seed)
-    except (_demo.DemoError, OSError) as err:
+    except (_demo.DemoError, _demo_shared.SharedDemoError, OSError) as err:
         raise CliError(" ".join(str(err).split())) from err

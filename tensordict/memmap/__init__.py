@@ -11,9 +11,10 @@ import os
 import sys
 import types
 
+from tensordict.memmap.format import claim_writer, release_writer
 from tensordict.memmap.tensor import MemoryMappedTensor
 
-__all__ = ["MemoryMappedTensor", "memmap"]
+__all__ = ["MemoryMappedTensor", "claim_writer", "memmap", "release_writer"]
 
 
 def memmap(

@@ -80,6 +80,10 @@ Writing and reading
 ``meta.json`` is replaced atomically: written to a temporary file in the same
 folder, then renamed over. Each read-change-write of one folder's ``meta.json``
 holds an exclusive ``flock`` on ``meta%lock`` in that folder. Readers never write.
+A tree whose root folder holds ``meta%writer`` (a JSON object: ``host``, ``pid``,
+``token``; created exclusively by :func:`claim_writer`) has one writer: a process
+without that token MUST NOT change any ``meta.json`` of the tree, and this module
+refuses to. Readers ignore the file.
 Nothing is unpickled unless asked; nothing is imported.
 
 The reader
@@ -109,15 +113,22 @@ import re
 import shutil
 import socket
 import stat as _stat
+import uuid
 from collections.abc import Iterator
 
 import torch
 
-from tensordict.errors import MemmapFormatError, MemmapNotFoundError, SymlinkError
+from tensordict.errors import (
+    ForeignWriterError,
+    MemmapFormatError,
+    MemmapNotFoundError,
+    SymlinkError,
+)
 
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
 LOCK_FILE = "meta%lock"
+WRITER_FILE = "meta%writer"  # the claim of the one writer of a tree (claim_writer)
 TMP_PREFIX = "meta%tmp."
 DATA_TMP_PREFIX = "%tmp."  # data files being written, before they are moved into place
 MEMMAP_SUFFIX = ".memmap"
@@ -384,7 +395,9 @@ def can_exchange(parent: str) -> bool:
 
 def is_own_file(name: str) -> bool:
     """True for the names this module writes besides entries (meta, lock, temporary files)."""
-    return name in (META_FILE, LOCK_FILE) or name.startswith((TMP_PREFIX, DATA_TMP_PREFIX))
+    return name in (META_FILE, LOCK_FILE, WRITER_FILE) or name.startswith(
+        (TMP_PREFIX, DATA_TMP_PREFIX)
+    )
 
 
 def entry_names(key: str, kind: str, robust_key: bool | None) -> tuple:
@@ -603,9 +616,141 @@ def locked(folder: str) -> Iterator[None]:
     )
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        check_writer(folder)
         yield
     finally:
         os.close(fd)
+
+
+# ====================================================================== one writer per tree
+_CLAIMS: dict[str, str] = {}
+"""Root folder (resolved) -> the token of this process's claim on it (inherited by forks)."""
+
+
+def _read_claim(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        record = {}
+    return record if isinstance(record, dict) else {}
+
+
+def _claim_text(record: dict) -> str:
+    return f"{record.get('host', '?')} (pid {record.get('pid', '?')})"
+
+
+def claim_writer(folder, *, force: bool = False) -> None:
+    """Makes this process the one writer of the memory-mapped tree at ``folder``, checked.
+
+    Writes the claim file ``meta%writer`` in ``folder`` (created exclusively, so that
+    two processes cannot both claim). From then on, every change of a ``meta.json``
+    of the tree (new entries, deletions, a new ``memmap`` over it) by another process
+    raises :class:`~tensordict.errors.ForeignWriterError`, checked under the folder
+    lock; processes forked from the writer after the claim count as the writer.
+    Writes into existing files (``td[idx] = ...``) touch no ``meta.json`` and are not
+    checked. The claim holds where the advisory lock does not (a file system that
+    does not honour ``flock`` across nodes), as long as exclusive create does.
+
+    Args:
+        folder (str or path): the root folder of a memory-mapped tree.
+
+    Keyword Args:
+        force (bool, optional): take over a claim left by another writer (one that
+            died, for example). Defaults to ``False``.
+
+    Raises:
+        ForeignWriterError: if another writer holds the claim (and not ``force``).
+        MemmapNotFoundError: if ``folder`` holds no ``meta.json``.
+
+    Examples:
+        >>> root = TensorDict(a=torch.zeros(2)).memmap("claimed")
+        >>> claim_writer("claimed")
+        >>> sorted(os.listdir("claimed"))
+        ['a.memmap', 'meta%writer', 'meta.json']
+        >>> release_writer("claimed")
+    """
+    path = os.path.realpath(os.fspath(folder))
+    if not os.path.isfile(meta_path(path)):
+        msg = f"cannot claim {path!r}: it holds no {META_FILE} (write the tree first)"
+        raise MemmapNotFoundError(msg)
+    claim = os.path.join(path, WRITER_FILE)
+    token = uuid.uuid4().hex
+    record = {"host": socket.gethostname(), "pid": os.getpid(), "token": token}
+    text = json.dumps(record)
+    if force:
+        temporary = os.path.join(path, f"{TMP_PREFIX}{token}")
+        with open(temporary, "x", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, claim)
+    else:
+        try:
+            fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            other = _read_claim(claim)
+            if other.get("token") == _CLAIMS.get(path):
+                return
+            msg = (
+                f"cannot claim {path!r}: {_claim_text(other)} is its writer; "
+                "pass force=True to take over a claim its writer left behind"
+            )
+            raise ForeignWriterError(msg) from None
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    _CLAIMS[path] = token
+
+
+def release_writer(folder) -> None:
+    """Removes this process's claim on the tree at ``folder`` (see :func:`claim_writer`).
+
+    Args:
+        folder (str or path): the root folder the claim was made on.
+
+    Raises:
+        ForeignWriterError: if another writer holds the claim.
+
+    Examples:
+        >>> root = TensorDict(a=torch.zeros(2)).memmap("released")
+        >>> claim_writer("released")
+        >>> release_writer("released")
+        >>> "meta%writer" in os.listdir("released")
+        False
+    """
+    path = os.path.realpath(os.fspath(folder))
+    claim = os.path.join(path, WRITER_FILE)
+    other = _read_claim(claim)
+    if other and other.get("token") != _CLAIMS.get(path):
+        msg = f"cannot release {path!r}: {_claim_text(other)} is its writer, not this process"
+        raise ForeignWriterError(msg)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(claim)
+    _CLAIMS.pop(path, None)
+
+
+def check_writer(folder: str) -> None:
+    """Raises when the tree that holds ``folder`` is claimed by another writer.
+
+    Looks for a claim in ``folder`` and each parent that is a level of the same tree
+    (holds a ``meta.json``): about two ``stat`` calls per level, on writes only.
+    """
+    level = os.path.realpath(folder)
+    for _ in range(MAX_DEPTH + 1):
+        claim = os.path.join(level, WRITER_FILE)
+        if os.path.lexists(claim):
+            record = _read_claim(claim)
+            if record.get("token") != _CLAIMS.get(level):
+                msg = (
+                    f"cannot change {folder!r}: the tree at {level!r} has one writer, "
+                    f"{_claim_text(record)}, and this process is not it"
+                )
+                raise ForeignWriterError(msg)
+            return
+        parent = os.path.dirname(level)
+        if parent == level or not os.path.isfile(meta_path(parent)):
+            return
+        level = parent
 
 
 def same_file(stat_a, stat_b) -> bool:
