@@ -63,7 +63,7 @@ class Settings:
     open_files: int = 1000
     rb_rows: int = 100_000
     rb_batch: int = 256
-    map_bytes: int = 32 << 20
+    map_bytes: int = 64 << 20
     map_workers: int = 2
     dist_bytes: int = 256 << 20
     dist_leaves: int = 64
@@ -617,7 +617,7 @@ def row_from_filename(res: Result, cfg: Settings, scratch: Scratch) -> None:
 
 
 # map's work: a few passes of elementwise math per element, the same for both sides
-_MAP_PASSES = 8
+_MAP_PASSES = 16
 _MAP_CHUNKS = 8
 
 
@@ -882,7 +882,7 @@ ROWS = [
     ("rb_read", row_rb_read, "replay buffer: td[idx], 256 of 100k rows", ("ratio", 1.2)),
     ("from_tensor", row_from_tensor, "MemoryMappedTensor.from_tensor, 256 MiB", ("ratio", 1.1)),
     ("from_filename", row_from_filename, "1000 MemoryMappedTensor.from_filename", ("ratio", 1.2)),
-    ("map", row_map, "td.map(fn) of 32 MiB memmap, 2 workers (vs 1 process)", ("ratio", 1 / 1.6)),
+    ("map", row_map, "td.map(fn) of 64 MiB memmap, 2 workers (vs 1 process)", ("ratio", 1 / 1.6)),
     ("map_pool", row_map_pool, "td.map(fn), 2 workers (vs multiprocessing.Pool)", ("ratio", 1.2)),
     ("consolidate", row_consolidate, "td.consolidate() of 1000 small leaves", ("ratio", 1.5)),
     (
