@@ -221,7 +221,16 @@ class _TensorClassMethods:
         if result is self._tensordict:
             return self
         if isinstance(result, TensorDictBase):
-            return type(self)._from_tensordict(result)
+            cls = type(self)
+            keys = result._tensordict.keys() if type(result) is TensorDict else result._keys_level()
+            if not cls._tc_field_set.issuperset(keys):
+                # A key that is no field and that this instance did not hold already (the
+                # make_memmap* methods may add such entries): e.g. map(fn) whose fn added it.
+                own = self._tensordict._keys_level()
+                extra = sorted(k for k in keys if k not in cls._tc_field_set and k not in own)
+                if extra:
+                    raise _unknown_field(cls, extra[0], "cannot hold the result's entry")
+            return cls._from_tensordict(result)
         if type(result) in (tuple, list) and result and isinstance(result[0], TensorDictBase):
             return type(result)(self._wrap(r) for r in result)
         if isinstance(result, tuple) and hasattr(type(result), "n_fields"):  # torch.return_types

@@ -318,3 +318,10 @@ def test_map_iter_refuses_shuffle_without_index_with_generator():
                 add_one, shuffle=True, index_with_generator=False, num_workers=2, generator=_gen()
             )
         )
+
+
+def test_map_on_a_tensorclass_refuses_a_result_with_other_fields():
+    """A result with a key the class has no field for cannot be the class: ValueError naming it."""
+    rows = Row(x=torch.arange(4.0), batch_size=[4])
+    with pytest.raises(ValueError, match="'y'"):
+        rows.map(add_one, num_workers=2, generator=_gen())
