@@ -452,7 +452,7 @@ def test_a_folder_shared_by_ranks(tmp_path, capsys):
     every entry (the demo raises if one reads other values)."""
     assert _demo_shared.run(ranks=2, steps=3, rows=300, folder=str(tmp_path)) == 0
     assert "1 reader refreshed and checked every entry" in capsys.readouterr().out
-    td = TensorDict.load_memmap(tmp_path / "shared")
+    td = TensorDict.load_memmap(tmp_path / _demo_shared.FOLDER)
     assert sorted(td.keys()) == ["chunk0", "chunk1", "chunk2", "step"]
     assert td["chunk1"].shape == torch.Size([100, _demo_shared.FEATURES])
 

