@@ -186,11 +186,17 @@ def test_map_on_a_lazy_stack():
     assert torch.equal(out["y"], torch.arange(4.0) + 1)
 
 
+def doubled(chunk):
+    return chunk.apply(lambda x: x * 2)
+
+
 def test_map_on_a_tensorclass_gives_the_class():
-    """A tensorclass maps its tensordict and wraps the result in its class."""
+    """A tensorclass maps its tensordict and wraps a tensordict result in its class."""
     rows = Row(x=torch.arange(4.0), batch_size=[4])
-    out = rows.map(doubled_tensor, num_workers=2, generator=_gen())
-    assert torch.equal(out, torch.arange(4.0) * 2)
+    out = rows.map(doubled, num_workers=2, generator=_gen())
+    assert type(out) is Row
+    assert torch.equal(out.x, torch.arange(4.0) * 2)
+    assert torch.equal(rows.map(doubled_tensor, num_workers=2, generator=_gen()), out.x)
 
 
 # ---------------------------------------------------------------------- workers
@@ -302,6 +308,13 @@ def test_map_refuses_zero_workers():
     """num_workers=0 raises ValueError."""
     with pytest.raises(ValueError, match="at least 1|positive"):
         make_td().map(add_one, num_workers=0, generator=_gen())
+
+
+# differs from the reference: it makes the pool (here: fails on the start method) first
+def test_map_checks_its_arguments_before_starting_workers():
+    """A bad chunking is refused before the pool is made (an unknown start method never comes up)."""
+    with pytest.raises(ValueError, match="chunksize"):
+        make_td().map(add_one, chunksize=-1, mp_start_method="bogus", generator=_gen())
 
 
 def test_map_refuses_chunksize_with_num_chunks():

@@ -86,34 +86,42 @@ def _slices(n: int, size: int) -> Iterator[slice]:
         yield slice(start, min(start + size, n))
 
 
-def _chunks(td, dim: int, chunksize, num_chunks, num_workers: int, lazy: bool, shuffle: bool):
-    """The chunks of ``td`` along ``dim``.
-
-    ``lazy``: a generator that indexes each chunk when it is asked for (what
-    ``index_with_generator`` asks), else a tuple made at once with ``split``/``chunk``/
-    ``unbind``. ``chunksize=0`` gives the elements one by one, without ``dim``.
-    """
+def _check_call(
+    td, method: str, fn, dim: int, chunksize, num_chunks, lazy: bool, shuffle: bool
+) -> int:
+    """Checks the arguments of a ``map`` call before any worker starts; returns ``dim``, normalised."""
+    _check_picklable(fn, method)
     if shuffle and not lazy:
         msg = "shuffle=True needs index_with_generator=True: the chunks are drawn as they are sent"
         raise RuntimeError(msg)
     if chunksize is not None and num_chunks is not None:
         msg = f"pass chunksize or num_chunks, not both (got chunksize={chunksize}, num_chunks={num_chunks})"
         raise ValueError(msg)
+    if num_chunks is not None and num_chunks < 1:
+        msg = f"num_chunks must be at least 1, got {num_chunks}"
+        raise ValueError(msg)
+    if chunksize is not None and chunksize < 0:
+        msg = f"chunksize must be 0 (one element at a time) or more, got {chunksize}"
+        raise ValueError(msg)
+    return _norm_dim(dim, td.batch_dims)
+
+
+def _chunks(td, dim: int, chunksize, num_chunks, num_workers: int, lazy: bool, shuffle: bool):
+    """The chunks of ``td`` along ``dim`` (the arguments checked by :func:`_check_call`).
+
+    ``lazy``: a generator that indexes each chunk when it is asked for (what
+    ``index_with_generator`` asks), else a tuple made at once with ``split``/``chunk``/
+    ``unbind``. ``chunksize=0`` gives the elements one by one, without ``dim``.
+    """
     n = td.batch_size[dim]
     if chunksize is None and num_chunks is None:
         num_chunks = num_workers
     if num_chunks is not None:
-        if num_chunks < 1:
-            msg = f"num_chunks must be at least 1, got {num_chunks}"
-            raise ValueError(msg)
         num_chunks = min(n, num_chunks)
         if not lazy:
             return td.chunk(num_chunks, dim=dim) if n else ()
         size = -(n // -num_chunks) if n else 1
         indices: Iterator = _slices(n, size)
-    elif chunksize < 0:
-        msg = f"chunksize must be 0 (one element at a time) or more, got {chunksize}"
-        raise ValueError(msg)
     elif chunksize == 0:
         if not lazy:
             return td.unbind(dim)
@@ -273,6 +281,7 @@ class ParallelMixin:
                     result = data.map(add_one, num_workers=2, generator=torch.Generator())
                     assert (result["y"] == 1).all()
         """
+        d = _check_call(self, "map", fn, dim, chunksize, num_chunks, index_with_generator, False)
         workers = _Pool(
             "map",
             pool,
@@ -285,7 +294,7 @@ class ParallelMixin:
         failed = True
         try:
             result = self._map_in(
-                workers, fn, dim, out, chunksize, num_chunks, index_with_generator, pbar
+                workers, fn, d, out, chunksize, num_chunks, index_with_generator, pbar
             )
             failed = False
             return result
@@ -357,6 +366,9 @@ class ParallelMixin:
                                               generator=torch.Generator()):
                         assert part["y"].shape == (5,)
         """
+        d = _check_call(
+            self, "map_iter", fn, dim, chunksize, num_chunks, index_with_generator, shuffle
+        )
         workers = _Pool(
             "map_iter",
             pool,
@@ -369,7 +381,7 @@ class ParallelMixin:
         failed = True
         try:
             results = self._map_results(
-                workers.pool, workers.size, fn, dim, None, chunksize, num_chunks,
+                workers.pool, workers.size, fn, d, None, chunksize, num_chunks,
                 index_with_generator, shuffle, pbar, "map_iter",
             )  # fmt: skip
             yield from results
@@ -379,11 +391,12 @@ class ParallelMixin:
 
     # ------------------------------------------------------------------ the work
     def _map_results(
-        self, pool, size, fn, dim, out, chunksize, num_chunks, lazy, shuffle, pbar, method
+        self, pool, size, fn, d, out, chunksize, num_chunks, lazy, shuffle, pbar, method
     ):
-        """The pool's iterator of results (``None`` for the chunks a worker wrote into ``out``)."""
-        _check_picklable(fn, method)
-        d = _norm_dim(dim, self.batch_dims)
+        """The pool's iterator of results (``None`` for the chunks a worker wrote into ``out``).
+
+        ``d`` is the batch dim, checked and normalised by :func:`_check_call`.
+        """
         chunks = _chunks(self, d, chunksize, num_chunks, size, lazy, shuffle)
         total = None if lazy else len(chunks)
         if out is not None and (out.is_shared() or out.is_memmap()):
@@ -400,12 +413,12 @@ class ParallelMixin:
             results = tqdm.tqdm(results, total=total)
         return results
 
-    def _map_in(self, workers, fn, dim, out, chunksize, num_chunks, lazy, pbar):
+    def _map_in(self, workers, fn, d, out, chunksize, num_chunks, lazy, pbar):
         results = self._map_results(
             workers.pool,
             workers.size,
             fn,
-            dim,
+            d,
             out,
             chunksize,
             num_chunks,
@@ -414,7 +427,6 @@ class ParallelMixin:
             pbar,
             "map",
         )
-        d = _norm_dim(dim, self.batch_dims)
         lead = (slice(None),) * d
         gathered = []
         start = 0
