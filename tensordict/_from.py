@@ -29,7 +29,6 @@ from tensordict._collection import is_tensor_collection
 from tensordict._helpers import check_batch_args
 from tensordict._lazy import lazy_stack as _lazy_stack
 from tensordict._nontensor import NonTensorData
-from tensordict._ops.distributed import BUILDERS
 from tensordict._ops.exchange import CONVERTERS, NON_STRING_KEY, PYTREE_TYPE
 from tensordict._td import TensorDict
 from tensordict.errors import (
@@ -593,7 +592,6 @@ CONVERTERS.update(
         "to_module": _to_module,
     }
 )
-BUILDERS["TensorDict"] = TensorDict  # received tensordicts are rebuilt as this class
 
 # The module functions of the well-known API are the TensorDict class methods, which reach
 # the implementations above through the registry: one body and one docstring each.

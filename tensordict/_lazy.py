@@ -16,7 +16,7 @@ import torch
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._lazy_members import LazyMembersMixin
 from tensordict._nontensor import NonTensorDataBase, _dummy, stack_entries
-from tensordict._ops import consolidate
+from tensordict._ops.classes import CLASSES
 from tensordict._ops.entries import plain_tree
 from tensordict._ops.indexing import batch_size_from_dummy, normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
@@ -1269,7 +1269,7 @@ def _build_lazy(folder: str, members: list, stack_dim: int, stack_dim_name):
 
 
 _io.LOADERS[fmt.LAZY_CLASS] = _load_lazy
-consolidate.CLASSES["LazyStackedTensorDict"] = LazyStackedTensorDict
+CLASSES["LazyStackedTensorDict"] = LazyStackedTensorDict
 _io.LOADERS[fmt.LAZY_TYPE] = _load_lazy
 _archive.BUILDERS[fmt.KIND_LAZY] = _build_lazy
 

@@ -28,7 +28,7 @@ from tensordict import _nontensor
 from tensordict._collection import NO_DEFAULT, is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
-from tensordict._ops import consolidate
+from tensordict._ops.classes import CLASSES
 from tensordict._ops.shape import ShapeMixin
 from tensordict.errors import BatchSizeError, MemmapFormatError
 from tensordict.memmap import _archive, _io
@@ -733,6 +733,6 @@ _nontensor.STACK_BUILDERS["stack"] = _stack_entries
 _nontensor.STACK_BUILDERS["cat"] = _cat_entries
 _nontensor.STACK_BUILDERS["from_list"] = NonTensorStack.from_list
 _io.LOADERS[fmt.NONTENSOR_STACK_CLASS] = _load_stack
-consolidate.CLASSES["NonTensorStack"] = NonTensorStack
+CLASSES["NonTensorStack"] = NonTensorStack
 _io.LOADERS[fmt.NONTENSOR_STACK_TYPE] = _load_stack
 _archive.BUILDERS[fmt.KIND_NONTENSOR_STACK] = NonTensorStack.from_list

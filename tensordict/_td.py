@@ -8,9 +8,9 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._nontensor import NonTensorDataBase
-from tensordict._ops import consolidate
 from tensordict._ops import names as dimnames
 from tensordict._ops.apply import check_result
+from tensordict._ops.classes import CLASSES
 from tensordict._ops.convert import shape_of
 from tensordict._ops.entries import plain_tree
 from tensordict._ops.indexing import (
@@ -19,7 +19,6 @@ from tensordict._ops.indexing import (
     normalize_index,
 )
 from tensordict._ops.nested import nested_index
-from tensordict._ops.pack import BUILD as _PACK_BUILD
 from tensordict._ops.torch_function import dispatch
 from tensordict._unbatched import UnbatchedTensor as _Unbatched
 from tensordict._unbatched import is_unbatched
@@ -1258,9 +1257,6 @@ def _load(folder: str, meta: dict, stat, options) -> TensorDict:
 
 
 _io.LOADERS[fmt.TD_CLASS] = _load
-consolidate.CLASSES["TensorDict"] = TensorDict
+CLASSES["TensorDict"] = TensorDict
 _io.LOADERS[fmt.TD_TYPE] = _load
-_PACK_BUILD["TensorDict"] = lambda source, batch, device: TensorDict(
-    source, batch_size=batch, device=device
-)
 _archive.BUILDERS[fmt.KIND_TD] = _build

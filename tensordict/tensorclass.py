@@ -38,7 +38,7 @@ from tensordict._keys import NestedKey, _key_parts
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict._nontensor_stack import LinkedList, NonTensorStack
-from tensordict._ops import consolidate
+from tensordict._ops.classes import CLASSES
 from tensordict._ops.distributed import TENSORCLASS_METHODS
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
 from tensordict._ops.printing import collection_repr
@@ -1169,7 +1169,7 @@ def _decorate(
     key = str(cls)
     _REGISTRY[key] = cls
     _io.LOADERS[key] = functools.partial(_load_as, cls)
-    consolidate.CLASSES[key] = cls
+    CLASSES[key] = cls
     _archive.BUILDERS[key] = functools.partial(_wrap_loaded, cls)
     return cls
 

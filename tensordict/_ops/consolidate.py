@@ -74,6 +74,7 @@ import torch
 from tensordict._collection import is_non_tensor, is_tensor_collection
 from tensordict._helpers import contiguous_strides
 from tensordict._nontensor import NonTensorData
+from tensordict._ops.classes import CLASSES  # the metadata's "cls" names the class
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     ConsolidateArgumentError,
@@ -83,10 +84,6 @@ from tensordict.errors import (
     warn,
 )
 from tensordict.memmap import format as fmt
-
-CLASSES: dict = {}
-"""Name in the metadata (``"TensorDict"``, ``"LazyStackedTensorDict"``, ``"NonTensorStack"``,
-``str(cls)`` of a tensorclass) -> class; filled by the modules that define them."""
 
 FOOTER_SIZE = 8
 """Bytes of the little-endian int64 at the end of a file: the size of the metadata."""

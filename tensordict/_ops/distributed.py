@@ -37,12 +37,12 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from tensordict._collection import is_tensor_collection
+from tensordict._ops.classes import CLASSES  # received levels are rebuilt as TensorDict
 from tensordict._ops.shape_more import STACKERS
 from tensordict.errors import ProcessGroupNotInitializedError, StructureMismatchError
 
@@ -52,9 +52,6 @@ MAGIC = 0x7444_6973
 _MODE_LEAVES, _MODE_PACKED = 0, 1
 _ALIGN = 16
 """Every leaf of a packed buffer starts at a multiple of this many bytes, so that it can be viewed in place."""
-
-BUILDERS: dict[str, Callable] = {}
-"""``"TensorDict"``: the class that rebuilds a received level, put here by :mod:`tensordict._from`."""
 
 _SENT: set = set()
 """``(peer, fingerprint)`` pairs whose description this process has sent."""
@@ -302,7 +299,7 @@ def _rebuild(meta: dict, leaves: list, device=None):
         else:
             source[key] = _rebuild(entry, leaves, device)
     td_device = meta["device"] if device is None or meta["device"] is None else device
-    return BUILDERS["TensorDict"](
+    return CLASSES["TensorDict"](
         source, batch_size=meta["batch_size"], device=td_device, names=meta["names"]
     )
 

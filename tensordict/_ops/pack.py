@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 
 import torch
 
 from tensordict._collection import is_non_tensor, is_tensor_collection
 from tensordict._keys import _key_parts
+from tensordict._ops.classes import CLASSES
 from tensordict.errors import KeyMismatchError
-
-BUILD: dict[str, Callable] = {}
-"""``"TensorDict"``: builds a TensorDict from ``(source, batch_size, device)``, put here by ``_td``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +131,7 @@ def _build(source: dict, path: tuple, levels: dict, device):
         child = path + (name,)
         entries[name] = _build(value, child, levels, device) if child in levels else value
     _, batch, cls = levels[path]
-    td = BUILD["TensorDict"](entries, batch, device)
+    td = CLASSES["TensorDict"](entries, batch_size=batch, device=device)
     return td if cls is None else cls._from_tensordict(td)
 
 
