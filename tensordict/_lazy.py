@@ -14,16 +14,16 @@ import os
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._indexing import batch_size_from_dummy, normalize_index
 from tensordict._lazy_members import LazyMembersMixin
 from tensordict._nontensor import NonTensorDataBase, _dummy, stack_entries
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.entries import plain_tree
-from tensordict._ops.indexing import batch_size_from_dummy, normalize_index
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
-from tensordict._ops.printing import RaggedLeaf, collection_repr
 from tensordict._ops.shape import _shape_args
 from tensordict._ops.shape_more import STACKERS
 from tensordict._options import GET_DEFAULT, lazy_legacy
+from tensordict._printing import RaggedLeaf, collection_repr
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase, _as_value, _check_batch
 from tensordict.errors import DimensionError, LockedError

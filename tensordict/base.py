@@ -41,7 +41,6 @@ from tensordict._ops.parallel import ParallelMixin
 from tensordict._ops.pointwise import PointwiseMixin
 from tensordict._ops.shape import ShapeMixin
 from tensordict._ops.shape_more import ShapeMoreMixin
-from tensordict._ops.torch_function import dispatch
 from tensordict._ops.values import ValuesMixin
 from tensordict._options import (
     GET_DEFAULT,
@@ -52,6 +51,7 @@ from tensordict._options import (
     set_capture_non_tensor_stack,
     set_get_defaults_to_none,
 )
+from tensordict._torch_function import dispatch
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     BatchSizeError,

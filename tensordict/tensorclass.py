@@ -41,12 +41,12 @@ from tensordict._nontensor_stack import LinkedList, NonTensorStack
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.distributed import TENSORCLASS_METHODS
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
-from tensordict._ops.printing import collection_repr
-from tensordict._ops.torch_function import dispatch as _dispatch
 from tensordict._options import GET_DEFAULT, capture_non_tensor_stack, list_to_stack
+from tensordict._printing import collection_repr
 from tensordict._stack import cat as _td_cat
 from tensordict._stack import stack as _td_stack
 from tensordict._td import TensorDict
+from tensordict._torch_function import dispatch as _dispatch
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     ClassFlagError,

@@ -8,7 +8,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor
 from tensordict._nontensor import NonTensorDataBase
-from tensordict._ops.printing import collection_repr, compact_fields, dtype_short  # noqa: F401
+from tensordict._printing import collection_repr, compact_fields, dtype_short  # noqa: F401
 
 
 def _is_tensordict(value) -> bool:

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import torch
 
+from tensordict import _dim_names as dimnames
 from tensordict._collection import is_tensor_collection
 from tensordict._nontensor import _dummy
-from tensordict._ops import names as dimnames
 from tensordict.errors import DimensionError
 
 

@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from tensordict import _dim_names as dimnames
 from tensordict._collection import is_tensor_collection
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, _dummy
-from tensordict._ops import names as dimnames
 from tensordict.errors import (
     AxisRangeError,
     DensifyError,
