@@ -16,17 +16,17 @@ import torch
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._indexing import batch_size_from_dummy, normalize_index
 from tensordict._lazy_members import LazyMembersMixin
-from tensordict._nontensor import NonTensorDataBase, _dummy, stack_entries
+from tensordict._nontensor import NonTensorData, NonTensorDataBase, _dummy, stack_entries
+from tensordict._ops.batch_dims import shape_args
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.entries import plain_tree
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
-from tensordict._ops.shape import _shape_args
-from tensordict._ops.shape_more import STACKERS
+from tensordict._ops.split_stack import STACKERS
 from tensordict._options import GET_DEFAULT, lazy_legacy
 from tensordict._printing import RaggedLeaf, collection_repr
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase, _as_value, _check_batch
-from tensordict.errors import DimensionError, LockedError
+from tensordict.errors import DensifyError, DimensionError, LockedError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor
@@ -709,7 +709,7 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         A reshape to one dim stacks the rows lazily, and one that only adds or removes
         dims of size 1 moves the stack dim, as the well-known API does; others densify.
         """
-        new = _dummy(self._batch_size).reshape(_shape_args(shape)).shape
+        new = _dummy(self._batch_size).reshape(shape_args(shape)).shape
         if new == self._batch_size:
             return self
         if len(new) == 1:
@@ -873,6 +873,34 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         new_stack = self._stack_dim if d > self._stack_dim else self._stack_dim - 1
         parts = [m.unbind(inner) for m in self.tensordicts]
         return tuple(LazyStackedTensorDict(*group, stack_dim=new_stack) for group in zip(*parts))
+
+    def _is_lazy_stack_along(self, dim: int) -> bool:
+        """Hook of :meth:`to_lazystack`: a lazy stack along ``dim`` is returned as it is."""
+        return self._stack_dim == dim
+
+    def _densify(self, layout: torch.layout):
+        """Hook of :meth:`densify`: the members stacked, leaves of differing shapes as nested tensors.
+
+        Raises:
+            DensifyError: if the stack dim is not 0 (a ``NotImplementedError``).
+        """
+        if self.stack_dim != 0:
+            msg = f"densify needs a lazy stack along dim 0, this one is stacked along dim {self.stack_dim}; call to_lazystack(0) first"
+            raise DensifyError(msg)
+        members = self.tensordicts
+        out = {}
+        for key in self.keys():
+            values = [member.get(key) for member in members]
+            if all(isinstance(v, torch.Tensor) for v in values):
+                if all(v.shape == values[0].shape for v in values):
+                    out[key] = torch.stack(values, 0)
+                else:
+                    out[key] = torch.nested.nested_tensor(values, layout=layout)
+            elif all(is_tensor_collection(v) and not isinstance(v, NonTensorData) for v in values):
+                out[key] = lazy_stack(values, 0).densify(layout)
+            else:
+                out[key] = self.get(key)
+        return self._new_like(out, self.batch_size)
 
     def contiguous(self) -> TensorDict:
         """Returns a dense TensorDict with every key the members share stacked.

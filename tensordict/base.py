@@ -30,6 +30,7 @@ from tensordict._keys import NestedKey, _key_parts, unravel_key, unravel_key_lis
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
 from tensordict._ops.apply import ApplyMixin, tensor_leaves
 from tensordict._ops.autograd import AutogradMixin
+from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.consolidate import ConsolidateMixin
 from tensordict._ops.convert import ConvertMixin, shape_of
 from tensordict._ops.distributed import DistributedMixin
@@ -39,8 +40,8 @@ from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pack import PackMixin
 from tensordict._ops.parallel import ParallelMixin
 from tensordict._ops.pointwise import PointwiseMixin
-from tensordict._ops.shape import ShapeMixin
-from tensordict._ops.shape_more import ShapeMoreMixin
+from tensordict._ops.rearrange import RearrangeMixin
+from tensordict._ops.split_stack import SplitStackMixin
 from tensordict._ops.values import ValuesMixin
 from tensordict._options import (
     GET_DEFAULT,
@@ -140,8 +141,9 @@ class _KeysView:
 
 
 class TensorDictBase(
-    ShapeMixin,
-    ShapeMoreMixin,
+    BatchDimsMixin,
+    RearrangeMixin,
+    SplitStackMixin,
     PointwiseMixin,
     ApplyMixin,
     AutogradMixin,
