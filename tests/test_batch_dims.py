@@ -283,6 +283,34 @@ def test_errors(call, exc, match):
     assert (td == before).all()
 
 
+def test_len_is_first_batch_dim():
+    """len() is the size of the first batch dim, and 0 without batch dims."""
+    assert len(make_td((3, 2))) == 3
+    assert len(TensorDict({"a": torch.zeros(5, 2)}, [5, 2])) == 5
+    assert len(TensorDict({"a": torch.zeros(5)}, [])) == 0
+
+
+def test_rename_in_place():
+    """rename_ renames the batch dims in place, nested tensordicts included."""
+    td = TensorDict(
+        a=torch.zeros(2, 3), b={"c": torch.zeros(2, 3, 4)}, batch_size=[2, 3], names=["x", "y"]
+    )
+    assert td.rename_("p", "q") is td
+    assert td.names == ["p", "q"] and td["b"].names == ["p", "q"]
+    assert td.rename_(p="z").names == ["z", "q"]
+    assert td.rename_(None).names == [None, None]
+
+
+def test_rename_errors():
+    """Bad rename_ arguments raise ValueError and leave the names as they were."""
+    td = TensorDict(batch_size=[2, 3], names=["x", "y"])
+    for args, kwargs in [((), {"k": "z"}), (("p",), {"x": "z"}), ((), {}), (("p",), {})]:
+        with pytest.raises(ValueError):
+            td.rename_(*args, **kwargs)
+    assert td.names == ["x", "y"]
+    assert TensorDict().rename_().batch_size == torch.Size([])
+
+
 # --- properties ------------------------------------------------------------------
 
 

@@ -157,6 +157,22 @@ def test_errors(call, exc, match):
     assert (td == before).all()
 
 
+def test_iter_goes_over_first_batch_dim():
+    """Iterating yields the tensordict indexed along its first batch dim."""
+    td = make_td((3,))
+    rows = list(td)
+    assert len(rows) == 3
+    for i, row in enumerate(rows):
+        assert row.batch_size == torch.Size([])
+        assert torch.equal(row["b", "c"], td["b", "c"][i])
+
+
+def test_iter_without_batch_dims_raises():
+    """Iterating over a tensordict without batch dims is a TypeError."""
+    with pytest.raises(TypeError):
+        iter(TensorDict({"a": torch.zeros(2)}, []))
+
+
 # --- stacking tensordicts ----------------------------------------------------------
 
 

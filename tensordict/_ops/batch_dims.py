@@ -77,6 +77,90 @@ class BatchDimsMixin:
 
     __slots__ = ()
 
+    # ------------------------------------------------------------------ sizes
+    @property
+    def shape(self) -> torch.Size:
+        """The batch size (an alias of :attr:`batch_size`).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2, 3)}, [2]).shape
+            torch.Size([2])
+        """
+        return self.batch_size
+
+    @property
+    def batch_dims(self) -> int:
+        """The number of batch dimensions.
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).batch_dims
+            2
+        """
+        return len(self.batch_size)
+
+    @property
+    def ndim(self) -> int:
+        """The number of batch dimensions (an alias of :attr:`batch_dims`).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).ndim
+            2
+        """
+        return len(self.batch_size)
+
+    def ndimension(self) -> int:
+        """Returns the number of batch dimensions (an alias of :attr:`batch_dims`).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).ndimension()
+            2
+        """
+        return len(self.batch_size)
+
+    def dim(self) -> int:
+        """Returns the number of batch dimensions (an alias of :attr:`batch_dims`).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).dim()
+            2
+        """
+        return len(self.batch_size)
+
+    def size(self, dim: int | None = None):
+        """Returns the batch size, or its size along one batch dimension.
+
+        Args:
+            dim (int, optional): a batch dimension (negative counts from the end). Defaults to None.
+
+        Returns:
+            The torch.Size batch size, or an int when ``dim`` is given.
+
+        Raises:
+            IndexError: if ``dim`` is out of range.
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).size(), TensorDict({}, [2, 3]).size(-1)
+            (torch.Size([2, 3]), 3)
+        """
+        return self.batch_size if dim is None else self.batch_size[dim]
+
+    def numel(self) -> int:
+        """Returns the number of elements of the batch.
+
+        Returns:
+            The product of the batch size, as an int (1 without batch dimensions).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).numel()
+            6
+        """
+        return self.batch_size.numel()
+
+    def __len__(self) -> int:
+        """The size of the first batch dimension (0 without batch dimensions)."""
+        batch_size = self.batch_size
+        return batch_size[0] if batch_size else 0
+
     # ------------------------------------------------------------------ in place
     def _reshape_batch(self, new_batch_size: torch.Size, names=None):
         return self._batch_op(
@@ -687,3 +771,53 @@ class BatchDimsMixin:
             lambda x, extra: x.narrow(d, start, length), lambda x, extra: x.narrow(d, start, length)
         )
         return self._batch_op(op, new, dimnames.clean(self.names))
+
+    # ------------------------------------------------------------------ dim names
+    def rename_(self, *names, **rename_map):
+        """Renames the batch dimensions in place and returns the tensordict.
+
+        Pass either the new names, one per batch dimension (a single ``None`` clears them), or
+        ``old="new"`` keywords. Nested tensordicts get the names of the dims they share.
+
+        Args:
+            *names (str or None): the new names.
+            **rename_map (str or None): new names by current name.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            ValueError: if both or neither are given (except with no batch dim), if a mapped name
+                is not a name of the tensordict, or the names are not one per batch dimension.
+
+        Examples:
+            >>> td = TensorDict(batch_size=[1, 2], names=["a", "b"])
+            >>> td.rename_(b="g").names
+            ['a', 'g']
+            >>> td.rename_(None).names
+            [None, None]
+        """
+        if names and rename_map:
+            msg = "rename_() takes new names or a map of old names to new ones, not both"
+            raise ValueError(msg)
+        current = list(self.names or [None] * self.batch_dims)
+        if rename_map:
+            unknown = [k for k in rename_map if k not in current]
+            if unknown:
+                msg = f"rename_() got names {unknown!r} that the tensordict does not have: {current!r}"
+                raise ValueError(msg)
+            new = [rename_map.get(n, n) for n in current]
+        elif names == (None,):
+            new = None
+        elif names:
+            if len(names) != self.batch_dims:
+                msg = f"rename_() needs {self.batch_dims} names, one per batch dimension, got {list(names)!r}"
+                raise ValueError(msg)
+            new = list(names)
+        elif self.batch_dims == 0:
+            return self
+        else:
+            msg = "rename_() needs new names or a map of old names to new ones"
+            raise ValueError(msg)
+        self.names = new
+        return self

@@ -14,6 +14,7 @@ from tensordict import _dim_names as dimnames
 from tensordict._collection import is_tensor_collection
 from tensordict._nontensor import _dummy
 from tensordict._ops.batch_dims import as_ints, entrywise, norm_dim, shape_args
+from tensordict._ops.exchange import CONVERTERS
 from tensordict.errors import ShapeArgumentError
 
 
@@ -490,3 +491,26 @@ class RearrangeMixin:
             out.update_(result)
             return out
         return result
+
+    # ------------------------------------------------------------------ padding
+    def pad(self, pad_size, value: float = 0.0, inplace: bool = False, safe: bool = True):
+        """Returns the tensordict padded along its batch dims with ``value``: :func:`tensordict.pad`.
+
+        Args:
+            pad_size (sequence of int): ``(dim0_before, dim0_after, dim1_before, ...)``, for the
+                leading batch dims; negative values crop.
+            value (float, optional): the fill value. Defaults to 0.0.
+            inplace (bool, optional): pad this tensordict in place. Defaults to False.
+            safe (bool, optional): accepted for compatibility.
+
+        Returns:
+            The padded tensordict.
+
+        Raises:
+            RuntimeError: if ``pad_size`` does not fit the batch dims.
+
+        Examples:
+            >>> TensorDict(a=torch.ones(2), batch_size=[2]).pad([1, 1])["a"]
+            tensor([0., 1., 1., 0.])
+        """
+        return CONVERTERS["pad"](self, pad_size, value=value, inplace=inplace, safe=safe)

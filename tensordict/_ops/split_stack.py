@@ -12,7 +12,7 @@ Building a lazy stack needs the concrete class, which lives above this layer:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -120,6 +120,17 @@ class SplitStackMixin:
         """
         d = norm_dim(dim, self.batch_dims)
         return self._split_op(lambda x: x.unbind(d), dimnames.drop(self.names, d))
+
+    def __iter__(self) -> Iterator:
+        """Iterates over the first batch dimension (like a tensor): ``td[0]``, ``td[1]``, ...
+
+        Raises:
+            TypeError: if the tensordict has no batch dimension.
+        """
+        if not self.batch_size:
+            msg = "iteration over a tensordict without batch dimensions; iterate over td.keys() instead"
+            raise TypeError(msg)
+        return iter(self.unbind(0))
 
     def tensor_split(self, indices_or_sections, dim: int = 0) -> tuple:
         """Splits the tensordict along batch dim ``dim`` like ``torch.tensor_split``.
