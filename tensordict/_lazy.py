@@ -1015,8 +1015,9 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         """
         return self.contiguous().to_dict(**kwargs)
 
-    # Its compact repr inside another names the class: ``LazyStackedTensorDict[3]{...}``.
-    _repr_named = True
+    def _repr_names_class(self) -> bool:
+        """Hook of the compact ``repr``: inside another, a lazy stack names its class (``LazyStackedTensorDict[3]{...}``)."""
+        return True
 
     def _stored_tensors(self):
         for member in self.tensordicts:

@@ -190,7 +190,6 @@ class NonTensorStack(LazyStackedTensorDict):
 
     __slots__ = ()
     _is_non_tensor = True
-    _repr_named = True
     _memmap_record = "NonTensorStack"
 
     def __init__(

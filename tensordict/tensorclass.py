@@ -699,7 +699,16 @@ class _TensorClassMethods:
         return items + [(k, v) for k, v in td._items_level() if k not in fields]
 
     def _repr_detail_extra(self) -> dict:
-        return {}
+        # The detailed layout shows the fields as ``name=value`` arguments.
+        return {"fields_as_arguments": True}
+
+    def _repr_level(self):
+        """Hook of the ``repr``: the batch size and device shown are those of the instance's tensordict."""
+        return self._tensordict
+
+    def _repr_names_class(self) -> bool:
+        """Hook of the compact ``repr``: a nested instance shows its class name (``Point[3]{...}``)."""
+        return True
 
     # ------------------------------------------------------------------ torch functions
     @classmethod

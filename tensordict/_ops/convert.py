@@ -197,6 +197,14 @@ class ConvertMixin:
         """Extra blocks and trailing parts of the detailed ``repr`` (a lazy stack has some)."""
         return {}
 
+    def _repr_level(self):
+        """Hook of the ``repr``: the tensordict whose batch size and device it shows, this one."""
+        return self
+
+    def _repr_names_class(self) -> bool:
+        """Hook of the compact ``repr``: False, a nested tensordict shows as braces without its class name."""
+        return False
+
     def _fields_repr(self) -> str:
         return compact_fields(self)
 
