@@ -81,6 +81,7 @@ class TensorDictBase(
     _is_tensor_collection = True
     _is_tensorclass = False
     _is_lazy = False
+    _is_non_tensor = False  # declared, so that is_non_tensor() finds it without a failed lookup
 
     # ------------------------------------------------------------------ primitives
     @property

@@ -101,8 +101,12 @@ class _KeysView:
         for key, value in td._walk_items():
             full = prefix + (key,) if prefix else key
             leaf = is_leaf(type(value))
-            if self._include_nested and not is_non_tensor(value):
-                inner = inner_tensordict(value)
+            # The walk is hot: the entry flags are read inline, not through is_subtree and
+            # inner_tensordict, which cost a call each.
+            if self._include_nested and not getattr(value, "_is_non_tensor", False):
+                inner = (
+                    value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
+                )
                 if is_tensordict(inner):
                     yield from self._walk(inner, full if isinstance(full, tuple) else (full,))
             if not self._leaves_only or leaf:
