@@ -27,9 +27,9 @@ from tensordict._collection import is_non_tensor, is_tensor_collection
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor_stack import NonTensorStack
 from tensordict._td import TensorDict
+from tensordict._tensorclass.decorator import REGISTRY, is_tensorclass
 from tensordict._unbatched import UnbatchedTensor
 from tensordict.errors import MemmapFormatError
-from tensordict.tensorclass import _REGISTRY, is_tensorclass
 
 __all__ = ["from_safetensors", "to_safetensors"]
 
@@ -216,7 +216,7 @@ def _check_names_nest(path: str, names) -> None:
 
 
 def _tensorclass(name: str, path):
-    cls = _REGISTRY.get(name)
+    cls = REGISTRY.get(name)
     if cls is None:
         msg = (
             f"cannot load {os.fspath(path)!r}: it holds the tensorclass {name}, which is not "
