@@ -15,8 +15,8 @@ import torch
 
 from tensordict._ops.exchange import CONVERTERS
 from tensordict._td import TensorDict
+from tensordict._tensorclass.base_class import TensorClass
 from tensordict.errors import InvalidArgumentError
-from tensordict.tensorclass import TensorClass
 
 __all__ = ["TensorAttrs"]
 

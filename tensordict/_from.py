@@ -31,6 +31,7 @@ from tensordict._lazy import lazy_stack as _lazy_stack
 from tensordict._nontensor import NonTensorData
 from tensordict._ops.exchange import CONVERTERS, NON_STRING_KEY, PYTREE_TYPE
 from tensordict._td import TensorDict
+from tensordict._tensorclass.from_dataclass import from_dataclass
 from tensordict.errors import (
     ConversionInputError,
     InvalidArgumentError,
@@ -40,7 +41,6 @@ from tensordict.errors import (
     TooFewInputsError,
     UnsupportedConversionError,
 )
-from tensordict.tensorclass import from_dataclass
 
 __all__ = [
     "from_any",

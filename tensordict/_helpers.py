@@ -83,7 +83,8 @@ def expand_right(tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
             "the target has fewer dimensions"
         )
         raise RuntimeError(msg)
-    return tensor.reshape(*tensor.shape, *([1] * extra)).expand(shape)
+    # one tuple argument: a 0-dim tensor and a 0-dim shape make reshape(()), not reshape()
+    return tensor.reshape((*tensor.shape, *([1] * extra))).expand(shape)
 
 
 def expand_as_right(tensor, dest):
@@ -116,8 +117,8 @@ def expand_as_right(tensor, dest):
             raise RuntimeError(msg)
         return tensor.apply(
             lambda x: x.reshape(
-                *tensor.batch_size, *([1] * extra), *x.shape[tensor.batch_dims :]
-            ).expand(*shape, *x.shape[tensor.batch_dims :]),
+                (*tensor.batch_size, *([1] * extra), *x.shape[tensor.batch_dims :])
+            ).expand((*shape, *x.shape[tensor.batch_dims :])),
             batch_size=shape,
         )
     return expand_right(tensor, shape)

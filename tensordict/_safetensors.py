@@ -27,15 +27,18 @@ from tensordict._collection import is_non_tensor, is_tensor_collection
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor_stack import NonTensorStack
 from tensordict._td import TensorDict
+from tensordict._tensorclass.decorator import REGISTRY, is_tensorclass
 from tensordict._unbatched import UnbatchedTensor
 from tensordict.errors import MemmapFormatError
-from tensordict.tensorclass import _REGISTRY, is_tensorclass
 
 __all__ = ["from_safetensors", "to_safetensors"]
 
 METADATA_KEY = "tensordict"
 FORMAT_VERSION = 1
 SEPARATOR = "."
+# The safetensors format's own bound on its JSON header: a longer one is refused before a byte
+# of it is read, so that a damaged length field cannot make the reader allocate gigabytes.
+MAX_HEADER_BYTES = 100_000_000
 
 
 def _require_safetensors():
@@ -192,8 +195,28 @@ def to_safetensors(data, path: str | os.PathLike) -> None:
     save_file(tensors, os.fspath(path), metadata={METADATA_KEY: metadata})
 
 
+def _check_names_nest(path: str, names) -> None:
+    """Refuses names that cannot all be keys once split on ``"."``: ``"a"`` and ``"a.b"``.
+
+    The first would be a tensor and the second needs ``"a"`` to be a level; loading one would
+    silently drop or overwrite the other.
+    """
+    known = set(names)
+    for name in sorted(known):
+        parts = name.split(SEPARATOR)
+        for cut in range(1, len(parts)):
+            prefix = SEPARATOR.join(parts[:cut])
+            if prefix in known:
+                msg = (
+                    f"{path!r}: its tensors {prefix!r} and {name!r} cannot both load: split on "
+                    f"{SEPARATOR!r}, {prefix!r} would be both a tensor and a level; rename one "
+                    "of them"
+                )
+                raise MemmapFormatError(msg)
+
+
 def _tensorclass(name: str, path):
-    cls = _REGISTRY.get(name)
+    cls = REGISTRY.get(name)
     if cls is None:
         msg = (
             f"cannot load {os.fspath(path)!r}: it holds the tensorclass {name}, which is not "
@@ -233,6 +256,35 @@ def _rebuild(level, file, device, path, used: set):
     if name is not None:
         return _tensorclass(name, path)._from_tensordict(td)
     return td
+
+
+def _check_tiling(path: str, records: dict, data_start: int, data_end: int) -> None:
+    """Refuses byte ranges that overlap or leave holes: the format tiles its data exactly.
+
+    Two entries over the same bytes would load as views of one another, so that writing one
+    changes the other; a hole or a tail means the header and the data disagree.
+    """
+    position, previous = data_start, None
+    for begin, end, name in sorted((r[2], r[3], name) for name, r in records.items()):
+        if begin < position:
+            msg = (
+                f"{path!r}: the safetensors entries {previous!r} and {name!r} overlap in the "
+                "file; each entry must have bytes of its own"
+            )
+            raise MemmapFormatError(msg)
+        if begin > position:
+            msg = (
+                f"{path!r}: the safetensors header leaves {begin - position} bytes before "
+                f"{name!r} to no entry; the entries must tile the data"
+            )
+            raise MemmapFormatError(msg)
+        position, previous = end, name
+    if position != data_end:
+        msg = (
+            f"{path!r}: the safetensors entries cover {position - data_start} bytes of a "
+            f"{data_end - data_start}-byte data section; the header and the data disagree"
+        )
+        raise MemmapFormatError(msg)
 
 
 _DTYPES = {
@@ -275,6 +327,13 @@ class _MappedFile:
             if length < 2 or 8 + length > size:
                 msg = f"{self.path!r} is not a safetensors file (its header size is not valid)"
                 raise MemmapFormatError(msg)
+            if length > MAX_HEADER_BYTES:
+                msg = (
+                    f"{self.path!r}: its safetensors header claims {length} bytes, more than "
+                    f"the format's limit of {MAX_HEADER_BYTES}; the file is damaged or not "
+                    "a safetensors file"
+                )
+                raise MemmapFormatError(msg)
             try:
                 header = json.loads(handle.read(length))
             except ValueError as err:
@@ -284,20 +343,15 @@ class _MappedFile:
             msg = f"{self.path!r} is not a safetensors file (its header is not an object)"
             raise MemmapFormatError(msg)
         self._metadata = header.pop("__metadata__", None)
-        self._header = header
         self._start = 8 + length
         self._size = size
+        self._header = {name: self._record(name, info) for name, info in header.items()}
+        _check_tiling(self.path, self._header, self._start, size)
         self._storage = torch.from_file(self.path, False, size, dtype=torch.uint8)
         self._views: dict = {}
 
-    def metadata(self):
-        return self._metadata
-
-    def keys(self):
-        return list(self._header)
-
-    def get_tensor(self, name: str) -> torch.Tensor:
-        info = self._header[name]
+    def _record(self, name: str, info) -> tuple:
+        """``(dtype, shape, begin, end)`` of one header record, checked against the file."""
         dtype = _DTYPES.get(info.get("dtype")) if type(info) is dict else None
         shape, offsets = (info.get("shape"), info.get("data_offsets")) if dtype else (None, None)
         valid = (
@@ -305,7 +359,7 @@ class _MappedFile:
             and all(type(n) is int and n >= 0 for n in shape)
             and type(offsets) is list
             and len(offsets) == 2
-            and all(type(n) is int for n in offsets)
+            and all(type(n) is int and n >= 0 for n in offsets)
         )
         if valid:
             begin, end = self._start + offsets[0], self._start + offsets[1]
@@ -314,6 +368,16 @@ class _MappedFile:
         if not valid:
             msg = f"{self.path!r}: the header record of {name!r} is not valid: {info!r}"
             raise MemmapFormatError(msg)
+        return dtype, size, begin, end
+
+    def metadata(self):
+        return self._metadata
+
+    def keys(self):
+        return list(self._header)
+
+    def get_tensor(self, name: str) -> torch.Tensor:
+        dtype, size, begin, end = self._header[name]
         itemsize = dtype.itemsize
         if begin % itemsize:
             flat = self._storage[begin:end].clone().view(dtype)
@@ -325,7 +389,7 @@ class _MappedFile:
             )
         strides = []
         step = 1
-        for n in reversed(shape):
+        for n in reversed(size):
             strides.append(step)
             step *= max(n, 1)
         return whole.as_strided(size, tuple(reversed(strides)), begin // itemsize)
@@ -361,7 +425,10 @@ def from_safetensors(path: str | os.PathLike, *, device=None):
     Raises:
         ImportError: if the ``safetensors`` package is not installed.
         ValueError: if the metadata has another version, or the file holds tensors
-            the metadata does not list.
+            the metadata does not list; if the header is longer than the format's
+            100 MB bound, or its entries overlap, leave holes or miss the data's end;
+            if, without our metadata, one name is a dotted prefix of another
+            (``"a"`` and ``"a.b"``). Each message names the file.
 
     Examples:
         >>> import tempfile, torch
@@ -385,6 +452,7 @@ def from_safetensors(path: str | os.PathLike, *, device=None):
     with opened as file:
         text = (file.metadata() or {}).get(METADATA_KEY)
         if text is None:
+            _check_names_nest(os.fspath(path), file.keys())
             td = TensorDict(device=device)
             for name in file.keys():
                 td.set(tuple(name.split(SEPARATOR)), file.get_tensor(name))

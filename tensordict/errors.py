@@ -65,6 +65,7 @@ __all__ = [
     "UnknownStorageError",
     "UnsetFieldError",
     "UnsupportedConversionError",
+    "WorkerDiedError",
     "warn",
 ]
 
@@ -264,6 +265,10 @@ class ConflictingArgumentsError(TensorDictError, TypeError):
 
 class UnsupportedConversionError(TensorDictError, NotImplementedError):
     """A value or an option that the converters do not handle (a pytree leaf of an unknown type)."""
+
+
+class WorkerDiedError(TensorDictError, RuntimeError):
+    """A worker process of ``map``/``map_iter`` died while the call waited for its result."""
 
 
 class ShapeMismatchError(TensorDictError, RuntimeError):

@@ -28,6 +28,7 @@ from tensordict._nontensor_stack import _from_flat, _values_at
 from tensordict._ops.exchange import CONVERTERS
 from tensordict._stack import stack
 from tensordict._td import TensorDict
+from tensordict._tensorclass.decorator import is_tensorclass
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     DimensionError,
@@ -42,7 +43,6 @@ from tensordict.errors import (
     PaddingError,
     TooFewInputsError,
 )
-from tensordict.tensorclass import is_tensorclass
 
 __all__ = [
     "collate",

@@ -1,9 +1,12 @@
 """The well-known ``tensordict.tensordict`` import path (``from tensordict.tensordict import TensorDict``).
 
-A public face over the modules that implement these names; nothing is defined here.
+A public face over the modules that implement these names; nothing is defined here. The
+former helpers that the reference still serves here with a DeprecationWarning come through the
+module's ``__getattr__``.
 """
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._deprecated import TENSORDICT, deprecated_getattr
 from tensordict._helpers import assert_allclose_td, expand_as_right, expand_right
 from tensordict._keys import NestedKey
 from tensordict._lazy import LazyStackedTensorDict
@@ -37,3 +40,5 @@ __all__ = [
     "pad",
     "pad_sequence",
 ]
+
+__getattr__ = deprecated_getattr(__name__, TENSORDICT)

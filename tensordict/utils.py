@@ -1,9 +1,14 @@
 """The well-known ``tensordict.utils`` import path: keys, right-expansion, dtype predicates, options, small tools.
 
-A public face over the modules that implement these names; nothing is defined here.
+A public face over the modules that implement these names; nothing is defined here. The
+former helpers that the reference still serves with a DeprecationWarning
+(``convert_ellipsis_to_idx``, ``implement_for``, ...) come through the module's ``__getattr__``.
 """
 
+from torch.nn import Buffer
+
 from tensordict._collection import is_non_tensor, is_tensor_collection
+from tensordict._deprecated import UTILS, deprecated_getattr
 from tensordict._helpers import (
     KEY_SEPARATOR,
     assert_allclose_td,
@@ -43,6 +48,7 @@ from tensordict.tensorclass import is_tensorclass
 
 __all__ = [
     "KEY_SEPARATOR",
+    "Buffer",
     "LinkedList",
     "NestedKey",
     "TensorDictFuture",
@@ -77,3 +83,5 @@ __all__ = [
     "unravel_key_list",
     "unravel_key_to_tuple",
 ]
+
+__getattr__ = deprecated_getattr(__name__, UTILS)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
+import time
 
 import pytest
 import torch
@@ -338,3 +340,60 @@ def test_map_on_a_tensorclass_refuses_a_result_with_other_fields():
     rows = Row(x=torch.arange(4.0), batch_size=[4])
     with pytest.raises(ValueError, match="'y'"):
         rows.map(add_one, num_workers=2, generator=_gen())
+
+
+def killed_on_second_chunk(chunk):
+    """Kills its own worker with SIGKILL on the chunk that starts at row 5 (the OOM killer's way)."""
+    if int(chunk["x"][0]) == 5:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return chunk.empty().set("y", chunk["x"] + 1)
+
+
+def _worker_pids_alive(pids) -> list:
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        alive.append(pid)
+    return alive
+
+
+@pytest.mark.parametrize("method", ["map", "map_iter"])
+def test_a_killed_worker_stops_the_call_naming_its_signal(method):
+    """A worker killed mid-chunk raises WorkerDiedError (a RuntimeError) naming SIGKILL within
+    seconds, instead of waiting forever for the lost chunk, and leaves no worker behind."""
+    from tensordict.errors import WorkerDiedError
+
+    td = TensorDict(x=torch.arange(10.0), batch_size=[10])
+    before = {p.pid for p in multiprocessing.active_children()}
+    start = time.monotonic()
+    with pytest.raises(WorkerDiedError, match="SIGKILL") as info:
+        if method == "map":
+            td.map(killed_on_second_chunk, num_workers=2, chunksize=5, generator=_gen())
+        else:
+            list(td.map_iter(killed_on_second_chunk, num_workers=2, chunksize=5, generator=_gen()))
+    assert isinstance(info.value, RuntimeError)
+    assert time.monotonic() - start < 30
+    left = [p for p in multiprocessing.active_children() if p.pid not in before]
+    assert not _worker_pids_alive([p.pid for p in left])
+
+
+def test_a_killed_worker_of_a_given_pool_stops_the_call_and_leaves_the_pool_open():
+    """With the caller's pool, the call raises too; the pool stays open and still works."""
+    from tensordict.errors import WorkerDiedError
+
+    td = TensorDict(x=torch.arange(10.0), batch_size=[10])
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        with pytest.raises(WorkerDiedError, match="SIGKILL"):
+            td.map(killed_on_second_chunk, pool=pool, chunksize=5)
+        again = td.map(add_one, pool=pool, chunksize=5)
+    assert again["y"].tolist() == [float(i + 1) for i in range(10)]
+
+
+def test_workers_retired_by_max_tasks_are_not_taken_for_dead():
+    """Workers replaced after max_tasks_per_child exit normally: the call completes."""
+    td = TensorDict(x=torch.arange(12.0), batch_size=[12])
+    out = td.map(add_one, num_workers=2, chunksize=1, max_tasks_per_child=1, generator=_gen())
+    assert out["y"].tolist() == [float(i + 1) for i in range(12)]

@@ -273,3 +273,97 @@ def test_cpu_tensors_are_views_of_one_mapping_of_the_file(tmp_path):
     assert len(storages) == 1
     assert loaded["a"].untyped_storage().nbytes() == (tmp_path / "t.st").stat().st_size
     assert loaded["b"].tolist() == [1, 1, 1]
+
+
+def _raw_file(path, records: dict, data: bytes, metadata: dict | None = None) -> None:
+    """Writes a safetensors file by hand: 8-byte header length, JSON header, data."""
+    header = dict(records)
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    text = json.dumps(header).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data)
+
+
+def _f32(begin: int, end: int, count: int) -> dict:
+    return {"dtype": "F32", "shape": [count], "data_offsets": [begin, end]}
+
+
+@ours_only  # differs from the reference: it keeps one of the two names, or fails unnamed
+@pytest.mark.parametrize("order", [("a", "a.b"), ("a.b", "a")])
+def test_names_that_cannot_both_be_keys_are_refused_naming_both(tmp_path, order):
+    """A file without our metadata holding "a" and "a.b" is refused, naming the file and both."""
+    records = {order[0]: _f32(0, 4, 1), order[1]: _f32(4, 8, 1)}
+    _raw_file(tmp_path / "clash.safetensors", records, b"\0" * 8)
+    with pytest.raises(ValueError, match=r"clash.safetensors.*'a' and 'a.b'"):
+        from_safetensors(tmp_path / "clash.safetensors")
+
+
+def test_names_that_share_a_prefix_string_still_load(tmp_path):
+    """ "a" and "ab.c" are no clash: only a whole dotted part makes a level."""
+    _raw_file(tmp_path / "ok.safetensors", {"a": _f32(0, 4, 1), "ab.c": _f32(4, 8, 1)}, b"\0" * 8)
+    loaded = from_safetensors(tmp_path / "ok.safetensors")
+    assert set(loaded.keys(True, True)) == {"a", ("ab", "c")}
+
+
+@ours_only  # differs from the reference: it loads two views of the same bytes
+def test_entries_over_the_same_bytes_are_refused(tmp_path):
+    """Two records whose byte ranges overlap are refused: they would alias each other."""
+    records = {"a": _f32(0, 8, 2), "b": _f32(4, 12, 2)}
+    _raw_file(tmp_path / "overlap.safetensors", records, b"\0" * 12)
+    with pytest.raises(ValueError, match=r"overlap.safetensors.*'a' and 'b' overlap"):
+        from_safetensors(tmp_path / "overlap.safetensors")
+    records = {"a": _f32(0, 8, 2), "b": _f32(0, 8, 2)}
+    _raw_file(tmp_path / "same.safetensors", records, b"\0" * 8)
+    with pytest.raises(ValueError, match="overlap"):
+        from_safetensors(tmp_path / "same.safetensors")
+
+
+@ours_only  # differs from the reference: safetensors raises its own SafetensorError there
+@pytest.mark.parametrize(
+    ("records", "size", "match"),
+    [
+        ({"a": _f32(4, 8, 1)}, 8, "4 bytes before 'a'"),
+        ({"a": _f32(0, 4, 1)}, 8, "cover 4 bytes of a 8-byte data section"),
+        ({"a": _f32(0, 4, 1), "b": _f32(8, 12, 1)}, 12, "before 'b'"),
+    ],
+)
+def test_holes_and_tails_in_the_data_are_refused(tmp_path, records, size, match):
+    """The entries must tile the data section: a hole or a tail means a damaged header."""
+    _raw_file(tmp_path / "holes.safetensors", records, b"\0" * size)
+    with pytest.raises(ValueError, match=match):
+        from_safetensors(tmp_path / "holes.safetensors")
+
+
+@ours_only  # differs from the reference: it reads the claimed header before failing
+def test_a_huge_header_length_is_refused_before_reading_it(tmp_path):
+    """A header length past the format's 100 MB bound fails without allocating it.
+
+    The file is sparse: 1 GiB of holes behind a header length of 1 GiB. A child process loads
+    it and reports its peak resident memory, which must stay far below the claimed size.
+    """
+    path = tmp_path / "huge.safetensors"
+    with open(path, "wb") as handle:
+        handle.write((1 << 30).to_bytes(8, "little"))
+        handle.truncate(8 + (1 << 30) + 16)
+    script = (
+        "import resource, sys\n"
+        "from tensordict import from_safetensors\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n"
+        "    from_safetensors(sys.argv[1])\n"
+        "except ValueError as err:\n"
+        "    print('refused:', err)\n"
+        "print('grew_kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=ROOT,
+    )
+    assert "refused:" in proc.stdout and "huge.safetensors" in proc.stdout, proc.stderr
+    assert "100000000" in proc.stdout
+    grew = int(proc.stdout.split("grew_kib")[1])
+    assert grew < 64 * 1024, f"loading grew the resident memory by {grew} KiB"

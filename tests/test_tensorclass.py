@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -17,6 +18,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tensordict
 from tensordict import MemoryMappedTensor, NonTensorData, TensorDict, is_tensor_collection
 from tensordict.tensorclass import (
     ReservedFieldError,
@@ -686,3 +688,57 @@ def test_memmap_refresh_keeps_identity_and_requires_memmap(tmp_path):
     assert f.memmap_refresh_() is f
     with pytest.raises(RuntimeError, match="memory-mapped"):
         frame().memmap_refresh_()
+
+
+def test_a_non_tensor_field_folder_names_the_well_known_type(tmp_path):
+    """A non-tensor field's folder records the reference's NonTensorData _type string."""
+    frame().memmap(tmp_path / "f")
+    meta = tree(tmp_path / "f")[os.path.join("_tensordict", "source", "meta.json")]
+    assert meta == {
+        "_type": "<class 'tensordict.tensorclass.NonTensorData'>",
+        "data": "camera",
+        "_metadata": None,
+        "_is_non_tensor": True,
+    }
+
+
+# ====================================================================== the tensordict.tensorclass module
+# The names that tensordict.tensorclass held before it became a face over tensordict._tensorclass,
+# besides __all__: the errors a tensorclass raises, the metaclass and a few internal ones.
+KEPT_NAMES = (
+    "CLASSES",
+    "ClassFlagError",
+    "ConversionInputError",
+    "GET_DEFAULT",
+    "MemmapFormatError",
+    "MemmapMixin",
+    "MemmapNotFoundError",
+    "SHARED_WITH_TENSORCLASS",
+    "TENSORCLASS_METHODS",
+    "check_batch_args",
+    "collection_repr",
+    "fmt",
+    "_TensorClassMeta",
+)
+
+
+def test_the_module_keeps_every_name_it_exported():
+    """Every name of __all__ (TensorAttrs included) and the kept ones import from tensordict.tensorclass."""
+    module = importlib.import_module("tensordict.tensorclass")
+    assert "TensorAttrs" in module.__all__
+    for name in (*module.__all__, *KEPT_NAMES):
+        assert getattr(module, name) is not None, name
+        if hasattr(tensordict, name):  # the package's name is the same object
+            assert getattr(module, name) is getattr(tensordict, name), name
+
+
+def test_tensor_class_names_the_public_module_on_disk(tmp_path):
+    """TensorClass, its metaclass and the classes TensorClass[...] makes name tensordict.tensorclass."""
+    module = importlib.import_module("tensordict.tensorclass")
+    assert str(module.TensorClass) == "<class 'tensordict.tensorclass.TensorClass'>"
+    assert str(type(module.TensorClass)) == "<class 'tensordict.tensorclass._TensorClassMeta'>"
+    bracket = module.TensorClass["nocast"]
+    bracket(batch_size=[2]).memmap(tmp_path / "c")
+    type_string = "<class 'tensordict.tensorclass.TensorClass_nocast'>"
+    assert tree(tmp_path / "c")["meta.json"] == {"_type": type_string}
+    assert type(TensorDict.load_memmap(tmp_path / "c")) is bracket

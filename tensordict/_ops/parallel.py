@@ -16,7 +16,9 @@ numbers. Workers that replace retired ones (``max_tasks_per_child``) take the ne
 
 from __future__ import annotations
 
+import multiprocessing
 import pickle
+import signal
 import warnings
 from collections.abc import Callable, Iterator
 
@@ -26,6 +28,11 @@ import torch
 from tensordict._ops.batch_dims import norm_dim
 from tensordict._ops.split_stack import STACKERS
 from tensordict._options import set_capture_non_tensor_stack
+from tensordict.errors import WorkerDiedError
+
+# How long the caller waits for the next result before it looks for dead workers: a chunk
+# lost with its worker is noticed within this delay (plus the pool's own 0.1 s upkeep).
+_POLL_SECONDS = 0.25
 
 
 def _worker_init(base_seed: int, counter, num_threads: int, retired: bool) -> None:
@@ -181,6 +188,50 @@ class _Pool:
         else:
             self.pool.close()
         self.pool.join()
+
+
+def _exit_reason(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _watched(results, pool, method: str) -> Iterator:
+    """Yields the pool's results, raising WorkerDiedError once a worker has died.
+
+    A ``multiprocessing.Pool`` replaces a worker that dies (SIGKILL, the OOM killer, a
+    crash in C code), but the chunk it was running is lost and its result never comes:
+    the caller would wait forever. So the caller waits a short time for each result, and
+    between waits looks at every worker process it has seen for an abnormal exit. Workers
+    retired by ``max_tasks_per_child`` exit with code 0 and do not count.
+    """
+    workers = getattr(pool, "_pool", None)  # multiprocessing.Pool's own list of processes
+    if workers is None:  # another kind of pool: nothing to watch
+        yield from results
+        return
+    seen = {process.pid: process for process in list(workers)}
+    while True:
+        try:
+            item = results.next(timeout=_POLL_SECONDS)
+        except StopIteration:
+            return
+        except multiprocessing.TimeoutError:
+            for process in list(pool._pool):
+                seen.setdefault(process.pid, process)
+            for process in seen.values():
+                code = process.exitcode
+                if code is not None and code != 0:
+                    msg = (
+                        f"{method}: worker process {process.pid} {_exit_reason(code)} while "
+                        "running a chunk; its result is lost, so the call stops (the pool's "
+                        "workers are stopped when the call made the pool)"
+                    )
+                    raise WorkerDiedError(msg) from None
+            continue
+        yield item
 
 
 def _worker_threads(threads) -> int:
@@ -406,7 +457,7 @@ class ParallelMixin:
                 raise ValueError(msg)
             fn, chunks = _WriteInto(fn), zip(chunks, destinations)
         imap = pool.imap_unordered if shuffle else pool.imap
-        results = imap(fn, chunks, 1)
+        results = _watched(imap(fn, chunks, 1), pool, method)
         if pbar:
             import tqdm
 

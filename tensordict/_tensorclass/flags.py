@@ -28,8 +28,9 @@ A tensorclass is defined with flags (``@tensorclass(autocast=True)``,
 
 ``autocast``, ``nocast`` and ``tensor_only`` are exclusive.
 
-The names below are this module's protocol with :mod:`tensordict.tensorclass`;
-a class carries its flags as the class attributes ``_tc_<flag>``.
+The names without a leading underscore are this module's protocol with the other
+modules of :mod:`tensordict._tensorclass`; a class carries its flags as the class
+attributes ``_tc_<flag>``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,104 @@
-"""The class-level methods every tensorclass gets besides its own: builders and forwarders.
+"""How a tensorclass answers with its tensordict's methods, and wraps what they return.
 
-The builders (``C.from_schema``, ``C.stack``, ...) build what the TensorDict class
-method of the same name builds and wrap it as the class. The forwarders make every
-public tensordict method and property a class attribute too (``C.apply``, ``C.dtype``),
-calling the instance's tensordict. :func:`install` puts them on the holder class that
-:mod:`tensordict.tensorclass` copies onto each decorated class.
+An instance holds its data in a tensordict (``_tensordict``); every tensordict method
+it does not define itself is forwarded there. Three ways lead to the tensordict:
+
+- the instance forwarders: :func:`forward` wraps a bound tensordict method so that
+  tensorclass arguments are unwrapped (:func:`unwrap`), keys that a method adds are
+  checked against the fields, and a tensordict result comes back as the class (the
+  instance's ``_wrap``); :func:`make_operator` does the same for ``==``, ``+``, ...;
+- the class-level forwarders: every public tensordict method and property is also a
+  class attribute (``C.apply``, ``C.dtype``), calling the instance's tensordict;
+- the class-level builders (``C.from_schema``, ``C.stack``, ...) build what the
+  TensorDict class method of the same name builds and wrap it as the class
+  (:func:`as_class`).
+
+:func:`install` puts the class-level ones on the holder class whose members every
+decorated class gets (:mod:`tensordict._tensorclass.methods`). The names without a
+leading underscore are this module's protocol with the other modules of
+:mod:`tensordict._tensorclass`.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 
 from tensordict._td import TensorDict
+from tensordict._tensorclass.fields import check_key
 from tensordict.base import TensorDictBase
 
-# Where the holder class lives, so that the generated functions pickle by reference.
-_HOLDER_MODULE = "tensordict.tensorclass"
 
+def is_tc(value) -> bool:
+    """True if ``value`` is a tensorclass instance (or class): it has fields."""
+    return hasattr(type(value), "_tc_fields")
+
+
+def unwrap(value):
+    """``value`` as a tensordict method takes it: a tensorclass instance as its tensordict."""
+    return value._tensordict if is_tc(value) else value
+
+
+# ====================================================================== instance forwarders
+# Properties whose tensordict value a tensorclass returns as an instance of its class.
+WRAPPED_PROPERTIES = frozenset({"data"})
+# Methods whose result is an entry (maybe a sub-tensordict), never a new instance.
+_RAW_RESULT = frozenset({"pop", "setdefault", "get_non_tensor", "data_ptr"})
+
+# Methods that add keys: key argument position (and keyword name), checked against the fields.
+# The make_memmap* methods take any key, as in the well-known API: the entry is kept
+# in the instance's tensordict, written to its folder and loaded back with it.
+_KEY_ADDERS = {
+    "setdefault": (0, "key"),
+    "rename_key_": (1, "new_key"),
+}
+
+OPERATORS = (
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+    "__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__",
+    "__mul__", "__rmul__", "__imul__", "__truediv__", "__rtruediv__", "__itruediv__",
+    "__floordiv__", "__mod__", "__pow__", "__rpow__", "__ipow__", "__matmul__",
+    "__and__", "__or__", "__xor__", "__neg__", "__abs__", "__invert__",
+)  # fmt: skip
+"""The operators every tensorclass gets from its tensordict, unless its class defines them."""
+
+
+def forward(self, name: str, method):
+    """The tensordict's bound ``method`` (called ``name``) as a method of the instance ``self``."""
+    cls = type(self)
+    adder = _KEY_ADDERS.get(name)
+
+    def call(*args, **kwargs):
+        if adder is not None:
+            pos, kw = adder
+            key = args[pos] if len(args) > pos else kwargs.get(kw)
+            if key is not None:
+                check_key(cls, key, f"cannot add the key {key!r} with {name}():")
+        args = tuple(unwrap(a) for a in args)
+        if kwargs:
+            kwargs = {k: unwrap(v) for k, v in kwargs.items()}
+        result = method(*args, **kwargs)
+        return result if name in _RAW_RESULT else self._wrap(result)
+
+    call.__name__ = name
+    call.__doc__ = method.__doc__
+    return call
+
+
+def make_operator(name: str):
+    """The operator ``name`` (``"__add__"``, ...) of a tensorclass: the tensordict's, wrapped."""
+
+    def op(self, *args):
+        result = getattr(self._tensordict, name)(*(unwrap(a) for a in args))
+        if result is NotImplemented:
+            return NotImplemented
+        return self._wrap(result)
+
+    op.__name__ = name
+    op.__doc__ = f"``{name}`` of the tensordict, as an instance of the class."
+    return op
+
+
+# ====================================================================== class-level builders
 # Each builds a TensorDict with the TensorDict class method of the same name, then
 # wraps it as the class. (name, what the result holds, doctest lines after the class)
 _CLASS_BUILDERS = (
@@ -121,15 +202,15 @@ def as_class(cls, result, name: str):
     return cls.from_tensordict(result)
 
 
-def _class_builder(name: str, what: str, example: str) -> classmethod:
+def _class_builder(holder: type, name: str, what: str, example: str) -> classmethod:
     built_by = inspect.getattr_static(TensorDict, name).__func__
 
     def builder(cls, *args, **kwargs):
         return as_class(cls, built_by(TensorDict, *args, **kwargs), name)
 
     builder.__name__ = name
-    builder.__qualname__ = f"_TensorClassMethods.{name}"
-    builder.__module__ = _HOLDER_MODULE
+    builder.__qualname__ = f"{holder.__qualname__}.{name}"
+    builder.__module__ = holder.__module__
     builder.__signature__ = inspect.signature(built_by)
     lines = "\n".join("    " + line for line in example.splitlines())
     builder.__doc__ = (
@@ -145,21 +226,22 @@ def _class_builder(name: str, what: str, example: str) -> classmethod:
     return classmethod(builder)
 
 
+# ====================================================================== class-level forwarders
 # Every public tensordict method and property that the class does not define itself is
 # also a class attribute (``C.apply``, ``C.dtype``, as the well-known API has them); each
 # calls the instance's tensordict and wraps the result, as ``__getattr__`` does for the rest.
-def _forwarded_method(name: str, doc: str | None, forward: Callable):
+def _forwarded_method(holder: type, name: str, doc: str | None):
     def method(self, *args, **kwargs):
         return forward(self, name, getattr(self._tensordict, name))(*args, **kwargs)
 
     method.__name__ = name
-    method.__qualname__ = f"_TensorClassMethods.{name}"
-    method.__module__ = _HOLDER_MODULE  # pickles by reference, as a written method would
+    method.__qualname__ = f"{holder.__qualname__}.{name}"
+    method.__module__ = holder.__module__  # pickles by reference, as a written method would
     method.__doc__ = doc
     return method
 
 
-def _forwarded_property(name: str, prop: property, unwrap: Callable, wrapped: bool) -> property:
+def _forwarded_property(name: str, prop: property, wrapped: bool) -> property:
 
     def get(self):
         value = getattr(self._tensordict, name)
@@ -171,23 +253,23 @@ def _forwarded_property(name: str, prop: property, unwrap: Callable, wrapped: bo
     return property(get, put if prop.fset is not None else None, doc=prop.__doc__)
 
 
-def install(target: type, forward: Callable, unwrap: Callable, wrapped: frozenset) -> None:
-    """Puts the class-level builders and the forwarders on ``target``, the methods every tensorclass gets.
+def install(holder: type) -> None:
+    """Puts the class-level builders and forwarders on ``holder``, whose members every tensorclass gets.
+
+    A forwarder goes only where ``holder`` defines nothing of that name. The generated
+    functions name ``holder`` as their class and module, so that they pickle by
+    reference as a written method would.
 
     Args:
-        target (type): the class whose attributes are copied onto each tensorclass.
-        forward (Callable): ``forward(instance, name, bound_method)`` gives the callable
-            that unwraps the arguments, calls the tensordict's method and wraps the result.
-        unwrap (Callable): a tensorclass argument as its tensordict.
-        wrapped (frozenset): the properties whose tensordict value is wrapped as the class.
+        holder (type): the class whose attributes are copied onto each tensorclass.
     """
     for name, what, example in _CLASS_BUILDERS:
-        setattr(target, name, _class_builder(name, what, example))
+        setattr(holder, name, _class_builder(holder, name, what, example))
     for name in dir(TensorDict):
-        if name.startswith("_") or name in vars(target):
+        if name.startswith("_") or name in vars(holder):
             continue
         attr = inspect.getattr_static(TensorDict, name)
         if isinstance(attr, property):
-            setattr(target, name, _forwarded_property(name, attr, unwrap, name in wrapped))
+            setattr(holder, name, _forwarded_property(name, attr, name in WRAPPED_PROPERTIES))
         elif inspect.isfunction(attr):
-            setattr(target, name, _forwarded_method(name, attr.__doc__, forward))
+            setattr(holder, name, _forwarded_method(holder, name, attr.__doc__))

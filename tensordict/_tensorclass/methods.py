@@ -1,0 +1,644 @@
+"""The methods every tensorclass gets: construction, attributes, the container protocol, torch.
+
+:class:`_TensorClassMethods` holds them; the decorator
+(:mod:`tensordict._tensorclass.decorator`) copies its members onto each decorated
+class, except those the class defines itself. Besides the methods written here it
+holds the memory-mapping hooks and methods (:mod:`tensordict._tensorclass.memmap`),
+the methods that carry the class over ``torch.distributed``
+(:data:`tensordict._ops.distributed.TENSORCLASS_METHODS`), and the class-level
+builders and forwarders (:mod:`tensordict._tensorclass.forwarding`), put on it
+below the class. Its name keeps the leading underscore although the decorator
+imports it: it is the qualified name of every method it holds
+(``Frame.apply.__qualname__ == "_TensorClassMethods.apply"``).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import warnings
+from collections.abc import Mapping
+
+import torch
+
+from tensordict._collection import is_tensor_collection
+from tensordict._nontensor import NonTensorDataBase
+from tensordict._ops.distributed import TENSORCLASS_METHODS
+from tensordict._options import GET_DEFAULT
+from tensordict._printing import collection_repr
+from tensordict._stack import cat as _td_cat
+from tensordict._stack import stack as _td_stack
+from tensordict._td import TensorDict
+from tensordict._tensorclass import flags
+from tensordict._tensorclass.fields import check_key, count_batch_dims, unknown_field
+from tensordict._tensorclass.forwarding import (
+    WRAPPED_PROPERTIES,
+    as_class,
+    forward,
+    install,
+    unwrap,
+)
+from tensordict._tensorclass.memmap import MemmapHooks
+from tensordict._torch_function import dispatch as _dispatch
+from tensordict.base import TensorDictBase
+
+
+def _is_key(index) -> bool:
+    if type(index) is str:
+        return True
+    return type(index) is tuple and bool(index) and all(type(i) is str for i in index)
+
+
+class _TensorClassMethods:
+    """Holds the methods copied onto each decorated class (a class the user defines wins)."""
+
+    _is_tensor_collection = True
+    _is_tensorclass = True
+    _is_lazy = False
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def _from_tensordict(cls, td):
+        """Wraps ``td`` without copying or checking anything."""
+        obj = object.__new__(cls)
+        obj.__dict__["_tensordict"] = td
+        return obj
+
+    def _wrap(self, result):
+        """The result of a tensordict method, as this class where it is a tensordict."""
+        if result is self._tensordict:
+            return self
+        if isinstance(result, TensorDictBase):
+            cls = type(self)
+            keys = result._tensordict.keys() if type(result) is TensorDict else result._keys_level()
+            if not cls._tc_field_set.issuperset(keys):
+                # A key that is no field and that this instance did not hold already (the
+                # make_memmap* methods may add such entries): e.g. map(fn) whose fn added it.
+                own = self._tensordict._keys_level()
+                extra = sorted(k for k in keys if k not in cls._tc_field_set and k not in own)
+                if extra:
+                    raise unknown_field(cls, extra[0], "cannot hold the result's entry")
+            return cls._from_tensordict(result)
+        if type(result) in (tuple, list) and result and isinstance(result[0], TensorDictBase):
+            return type(result)(self._wrap(r) for r in result)
+        if isinstance(result, tuple) and hasattr(type(result), "n_fields"):  # torch.return_types
+            return type(result)(tuple(self._wrap(r) for r in result))
+        return result
+
+    @classmethod
+    def from_tensordict(cls, tensordict, non_tensordict: dict | None = None, safe: bool = True):
+        """Returns an instance holding ``tensordict`` (shared, not copied).
+
+        Args:
+            tensordict (TensorDictBase): the entries; each top-level key must be a field.
+            non_tensordict (dict, optional): more field values, set after wrapping.
+            safe (bool, optional): accepted for compatibility.
+
+        Raises:
+            UnknownFieldError: if a key is not a field (a ``ValueError`` and ``TypeError``).
+
+        Examples:
+            >>> @tensorclass
+            ... class Frame:
+            ...     pixels: torch.Tensor
+            >>> frame = Frame.from_tensordict(TensorDict(pixels=torch.zeros(2, 3), batch_size=[2]))
+            >>> frame.pixels.shape
+            torch.Size([2, 3])
+        """
+        if not isinstance(tensordict, TensorDictBase):
+            msg = f"{cls.__name__}.from_tensordict() needs a tensordict, got {type(tensordict).__name__}"
+            raise TypeError(msg)
+        for key in tensordict.keys():
+            if key not in cls._tc_field_set:
+                raise unknown_field(cls, key, "cannot wrap the tensordict entry")
+        obj = cls._from_tensordict(tensordict)
+        for name, value in (non_tensordict or {}).items():
+            if name not in cls._tc_field_set:
+                raise unknown_field(cls, name, "cannot set")
+            obj._set_field(name, value)
+        return obj
+
+    @classmethod
+    def from_dict(
+        cls,
+        input_dict,
+        *,
+        auto_batch_size: bool | None = None,
+        batch_size=None,
+        device=None,
+        batch_dims: int | None = None,
+        names=None,
+    ):
+        """Builds an instance from a (nested) dict of field values.
+
+        Fields missing from ``input_dict`` are ``None`` (their declared defaults are
+        not used, as in the well-known API). Nested dicts become sub-tensordicts.
+
+        Args:
+            input_dict (dict): field name to value.
+
+        Keyword Args:
+            auto_batch_size (bool, optional): infer the batch size from the leaves when
+                ``batch_size`` is not given. Defaults to ``None`` (no: ``[]``).
+            batch_size (sequence of int, optional): the batch size.
+            device (torch.device, optional): the device.
+            batch_dims (int, optional): with ``auto_batch_size``, keep at most this many dims.
+            names (list of str, optional): the batch dimension names.
+
+        Raises:
+            UnknownFieldError: if a key is not a field.
+
+        Examples:
+            >>> @tensorclass
+            ... class Frame:
+            ...     pixels: torch.Tensor
+            ...     label: torch.Tensor
+            >>> Frame.from_dict({"pixels": torch.zeros(3, 2), "label": torch.zeros(3)}, batch_size=[3]).batch_size
+            torch.Size([3])
+        """
+        if not isinstance(input_dict, Mapping):
+            msg = f"{cls.__name__}.from_dict() needs a dict, got {type(input_dict).__name__}"
+            raise TypeError(msg)
+        for key in input_dict:
+            if key not in cls._tc_field_set:
+                raise unknown_field(cls, key, "cannot set")
+        source = {}
+        dims = count_batch_dims(batch_size)
+        for key, value in input_dict.items():
+            value = (
+                value if isinstance(value, Mapping) else flags.stored_value(cls, key, value, dims)
+            )
+            if value is not None:
+                source[key] = value
+        td = TensorDict(source, batch_size=batch_size, device=device)
+        if batch_size is None and (auto_batch_size or batch_dims is not None):
+            td.auto_batch_size_(batch_dims)
+        if names is not None:
+            td.names = names
+        return cls._from_tensordict(td)
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """Returns a copy of the data as a plain tensordict, plain at every depth.
+
+        Keyword Args:
+            retain_none (bool, optional): write the fields set to ``None`` as ``None`` entries.
+                Defaults to ``None`` (no: they are left out).
+
+        Returns:
+            A new :class:`TensorDict`.
+
+        Examples:
+            >>> @tensorclass
+            ... class Frame:
+            ...     pixels: torch.Tensor
+            ...     label: torch.Tensor = None
+            >>> frame = Frame(pixels=torch.zeros(2), batch_size=[2])
+            >>> list(frame.to_tensordict().keys()), list(frame.to_tensordict(retain_none=True).keys())
+            (['pixels'], ['pixels', 'label'])
+        """
+        out = self._tensordict.to_tensordict(retain_none=retain_none)
+        if retain_none:
+            for name in type(self)._tc_fields:
+                if out._get_str(name, None) is None and name not in out._keys_level():
+                    out._set_str(name, None, inplace=False, validated=False)
+        return out
+
+    def pack(self, dim: int = -1, *, layout=None):
+        """Packs every leaf into one tensor of features; the layout rebuilds this class.
+
+        As :meth:`TensorDict.pack <tensordict.TensorDictBase.pack>`, with the layout's
+        ``cls`` set to this class, so that :meth:`PackLayout.unpack` gives an instance.
+
+        Args:
+            dim (int, optional): where the packed dim goes. Defaults to -1.
+
+        Keyword Args:
+            layout (PackLayout, optional): pack into this layout's column order.
+
+        Returns:
+            A tuple ``(packed tensor, PackLayout)``.
+
+        Raises:
+            TypeError: if an entry is not a tensor, or the dtypes or devices differ.
+            ValueError: if the leaves do not match ``layout``.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            >>> flat, layout = Point(x=torch.ones(3, 2), batch_size=[3]).pack()
+            >>> type(layout.unpack(flat)).__name__, flat.shape
+            ('Point', torch.Size([3, 2]))
+        """
+        flat, built = self._tensordict.pack(dim, layout=layout)
+        if layout is None:
+            built = dataclasses.replace(built, cls=type(self))
+        return flat, built
+
+    def from_dict_instance(
+        self, input_dict, *, auto_batch_size=None, batch_size=None, device=None, batch_dims=None
+    ):
+        """Builds an instance of this instance's class from a dict, its nested levels typed as here.
+
+        Like :meth:`from_dict`, but each nested dict under a key that holds a tensorclass
+        or tensordict in this instance becomes an instance of that class.
+
+        Args:
+            input_dict (dict): field name to value; nested dicts for nested fields.
+
+        Keyword Args:
+            auto_batch_size (bool, optional): infer the batch size from the leaves.
+            batch_size (sequence of int, optional): the batch size.
+            device (torch.device, optional): the device.
+            batch_dims (int, optional): with ``auto_batch_size``, keep at most this many dims.
+
+        Returns:
+            A new instance of this instance's class.
+
+        Raises:
+            UnknownFieldError: (a ``ValueError``) if a key is not a field.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            >>> p = Point(x=torch.zeros(3), batch_size=[3])
+            >>> p.from_dict_instance({"x": torch.ones(3)}, batch_size=[3]).x
+            tensor([1., 1., 1.])
+        """
+        built = self._tensordict.from_dict_instance(
+            input_dict,
+            auto_batch_size=auto_batch_size,
+            batch_size=batch_size,
+            device=device,
+            batch_dims=batch_dims,
+        )
+        obj = as_class(type(self), built, "from_dict_instance")
+        for field in dataclasses.fields(type(self)):
+            if field.name in input_dict:
+                continue  # a field left out takes its declared default
+            if field.default_factory is not dataclasses.MISSING:
+                obj._set_field(field.name, field.default_factory())
+            elif field.default is not dataclasses.MISSING and field.default is not None:
+                obj._set_field(field.name, field.default)
+        return obj
+
+    @classmethod
+    def fields(cls) -> tuple:
+        """The class's fields, as ``dataclasses.fields`` gives them.
+
+        Returns:
+            A tuple of :class:`dataclasses.Field`, in declaration order.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            ...     tag: str = "a"
+            >>> [f.name for f in Point.fields()]
+            ['x', 'tag']
+        """
+        return dataclasses.fields(cls)
+
+    def extend(self, tensordict) -> None:
+        """Adds members to the lazy stack this instance holds (deprecated).
+
+        Use :func:`tensordict.lazy_stack` or :func:`torch.cat` to build a new instance
+        instead; this method warns and remains for code written for the well-known API.
+
+        Args:
+            tensordict (sequence of instances or tensordicts, or one of them): the new
+                members (a single one is split along its first batch dim).
+
+        Raises:
+            TypeError: if the instance does not hold a lazy stack.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            >>> p = Point(x=torch.zeros(2), batch_size=[2])
+            >>> stack = lazy_stack([p, p])
+            >>> with warnings.catch_warnings():
+            ...     warnings.simplefilter("ignore", DeprecationWarning)
+            ...     stack.extend([p])
+            >>> stack.batch_size
+            torch.Size([3, 2])
+        """
+        warnings.warn(
+            "extend() on a tensorclass is deprecated: build a new instance with "
+            "tensordict.lazy_stack or torch.cat",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        inner = self._tensordict
+        if not getattr(type(inner), "_is_lazy", False):
+            msg = (
+                f"extend() needs a {type(self).__name__} over a lazy stack, this one holds a "
+                f"{type(inner).__name__}; use tensordict.lazy_stack or torch.cat"
+            )
+            raise TypeError(msg)
+        if is_tensor_collection(tensordict):
+            inner.extend(unwrap(tensordict))
+        else:
+            inner.extend([unwrap(m) for m in tensordict])
+
+    @classmethod
+    def from_list(cls, input, **kwargs):
+        """Stacks a list of dicts of field values (or instances) into one instance, on a new dim 0.
+
+        Args:
+            input (list): dicts of field values, or instances of the class.
+            **kwargs: as for :meth:`TensorDict.from_list` (``batch_size``, ``lazy``, ...).
+
+        Returns:
+            An instance whose first batch dim is the length of the list.
+
+        Raises:
+            UnknownFieldError: if a key is not a field.
+
+        Examples:
+            >>> @tensorclass
+            ... class Frame:
+            ...     pixels: torch.Tensor
+            >>> Frame.from_list([{"pixels": torch.zeros(3)}, {"pixels": torch.ones(3)}]).batch_size
+            torch.Size([2])
+        """
+        items = [unwrap(item) for item in input] if isinstance(input, (list, tuple)) else input
+        return cls.from_tensordict(TensorDict.from_list(items, **kwargs))
+
+    # ------------------------------------------------------------------ attributes
+    def _set_field(self, name: str, value) -> None:
+        td = self._tensordict
+        value = flags.stored_value(type(self), name, value, td.batch_dims)
+        if value is None:
+            if td._get_str(name, None) is not None:
+                td._del_str(name)
+            return
+        td._set_str(name, value, inplace=False, validated=False)
+
+    def __setattr__(self, name: str, value) -> None:
+        cls = type(self)
+        if cls._tc_frozen:
+            # As a frozen dataclass: no attribute at all can be assigned after __init__.
+            msg = f"cannot assign to field {name!r}: {cls.__name__} is frozen"
+            raise dataclasses.FrozenInstanceError(msg)
+        if name in cls._tc_field_set:
+            self._set_field(name, value)
+        elif name.startswith("_") or hasattr(cls, name):
+            object.__setattr__(self, name, value)
+        else:
+            raise unknown_field(cls, name, "cannot set the attribute")
+
+    def __getattr__(self, name: str):
+        # Only reached when normal lookup fails: forward public tensordict attributes.
+        if name.startswith("_"):
+            msg = f"{type(self).__name__!r} object has no attribute {name!r}"
+            raise AttributeError(msg)
+        td = self.__dict__.get("_tensordict")
+        try:
+            attr = getattr(td, name)
+        except AttributeError:
+            msg = (
+                f"{type(self).__name__!r} object has no attribute or field {name!r}; its fields are "
+                f"{list(type(self)._tc_fields)}"
+            )
+            raise AttributeError(msg) from None
+        if callable(attr):
+            return forward(self, name, attr)
+        return self._wrap(attr) if name in WRAPPED_PROPERTIES else attr
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | {n for n in dir(TensorDict) if n[0] != "_"})
+
+    @property
+    def batch_size(self) -> torch.Size:
+        """The batch size of the instance's tensordict (settable)."""
+        return self._tensordict.batch_size
+
+    @batch_size.setter
+    def batch_size(self, value) -> None:
+        self._tensordict.batch_size = value
+
+    @property
+    def shape(self) -> torch.Size:
+        """The batch size."""
+        return self._tensordict.batch_size
+
+    @property
+    def device(self):
+        """The device of the instance's tensordict, or ``None``."""
+        return self._tensordict.device
+
+    @property
+    def names(self):
+        """The names of the batch dimensions (settable)."""
+        return self._tensordict.names
+
+    @names.setter
+    def names(self, value) -> None:
+        self._tensordict.names = value
+
+    @property
+    def is_locked(self) -> bool:
+        """True when the instance's tensordict is locked."""
+        return self._tensordict.is_locked
+
+    @property
+    def batch_dims(self) -> int:
+        """The number of batch dimensions."""
+        return self._tensordict.batch_dims
+
+    ndim = batch_dims
+
+    def get(self, key, default=GET_DEFAULT):
+        """Returns the value at ``key`` (a field, or a nested key), ``default`` when missing.
+
+        A non-tensor field reads back as its Python value.
+        """
+        value = self._tensordict.get(key, default)
+        return value.data if isinstance(value, NonTensorDataBase) else value
+
+    def set(self, key, value, inplace: bool = False, **kwargs):
+        """Sets a field (or a nested key under a field) and returns the instance.
+
+        Raises:
+            UnknownFieldError: if ``key`` (its first part) is not a field.
+            RuntimeError: if a tensor's leading dims do not match the batch size.
+        """
+        cls = type(self)
+        check_key(cls, key, "cannot set")
+        if type(key) is str and not inplace:
+            self._set_field(key, value)  # a frozen instance's tensordict is locked: LockedError
+        else:
+            name = key if type(key) is str else None
+            value = unwrap(value)
+            if name is not None:
+                value = flags.stored_value(cls, name, value, self._tensordict.batch_dims)
+            self._tensordict.set(key, value, inplace=inplace, **kwargs)
+        return self
+
+    def update(self, input_dict_or_td, clone: bool = False, inplace: bool = False, **kwargs):
+        """Writes the entries of a dict, tensordict or instance into this one and returns it.
+
+        Raises:
+            UnknownFieldError: if a top-level key is not a field.
+        """
+        source = unwrap(input_dict_or_td)
+        for key in source.keys():
+            check_key(type(self), key, "cannot update")
+        self._tensordict.update(source, clone=clone, inplace=inplace, **kwargs)
+        return self
+
+    # ------------------------------------------------------------------ container protocol
+    def __getitem__(self, index):
+        if _is_key(index):
+            msg = (
+                f"{type(self).__name__} is indexed along its batch dimensions; read the field "
+                f"{index!r} as an attribute or with get({index!r})"
+            )
+            raise ValueError(msg)
+        return type(self)._from_tensordict(self._tensordict[index])
+
+    def __setitem__(self, index, value) -> None:
+        if _is_key(index):
+            msg = (
+                f"{type(self).__name__} is indexed along its batch dimensions; set the field "
+                f"{index!r} as an attribute or with set({index!r}, value)"
+            )
+            raise ValueError(msg)
+        self._tensordict[index] = unwrap(value)
+
+    def __len__(self) -> int:
+        return len(self._tensordict)
+
+    def __iter__(self):
+        wrap = type(self)._from_tensordict
+        return map(wrap, iter(self._tensordict))
+
+    def __contains__(self, key) -> bool:
+        return key in self._tensordict
+
+    def __bool__(self) -> bool:
+        msg = (
+            f"the truth value of a {type(self).__name__} is ambiguous: use tc.all(), tc.any() or "
+            "tc.is_empty()"
+        )
+        raise RuntimeError(msg)
+
+    __hash__ = object.__hash__
+
+    def __copy__(self):
+        return type(self)._from_tensordict(copy.copy(self._tensordict))
+
+    def __deepcopy__(self, memo):
+        return type(self)._from_tensordict(self._tensordict.clone())
+
+    def __repr__(self) -> str:
+        return collection_repr(self)
+
+    def _repr_items(self) -> list:
+        # Every declared field, None when unset, then the keys that are not fields.
+        td = self._tensordict
+        fields = type(self)._tc_fields
+        items = [(name, td._get_str(name, None)) for name in fields]
+        return items + [(k, v) for k, v in td._items_level() if k not in fields]
+
+    def _repr_detail_extra(self) -> dict:
+        # The detailed layout shows the fields as ``name=value`` arguments.
+        return {"fields_as_arguments": True}
+
+    def _repr_level(self):
+        """Hook of the ``repr``: the batch size and device shown are those of the instance's tensordict."""
+        return self._tensordict
+
+    def _repr_names_class(self) -> bool:
+        """Hook of the compact ``repr``: a nested instance shows its class name (``Point[3]{...}``)."""
+        return True
+
+    # ------------------------------------------------------------------ torch functions
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return _dispatch(func, types, args, kwargs or {})
+
+    @classmethod
+    def _members(cls, items, what: str) -> list:
+        items = list(items)
+        for i, item in enumerate(items):
+            if type(item) is not type(items[0]):
+                msg = (
+                    f"cannot {what} a {type(items[0]).__name__} with a {type(item).__name__} "
+                    f"(item {i}); every item must be an instance of the same class"
+                )
+                raise TypeError(msg)
+        return [item._tensordict for item in items]
+
+    @classmethod
+    def _stack_members(cls, items, dim: int = 0, *, out=None):
+        """``torch.stack`` of instances: their tensordicts stacked, as the class."""
+        tds = cls._members(items, "stack")
+        result = _td_stack(tds, dim, out=None if out is None else unwrap(out))
+        return out if out is not None else type(items[0])._from_tensordict(result)
+
+    @classmethod
+    def _cat_members(cls, items, dim: int = 0, *, out=None):
+        """``torch.cat`` of instances: their tensordicts concatenated, as the class."""
+        tds = cls._members(items, "concatenate")
+        result = _td_cat(tds, dim, out=None if out is None else unwrap(out))
+        return out if out is not None else type(items[0])._from_tensordict(result)
+
+    # ------------------------------------------------------------------ tensordict internals
+    def _fast_apply(self, fn, *others, **kwargs):
+        td = self._tensordict
+        result = td._fast_apply(fn, *(unwrap(o) for o in others), **kwargs)
+        if result is None or result is td:
+            return self
+        return type(self)._from_tensordict(result)
+
+    def _propagate_lock(self, locked: bool) -> None:
+        self._tensordict._propagate_lock(locked)
+
+    @classmethod
+    def from_consolidated(cls, filename):
+        """Reads an instance from a file written by ``consolidate(filename=...)``.
+
+        The file's tensordict (its class must be defined) is returned as an instance
+        of this class, consolidated; see :meth:`TensorDict.from_consolidated
+        <tensordict.TensorDictBase.from_consolidated>`.
+
+        Args:
+            filename (str or Path): the file.
+
+        Returns:
+            An instance of the class, sharing the file's copy-on-write memory map.
+
+        Raises:
+            FileNotFoundError: if the file does not exist.
+            ConsolidatedFormatError: if it is not a consolidated file (a ``RuntimeError``).
+
+        Examples:
+            >>> import os, tempfile
+            >>> @tensorclass
+            ... class Point:
+            ...     xy: torch.Tensor
+            >>> with tempfile.TemporaryDirectory() as folder:
+            ...     path = os.path.join(folder, "p.bin")
+            ...     _ = Point(xy=torch.ones(2, 2), batch_size=[2]).consolidate(filename=path)
+            ...     print(Point.from_consolidated(path).xy)
+            tensor([[1., 1.],
+                    [1., 1.]])
+        """
+        loaded = TensorDict.from_consolidated(filename)
+        return loaded if isinstance(loaded, cls) else cls._from_tensordict(loaded)
+
+
+# The memory-mapping hooks and the public memmap methods.
+for _name, _member in vars(MemmapHooks).items():
+    if not _name.startswith("__"):
+        setattr(_TensorClassMethods, _name, _member)
+for _name, _member in TENSORCLASS_METHODS.items():  # these carry the class to the other ranks
+    setattr(_TensorClassMethods, _name, _member)
+del _name, _member
+
+# The class-level builders and forwarders.
+install(_TensorClassMethods)
