@@ -56,7 +56,7 @@ from tensordict.errors import (
     ReservedFieldError,
     UnknownFieldError,
 )
-from tensordict.memmap import _archive, _io
+from tensordict.memmap import _archive, _fs, _io
 from tensordict.memmap import format as fmt
 
 # str(cls) -> the decorated class, for every tensorclass decorated in this process.
@@ -830,7 +830,7 @@ class _TensorClassMethods:
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
         inner = os.path.join(folder, fmt.TENSORCLASS_DATA)
         self._tensordict._memmap_write_meta(inner, robust_key)
-        fmt.write_meta_dict(folder, {"_type": str(type(self))})
+        _fs.write_meta_dict(folder, {"_type": str(type(self))})
 
     def _memmap_refresh(self, options) -> None:
         self._tensordict._memmap_refresh(options)

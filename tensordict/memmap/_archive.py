@@ -94,6 +94,7 @@ from tensordict.errors import (
     MemmapNotFoundError,
     SymlinkError,
 )
+from tensordict.memmap import _fs
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import _nested_view
 
@@ -716,7 +717,7 @@ def _replace_atomically(target: str, write) -> None:
     existing archive keeps that archive's permissions.
     """
     # the format's temporary name: a dead writer's leftover is removed by the next writer
-    tmp = fmt.temporary_name(target)
+    tmp = _fs.temporary_name(target)
     os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
     try:
         write(tmp)
