@@ -357,8 +357,9 @@ def test_archives_saved_by_the_reference_load_and_match_their_manifest(
 
 
 @ours_only  # the reference checks itself: this test runs its interpreter on our archives
-@pytest.mark.skipif(not os.path.exists("/work/main/.venv-ref/bin/python"), reason="no reference")
-def test_the_reference_loads_our_archives(tmp_path, fixture_copy, fixture_classes):
+def test_the_reference_loads_our_archives(
+    tmp_path, fixture_copy, fixture_classes, reference_python
+):
     """Our archives of every case load in the reference with the same leaves."""
     expected = {}
     for case in CASES:
@@ -402,10 +403,10 @@ print(json.dumps(out))
 """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
-        ["/work/main/.venv-ref/bin/python", "-c", script],
+        [reference_python, "-c", script],
         capture_output=True,
         text=True,
-        cwd="/tmp",
+        cwd=tmp_path,  # not the repository, whose tensordict would shadow the reference's
         env=env,
         timeout=120,
         check=False,
