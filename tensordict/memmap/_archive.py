@@ -343,7 +343,11 @@ class ArchiveReader:
         size = self.size
         tail = bytes(buf[max(0, size - _EOCD.size - 0xFFFF) :])
         at = tail.rfind(_EOCD_SIG)
-        while at >= 0 and at + _EOCD.size + struct.unpack_from("<H", tail, at + 20)[0] != len(tail):
+        # A signature in the last 21 bytes starts no whole end record (a file cut inside it).
+        while at >= 0 and (
+            len(tail) - at < _EOCD.size
+            or at + _EOCD.size + struct.unpack_from("<H", tail, at + 20)[0] != len(tail)
+        ):
             at = tail.rfind(_EOCD_SIG, 0, at)
         if at < 0:
             raise _bad(

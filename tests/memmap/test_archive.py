@@ -491,6 +491,17 @@ def test_a_truncated_archive_is_refused(tmp_path):
         TensorDict.load_memmap(tmp_path / "td.tdz")
 
 
+@pytest.mark.parametrize("cut", [1, 2, 10, 20, 21])
+def test_an_archive_cut_inside_its_end_record_is_refused_naming_it(tmp_path, cut):
+    """An archive missing the last bytes of its 22-byte end record (its signature still there):
+    a ValueError naming it (ours: ArchiveFormatError), not an error of the struct module."""
+    TensorDict(a=torch.zeros(4), s="text").save(tmp_path / "td.tdz")
+    data = (tmp_path / "td.tdz").read_bytes()
+    (tmp_path / "td.tdz").write_bytes(data[:-cut])
+    with pytest.raises(ValueError, match=r"td\.tdz"):
+        TensorDict.load_memmap(tmp_path / "td.tdz")
+
+
 def test_a_missing_archive_is_file_not_found(tmp_path):
     """Loading a path where nothing is: FileNotFoundError."""
     with pytest.raises(FileNotFoundError):
