@@ -17,7 +17,7 @@ import torch
 from tensordict._collection import is_non_tensor
 from tensordict._keys import _key_parts
 from tensordict.errors import EntryExistsError, NotMemmapError, warn
-from tensordict.memmap import _archive, _io
+from tensordict.memmap import _archive, _fs, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor, _storage_filename
 
@@ -879,9 +879,9 @@ class MemmapMixin:
         os.makedirs(folder, exist_ok=True)
         # Fresh files under temporary names: moved into place only once meta.json (under
         # the lock) shows no other writer recorded the key, so no recorded file is replaced.
-        renames = [(fmt.temporary_name(path), path)]
+        renames = [(_fs.temporary_name(path), path)]
         if shape_path is not None:
-            renames.append((fmt.temporary_name(shape_path), shape_path))
+            renames.append((_fs.temporary_name(shape_path), shape_path))
         try:
             tensor = create(renames[0][0], None if shape_path is None else renames[1][0])
             self._attach(parts, node, depth, tensor, fmt.tensor_record(tensor), robust_key, renames)
@@ -1015,7 +1015,7 @@ class MemmapMixin:
             shape_path = os.path.join(
                 folder, fmt.file_name(parts[-1], fmt.SHAPE_SUFFIX, robust_key)
             )
-            renames.append((fmt.temporary_name(shape_path), shape_path))
+            renames.append((_fs.temporary_name(shape_path), shape_path))
         try:
             for temporary, _ in renames:
                 MemoryMappedTensor.from_tensor(shape.to(torch.int64), filename=temporary)

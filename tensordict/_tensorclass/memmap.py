@@ -23,7 +23,7 @@ from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
 from tensordict._tensorclass.forwarding import is_tc
 from tensordict.base import TensorDictBase
 from tensordict.errors import MemmapFormatError, MemmapNotFoundError
-from tensordict.memmap import _archive, _io
+from tensordict.memmap import _archive, _fs, _io
 from tensordict.memmap import format as fmt
 
 
@@ -81,7 +81,7 @@ class MemmapHooks:
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
         inner = os.path.join(folder, fmt.TENSORCLASS_DATA)
         self._tensordict._memmap_write_meta(inner, robust_key)
-        fmt.write_meta_dict(folder, {"_type": str(type(self))})
+        _fs.write_meta_dict(folder, {"_type": str(type(self))})
 
     def _memmap_refresh(self, options) -> None:
         self._tensordict._memmap_refresh(options)

@@ -11,7 +11,7 @@ import os
 import sys
 import types
 
-from tensordict.memmap.format import claim_writer, release_writer
+from tensordict.memmap._fs import claim_writer, release_writer
 from tensordict.memmap.tensor import MemoryMappedTensor
 
 __all__ = ["MemoryMappedTensor", "claim_writer", "memmap", "release_writer"]

@@ -94,6 +94,7 @@ from tensordict.errors import (
     MemmapNotFoundError,
     SymlinkError,
 )
+from tensordict.memmap import _fs
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import _nested_view
 
@@ -342,7 +343,11 @@ class ArchiveReader:
         size = self.size
         tail = bytes(buf[max(0, size - _EOCD.size - 0xFFFF) :])
         at = tail.rfind(_EOCD_SIG)
-        while at >= 0 and at + _EOCD.size + struct.unpack_from("<H", tail, at + 20)[0] != len(tail):
+        # A signature in the last 21 bytes starts no whole end record (a file cut inside it).
+        while at >= 0 and (
+            len(tail) - at < _EOCD.size
+            or at + _EOCD.size + struct.unpack_from("<H", tail, at + 20)[0] != len(tail)
+        ):
             at = tail.rfind(_EOCD_SIG, 0, at)
         if at < 0:
             raise _bad(
@@ -716,7 +721,7 @@ def _replace_atomically(target: str, write) -> None:
     existing archive keeps that archive's permissions.
     """
     # the format's temporary name: a dead writer's leftover is removed by the next writer
-    tmp = fmt.temporary_name(target)
+    tmp = _fs.temporary_name(target)
     os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
     try:
         write(tmp)

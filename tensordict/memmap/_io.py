@@ -53,6 +53,7 @@ from tensordict.errors import (
     NotAFolderError,
     SymlinkError,
 )
+from tensordict.memmap import _fs
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor, _open_file
 
@@ -122,7 +123,7 @@ class Level:
         self.meta = meta
         self.text = None
         self.view = None
-        self.stat = fmt.write_meta(self.path if where is None else where, [self.body()])
+        self.stat = _fs.write_meta(self.path if where is None else where, [self.body()])
 
     def ours(self) -> dict:
         """The records this tensordict loaded or wrote (not other writers' it re-read since)."""
@@ -133,9 +134,9 @@ class Level:
     @contextlib.contextmanager
     def _locked(self):
         """The folder's lock; the first time, dead writers' temporary files are removed."""
-        with fmt.locked(self.path):
+        with _fs.locked(self.path):
             if not self.clean:
-                fmt.remove_stale_temporaries(self.path)
+                _fs.remove_stale_temporaries(self.path)
                 self.clean = True
             yield
 
@@ -249,7 +250,7 @@ class Level:
             current = os.stat(fmt.meta_path(self.path))
         except FileNotFoundError:
             current = None
-        if fmt.same_file(current, self.stat):
+        if _fs.same_file(current, self.stat):
             return
         if current is None:
             self.text = None
@@ -301,7 +302,7 @@ class Level:
             if self.text is not None:
                 member = fmt.dumps_record(key, record)
                 self.text = f"{self.text}, {member}" if self.text else member
-        self.stat = fmt.write_meta(self.path, [self.body()])
+        self.stat = _fs.write_meta(self.path, [self.body()])
 
 
 _NONTENSOR_RECORDS = ("NonTensorData", "MetaData", "NonTensorStack")
@@ -530,13 +531,13 @@ def _merge_into(stage: str, dest: str) -> None:
     if not os.path.lexists(dest):
         os.rename(stage, dest)  # a level the old tree lacks: in place in one step
         return
-    with fmt.locked(dest):
-        fmt.remove_stale_temporaries(dest)
+    with _fs.locked(dest):
+        _fs.remove_stale_temporaries(dest)
         old = _read_or_none(dest)
         new = _read_or_none(stage)
         drop = _unstable(old, new)
         if drop:
-            fmt.write_meta_dict(dest, {k: v for k, v in old.items() if k not in drop})
+            _fs.write_meta_dict(dest, {k: v for k, v in old.items() if k not in drop})
         names = [n for n in os.listdir(stage) if not fmt.is_own_file(n)]
         for name in names:
             source, target = os.path.join(stage, name), os.path.join(dest, name)
@@ -556,7 +557,7 @@ def _merge_into(stage: str, dest: str) -> None:
             if os.path.islink(path) or os.path.isfile(path):
                 os.unlink(path)
             elif os.path.isdir(path):
-                gone = fmt.temporary_name(path)  # out of the way in one step, then removed
+                gone = _fs.temporary_name(path)  # out of the way in one step, then removed
                 os.rename(path, gone)
                 shutil.rmtree(gone)
     shutil.rmtree(stage, ignore_errors=True)
@@ -614,7 +615,7 @@ def rewrite_nontensor(level: Level, key: str, value, robust_key) -> bool:
         EntryExistsError: if another writer rewrote the value since it was loaded.
     """
     path = fmt.entry_path(level.path, key, "", robust_key)
-    staged = fmt.temporary_name(os.path.join(level.path, fmt.META_FILE))
+    staged = _fs.temporary_name(os.path.join(level.path, fmt.META_FILE))
     write_nontensor(staged, value)
     try:
         with level._locked():
@@ -666,7 +667,7 @@ def write_nontensor(folder: str, value) -> None:
             pickle.dump(content, handle)
     elif os.path.lexists(pickle_path):
         os.unlink(pickle_path)
-    fmt.write_meta_dict(folder, meta)
+    _fs.write_meta_dict(folder, meta)
 
 
 def write_tree(
@@ -727,27 +728,27 @@ def _staging_folder(folder: str) -> tuple:
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
     if os.path.isdir(folder):
-        if fmt.stale_temporaries(folder) or fmt.stale_temporaries(parent):
-            with fmt.locked(folder):
-                fmt.remove_stale_temporaries(folder)
-                fmt.remove_stale_temporaries(parent)  # dead writers' staging folders lie beside
+        if _fs.stale_temporaries(folder) or _fs.stale_temporaries(parent):
+            with _fs.locked(folder):
+                _fs.remove_stale_temporaries(folder)
+                _fs.remove_stale_temporaries(parent)  # dead writers' staging folders lie beside
         if (
             not _only_recorded_names(folder)
             or os.path.ismount(folder)
             or _holds_cwd(folder)
-            or not fmt.can_exchange(parent)
+            or not _fs.can_exchange(parent)
         ):
-            stage = fmt.temporary_name(os.path.join(folder, fmt.META_FILE))
+            stage = _fs.temporary_name(os.path.join(folder, fmt.META_FILE))
             os.mkdir(stage)
             return stage, False
-    stage = fmt.temporary_name(folder + ".")
+    stage = _fs.temporary_name(folder + ".")
     os.mkdir(stage)
     if os.path.isdir(folder):  # the new tree's folder keeps the old one's mode and group
         info = os.stat(folder)
         with contextlib.suppress(OSError):
             os.chown(stage, -1, info.st_gid)
         os.chmod(stage, _stat.S_IMODE(info.st_mode))
-    return stage, fmt.can_exchange(parent)
+    return stage, _fs.can_exchange(parent)
 
 
 def _holds_cwd(folder: str) -> bool:
@@ -848,7 +849,7 @@ def _put_in_place(stage: str, folder: str) -> None:
     Holds the older tree's lock, so that a writer adding an entry to it either finishes
     first or then finds the new tree. Killed before the removal, the older tree stays
     at the staging name until a later writer finds its owner dead
-    (:func:`format.remove_stale_temporaries`).
+    (:func:`_fs.remove_stale_temporaries`).
     """
     if not os.path.isdir(folder):
         try:
@@ -857,8 +858,8 @@ def _put_in_place(stage: str, folder: str) -> None:
         except OSError:
             if not os.path.isdir(folder):
                 raise
-    with fmt.locked(folder):
-        fmt.exchange(stage, folder)
+    with _fs.locked(folder):
+        _fs.exchange(stage, folder)
     shutil.rmtree(stage, ignore_errors=True)  # the older tree, now at the staging name
 
 
@@ -1093,9 +1094,9 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
         except FileNotFoundError as err:
             msg = f"cannot refresh: {path!r} is gone"
             raise MemmapNotFoundError(msg) from err
-        if not fmt.same_file(current, level.stat):
+        if not _fs.same_file(current, level.stat):
             read = fmt.read_meta(level.path)
-    if read is None or fmt.same_file(read[1], level.stat):
+    if read is None or _fs.same_file(read[1], level.stat):
         meta = level.meta
         if not data.keys() <= meta.keys():
             for key in [k for k in data if k not in meta]:

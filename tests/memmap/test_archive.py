@@ -357,8 +357,9 @@ def test_archives_saved_by_the_reference_load_and_match_their_manifest(
 
 
 @ours_only  # the reference checks itself: this test runs its interpreter on our archives
-@pytest.mark.skipif(not os.path.exists("/work/main/.venv-ref/bin/python"), reason="no reference")
-def test_the_reference_loads_our_archives(tmp_path, fixture_copy, fixture_classes):
+def test_the_reference_loads_our_archives(
+    tmp_path, fixture_copy, fixture_classes, reference_python
+):
     """Our archives of every case load in the reference with the same leaves."""
     expected = {}
     for case in CASES:
@@ -402,10 +403,10 @@ print(json.dumps(out))
 """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
-        ["/work/main/.venv-ref/bin/python", "-c", script],
+        [reference_python, "-c", script],
         capture_output=True,
         text=True,
-        cwd="/tmp",
+        cwd=tmp_path,  # not the repository, whose tensordict would shadow the reference's
         env=env,
         timeout=120,
         check=False,
@@ -487,6 +488,17 @@ def test_a_truncated_archive_is_refused(tmp_path):
     data = (tmp_path / "td.tdz").read_bytes()
     (tmp_path / "td.tdz").write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match="td.tdz"):
+        TensorDict.load_memmap(tmp_path / "td.tdz")
+
+
+@pytest.mark.parametrize("cut", [1, 2, 10, 20, 21])
+def test_an_archive_cut_inside_its_end_record_is_refused_naming_it(tmp_path, cut):
+    """An archive missing the last bytes of its 22-byte end record (its signature still there):
+    a ValueError naming it (ours: ArchiveFormatError), not an error of the struct module."""
+    TensorDict(a=torch.zeros(4), s="text").save(tmp_path / "td.tdz")
+    data = (tmp_path / "td.tdz").read_bytes()
+    (tmp_path / "td.tdz").write_bytes(data[:-cut])
+    with pytest.raises(ValueError, match=r"td\.tdz"):
         TensorDict.load_memmap(tmp_path / "td.tdz")
 
 

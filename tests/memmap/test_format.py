@@ -1,4 +1,4 @@
-"""The on-disk format module ``tensordict.memmap.format`` alone: names, records, meta.json, lock.
+"""The on-disk format module ``tensordict.memmap.format`` alone: names, records, reading meta.json.
 
 The spec is the module docstring and SPEC.md "Memory mapping: the rules".
 """
@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -17,6 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tensordict.errors import MemmapFormatError, MemmapNotFoundError
+from tensordict.memmap import _fs
 from tensordict.memmap import format as fmt
 
 from conftest import REFERENCE
@@ -40,32 +39,12 @@ ESCAPED = re.compile(r"(?:[^%]|%[0-9A-F]{2})*")
 FIELDS = ["shape", "device", "_type", "_format_version", "_class"]
 RECORD = dict(device="cpu", shape=[3, 4], dtype="torch.float32", is_nested=False)
 
-CHILD_LOCK = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-try:
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-except BlockingIOError:
-    sys.exit(3)
-"""
-
 
 def _decode(name: str) -> str:
     """Inverse of robust encoding: ``%`` alone is the empty key, ``%XX`` is one character."""
     if name == "%":
         return ""
     return re.sub(r"%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), name)
-
-
-def _child_can_lock(path) -> bool:
-    """True when another process can take an exclusive non-blocking flock on ``path``."""
-    result = subprocess.run([sys.executable, "-c", CHILD_LOCK, str(path)], timeout=30)
-    assert result.returncode in (0, 3), result
-    return result.returncode == 0
-
-
-def _tmp_files(folder) -> list:
-    return [name for name in os.listdir(folder) if name.startswith(fmt.TMP_PREFIX)]
 
 
 # ---------------------------------------------------------------------- constants
@@ -377,124 +356,8 @@ def test_read_meta_returns_dict_and_stat(tmp_path):
     assert isinstance(stat, os.stat_result)
     disk = os.stat(tmp_path / "meta.json")
     assert (stat.st_ino, stat.st_dev, stat.st_size) == (disk.st_ino, disk.st_dev, len(text))
-    assert fmt.same_file(stat, disk)
+    assert _fs.same_file(stat, disk)
     assert os.listdir(tmp_path) == ["meta.json"]  # a reader writes nothing, not even a lock
-
-
-# ---------------------------------------------------------------------- write_meta
-def test_write_meta_dict_exact_bytes(tmp_path):
-    """The bytes on disk are exactly the JSON text (no newline); write_meta joins members."""
-    fmt.write_meta_dict(str(tmp_path), {"a": 1, "b": {"c": [1, 2]}})
-    assert (tmp_path / "meta.json").read_bytes() == b'{"a": 1, "b": {"c": [1, 2]}}'
-    fmt.write_meta(str(tmp_path), [fmt.dumps_record("a", 1), fmt.dumps_record("b", {"c": [1, 2]})])
-    assert (tmp_path / "meta.json").read_text() == '{"a": 1, "b": {"c": [1, 2]}}'
-    fmt.write_meta(str(tmp_path), [])
-    assert (tmp_path / "meta.json").read_text() == "{}"
-
-
-def test_write_meta_keys_are_not_encoded(tmp_path):
-    """Keys inside meta.json are the keys themselves, never percent-encoded."""
-    meta = {"a/b c%": 1, "": 2, "..": 3, "é": 4}
-    fmt.write_meta_dict(str(tmp_path), meta)
-    text = (tmp_path / "meta.json").read_text()
-    assert '"a/b c%": 1' in text and '"": 2' in text and '"..": 3' in text
-    assert "%2F" not in text and "%20" not in text
-    assert json.loads(text) == meta == fmt.read_meta(str(tmp_path))[0]
-
-
-def test_write_meta_dict_reproduces_reference_bytes(tmp_path):
-    """Rewriting the reference's meta.json files gives the same bytes the reference wrote."""
-    for case in ("basic", "nested_tensor", "lazy_stacked", "robust_keys", "non_tensor/name"):
-        source = (REFERENCE / case / "meta.json").read_bytes()
-        target = tmp_path / case.replace("/", "_")
-        target.mkdir()
-        fmt.write_meta_dict(str(target), json.loads(source))
-        assert (target / "meta.json").read_bytes() == source, case
-
-
-def test_write_meta_replaces_and_returns_stat_of_new_file(tmp_path):
-    """A write replaces meta.json, leaves no temporary file behind, and returns the new file's stat
-    (same inode and size as os.stat, and as read_meta's)."""
-    fmt.write_meta_dict(str(tmp_path), {"old": 1})
-    old = os.stat(tmp_path / "meta.json")
-    stat = fmt.write_meta_dict(str(tmp_path), {"new": [1, 2, 3]})
-    assert (tmp_path / "meta.json").read_text() == '{"new": [1, 2, 3]}'
-    assert os.listdir(tmp_path) == ["meta.json"]
-    disk = os.stat(tmp_path / "meta.json")
-    assert isinstance(stat, os.stat_result)
-    assert (stat.st_ino, stat.st_dev, stat.st_size) == (disk.st_ino, disk.st_dev, disk.st_size)
-    assert fmt.same_file(stat, disk) and fmt.same_file(stat, fmt.read_meta(str(tmp_path))[1])
-    assert not fmt.same_file(old, disk)
-
-
-def _fail_second_write(folder, monkeypatch, name):
-    """Writes {"old": 1}, then a second write with ``os.<name>`` raising; returns after the error."""
-    fmt.write_meta_dict(str(folder), {"old": 1})
-
-    def boom(*args, **kwargs):
-        raise OSError(f"simulated failure of os.{name}")
-
-    monkeypatch.setattr(os, name, boom)
-    with pytest.raises(OSError, match="simulated"):
-        fmt.write_meta_dict(str(folder), {"new": 2})
-    monkeypatch.undo()
-
-
-@pytest.mark.parametrize("name", ["replace", "fstat"])
-def test_write_meta_failed_write_keeps_old_meta(tmp_path, monkeypatch, name):
-    """When the write fails midway (before or at the rename), the old meta.json is unchanged;
-    a failure before the rename also removes the temporary file."""
-    _fail_second_write(tmp_path, monkeypatch, name)
-    assert (tmp_path / "meta.json").read_text() == '{"old": 1}'
-    assert fmt.read_meta(str(tmp_path))[0] == {"old": 1}
-    if name == "fstat":
-        assert _tmp_files(tmp_path) == []
-
-
-def test_write_meta_failed_replace_leaves_no_temporary(tmp_path, monkeypatch):
-    """When the rename fails, the temporary file is removed too."""
-    _fail_second_write(tmp_path, monkeypatch, "replace")
-    assert _tmp_files(tmp_path) == []
-
-
-def test_write_meta_replaces_a_symlink_not_its_target(tmp_path):
-    """A meta.json symlink is replaced by a regular file; the file it pointed to is untouched."""
-    target = tmp_path / "outside.json"
-    target.write_text('{"keep": 1}')
-    (tmp_path / "level").mkdir()
-    (tmp_path / "level" / "meta.json").symlink_to(target)
-    fmt.write_meta_dict(str(tmp_path / "level"), {"new": 2})
-    assert not (tmp_path / "level" / "meta.json").is_symlink()
-    assert (tmp_path / "level" / "meta.json").read_text() == '{"new": 2}'
-    assert target.read_text() == '{"keep": 1}'
-
-
-# ---------------------------------------------------------------------- locked
-def test_locked_is_exclusive_across_processes(tmp_path):
-    """locked() creates meta%lock (only); while held another process cannot take it, after it can."""
-    with fmt.locked(str(tmp_path)):
-        assert (tmp_path / fmt.LOCK_FILE).is_file()
-        assert not _child_can_lock(tmp_path / fmt.LOCK_FILE)
-    assert _child_can_lock(tmp_path / fmt.LOCK_FILE)
-    assert os.listdir(tmp_path) == [fmt.LOCK_FILE]
-
-
-def test_locked_released_on_exception(tmp_path):
-    """An exception inside the block releases the lock and propagates."""
-    with pytest.raises(RuntimeError, match="inside"):
-        with fmt.locked(str(tmp_path)):
-            raise RuntimeError("inside")
-    assert _child_can_lock(tmp_path / fmt.LOCK_FILE)
-
-
-def test_locked_refuses_symlinked_lock_file(tmp_path):
-    """A lock file that is a symbolic link is not followed (its target is not created)."""
-    (tmp_path / "level").mkdir()
-    (tmp_path / "level" / fmt.LOCK_FILE).symlink_to(tmp_path / "target")
-    with pytest.raises(OSError):
-        with fmt.locked(str(tmp_path / "level")):
-            pass
-    assert not (tmp_path / "target").exists()
 
 
 # ---------------------------------------------------------------------- records

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,20 +10,6 @@ import torch.multiprocessing as mp
 
 from tensordict import TensorDict
 from tensordict.errors import EntryExistsError
-
-HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture
-def children():
-    """The module of child functions (tests/memmap/_children.py), importable by spawned processes."""
-    sys.path.insert(0, str(HERE))
-    try:
-        import _children
-
-        yield _children
-    finally:
-        sys.path.remove(str(HERE))
 
 
 def _get(results, expected: str):

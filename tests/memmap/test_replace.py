@@ -12,7 +12,7 @@ import torch
 
 from tensordict import TensorDict, lazy_stack
 from tensordict.errors import EntryExistsError
-from tensordict.memmap import _io
+from tensordict.memmap import _fs, _io
 from tensordict.memmap import format as fmt
 
 KEYS = [f"k{i}" for i in range(12)]
@@ -66,7 +66,7 @@ def _kill_at(step: int, work) -> bool:
                 (os, "rmdir"),
                 (os, "mkdir"),
                 (shutil, "rmtree"),
-                (fmt, "exchange"),
+                (_fs, "exchange"),
             ]:
                 setattr(module, name, counted(getattr(module, name)))
             os_open = os.open
@@ -323,8 +323,8 @@ def _leave_temporaries(folder) -> tuple:
     pid = os.fork()
     if pid == 0:
         try:
-            data = fmt.temporary_name(os.path.join(str(folder), "x"))
-            stage = fmt.temporary_name(str(folder) + ".")
+            data = _fs.temporary_name(os.path.join(str(folder), "x"))
+            stage = _fs.temporary_name(str(folder) + ".")
             open(data, "wb").close()
             os.mkdir(stage)
             with open(names, "w") as handle:
@@ -343,9 +343,9 @@ def test_a_killed_writers_temporaries_are_removed_by_the_next_writer(tmp_path):
     folder = tmp_path / "d"
     td = TensorDict({"a": torch.zeros(2)}, [2]).memmap(folder)
     data, stage = _leave_temporaries(folder)
-    live = fmt.temporary_name(str(folder / "x"))  # this process's: alive
+    live = _fs.temporary_name(str(folder / "x"))  # this process's: alive
     open(live, "wb").close()
-    other_host = folder / f"%tmp.{'0' * 8 if fmt.HOST_TAG != '0' * 8 else '1' * 8}.1.ab"
+    other_host = folder / f"%tmp.{'0' * 8 if _fs.HOST_TAG != '0' * 8 else '1' * 8}.1.ab"
     other_host.write_bytes(b"")
     legacy = folder / "%tmp.1.abcdef"  # an older writer's, without a host: unknown
     legacy.write_bytes(b"")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import warnings
 from pathlib import Path
 
@@ -13,8 +12,6 @@ import torch
 
 import tensordict
 from tensordict import TensorDict
-
-HERE = Path(__file__).resolve().parent
 
 
 def _snapshot(folder: Path) -> dict:
@@ -268,18 +265,6 @@ def test_load_never_writes_or_creates_files(tmp_path):
 
 
 # ------------------------------------------------------------------ concurrent writers
-@pytest.fixture
-def children():
-    """The module of child functions (tests/memmap/_children.py), importable by spawned processes."""
-    sys.path.insert(0, str(HERE))
-    try:
-        import _children
-
-        yield _children
-    finally:
-        sys.path.remove(str(HERE))
-
-
 def test_two_writers_in_one_process_alternating_lose_no_record(tmp_path):
     """Two tensordicts loaded from one folder add entries in turn (top level and nested): every record is kept."""
     folder = tmp_path / "td"
