@@ -1,4 +1,4 @@
-"""The constructors of :mod:`tensordict._ops.entries` that build concrete classes.
+"""The constructors of :mod:`tensordict._ops.exchange` that build concrete classes.
 
 ``from_list``, ``from_dict_instance`` and ``from_schema`` are methods of every
 tensordict, declared in the ``_ops`` layer, which may not import

@@ -14,19 +14,19 @@ import os
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._indexing import batch_size_from_dummy, normalize_index
 from tensordict._lazy_members import LazyMembersMixin
-from tensordict._nontensor import NonTensorDataBase, _dummy, stack_entries
+from tensordict._nontensor import NonTensorData, NonTensorDataBase, _dummy, stack_entries
+from tensordict._ops.batch_dims import shape_args
 from tensordict._ops.classes import CLASSES
-from tensordict._ops.entries import plain_tree
-from tensordict._ops.indexing import batch_size_from_dummy, normalize_index
+from tensordict._ops.entries import _as_value, _check_batch, plain_tree
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
-from tensordict._ops.printing import RaggedLeaf, collection_repr
-from tensordict._ops.shape import _shape_args
-from tensordict._ops.shape_more import STACKERS
+from tensordict._ops.split_stack import STACKERS
 from tensordict._options import GET_DEFAULT, lazy_legacy
+from tensordict._printing import RaggedLeaf, collection_repr
 from tensordict._td import TensorDict
-from tensordict.base import TensorDictBase, _as_value, _check_batch
-from tensordict.errors import DimensionError, LockedError
+from tensordict.base import TensorDictBase
+from tensordict.errors import DensifyError, DimensionError, LockedError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor
@@ -46,6 +46,13 @@ def _stack_leaves(key, values: list, dim: int, as_nested: bool):
         )
         raise RuntimeError(msg)
     return torch.stack(values, dim)
+
+
+def _is_subtree_class(klass: type) -> bool:
+    """True for the class of a nested tensordict or tensorclass, False for leaves and non-tensor data."""
+    return getattr(klass, "_is_tensor_collection", False) and not getattr(
+        klass, "_is_non_tensor", False
+    )
 
 
 class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
@@ -386,6 +393,37 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             return self._get_str(key, default, as_nested_tensor=True)
         return super().get(key, default)
 
+    def _entry_class(self, key) -> type:
+        """Hook of :meth:`entry_class`: the class every member stores at ``key``, when they agree.
+
+        Members that store sub-tensordicts, or classes that differ, leave it to the stacked entry.
+        """
+        if self.tensordicts:
+            classes = {m.entry_class(key) for m in self.tensordicts}
+            if len(classes) == 1 and not _is_subtree_class(next(iter(classes))):
+                return classes.pop()
+        return super()._entry_class(key)
+
+    def _item_shape(self, key) -> torch.Size:
+        """Hook of :meth:`get_item_shape`: the members' shapes with the stack dim, ``-1`` where they differ.
+
+        Nothing is stacked; members whose entries differ in their number of dims give ``[-1]``.
+        """
+        if not self.tensordicts:
+            return super()._item_shape(key)
+        shapes = [m.get_item_shape(key) for m in self.tensordicts]
+        first = shapes[0]
+        if any(len(s) != len(first) for s in shapes):
+            return torch.Size([-1])
+        dims = [d if all(s[i] == d for s in shapes) else -1 for i, d in enumerate(first)]
+        dims.insert(self.stack_dim, len(shapes))
+        return torch.Size(dims)
+
+    def _rename_keys(self, mapping, strict: bool):
+        """Hook of :meth:`rename_keys`: each member's keys renamed, the members stacked again."""
+        members = [m.rename_keys(mapping, strict=strict) for m in self.tensordicts]
+        return self._restack(members, self._stack_dim)
+
     def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
         if not validated:
             value = _as_value(key, value, None)
@@ -409,6 +447,10 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             raise LockedError(msg)
         for member in self.tensordicts:
             member._del_str(key)
+
+    def _takes_new_levels(self) -> bool:
+        """Hook of :meth:`create_nested`: a lazy stack on the path of a new key is replaced."""
+        return False
 
     def _new_like(self, source: dict, batch_size, names=NO_DEFAULT, device=NO_DEFAULT):
         return TensorDict._new_unsafe(
@@ -456,6 +498,10 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         )
 
     # ------------------------------------------------------------------ indexing
+    def _fast_copy_at_refusal(self) -> str | None:
+        """Hook of :meth:`copy_at_`: a lazy stack's leaves are stacked copies, never written through."""
+        return "a lazy stack"
+
     def _split_index(self, index):
         """``(stack_item, member_index, new_stack_dim)``, or None when only a dense view can answer."""
         leaf_index, _ = normalize_index(index, self._batch_size)
@@ -709,7 +755,7 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         A reshape to one dim stacks the rows lazily, and one that only adds or removes
         dims of size 1 moves the stack dim, as the well-known API does; others densify.
         """
-        new = _dummy(self._batch_size).reshape(_shape_args(shape)).shape
+        new = _dummy(self._batch_size).reshape(shape_args(shape)).shape
         if new == self._batch_size:
             return self
         if len(new) == 1:
@@ -874,6 +920,34 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         parts = [m.unbind(inner) for m in self.tensordicts]
         return tuple(LazyStackedTensorDict(*group, stack_dim=new_stack) for group in zip(*parts))
 
+    def _is_lazy_stack_along(self, dim: int) -> bool:
+        """Hook of :meth:`to_lazystack`: a lazy stack along ``dim`` is returned as it is."""
+        return self._stack_dim == dim
+
+    def _densify(self, layout: torch.layout):
+        """Hook of :meth:`densify`: the members stacked, leaves of differing shapes as nested tensors.
+
+        Raises:
+            DensifyError: if the stack dim is not 0 (a ``NotImplementedError``).
+        """
+        if self.stack_dim != 0:
+            msg = f"densify needs a lazy stack along dim 0, this one is stacked along dim {self.stack_dim}; call to_lazystack(0) first"
+            raise DensifyError(msg)
+        members = self.tensordicts
+        out = {}
+        for key in self.keys():
+            values = [member.get(key) for member in members]
+            if all(isinstance(v, torch.Tensor) for v in values):
+                if all(v.shape == values[0].shape for v in values):
+                    out[key] = torch.stack(values, 0)
+                else:
+                    out[key] = torch.nested.nested_tensor(values, layout=layout)
+            elif all(is_tensor_collection(v) and not isinstance(v, NonTensorData) for v in values):
+                out[key] = lazy_stack(values, 0).densify(layout)
+            else:
+                out[key] = self.get(key)
+        return self._new_like(out, self.batch_size)
+
     def contiguous(self) -> TensorDict:
         """Returns a dense TensorDict with every key the members share stacked.
 
@@ -941,8 +1015,9 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         """
         return self.contiguous().to_dict(**kwargs)
 
-    # Its compact repr inside another names the class: ``LazyStackedTensorDict[3]{...}``.
-    _repr_named = True
+    def _repr_names_class(self) -> bool:
+        """Hook of the compact ``repr``: inside another, a lazy stack names its class (``LazyStackedTensorDict[3]{...}``)."""
+        return True
 
     def _stored_tensors(self):
         for member in self.tensordicts:

@@ -28,8 +28,8 @@ from tensordict import _nontensor
 from tensordict._collection import NO_DEFAULT, is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
+from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.classes import CLASSES
-from tensordict._ops.shape import ShapeMixin
 from tensordict.errors import BatchSizeError, MemmapFormatError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
@@ -190,7 +190,6 @@ class NonTensorStack(LazyStackedTensorDict):
 
     __slots__ = ()
     _is_non_tensor = True
-    _repr_named = True
     _memmap_record = "NonTensorStack"
 
     def __init__(
@@ -443,13 +442,13 @@ class NonTensorStack(LazyStackedTensorDict):
 
     # A lazy stack's shape methods restack its members; a stack of values gathers its
     # values instead, through ``_batch_op``, as every tensordict's shape methods do.
-    unsqueeze = ShapeMixin.unsqueeze
-    squeeze = ShapeMixin.squeeze
-    permute = ShapeMixin.permute
-    reshape = ShapeMixin.reshape
-    view = ShapeMixin.view
-    flatten = ShapeMixin.flatten
-    expand = ShapeMixin.expand
+    unsqueeze = BatchDimsMixin.unsqueeze
+    squeeze = BatchDimsMixin.squeeze
+    permute = BatchDimsMixin.permute
+    reshape = BatchDimsMixin.reshape
+    view = BatchDimsMixin.view
+    flatten = BatchDimsMixin.flatten
+    expand = BatchDimsMixin.expand
 
     def _batch_op(self, op, batch_size: torch.Size, names=None):
         return _gather(self._flat(), op(_positions(self._batch_size), torch.Size()), self.device)

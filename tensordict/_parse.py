@@ -1,7 +1,7 @@
 """``parse_tensor_dict_string``: a zero-filled tensordict rebuilt from its printed form.
 
 A debugging tool: a tensordict printed in a log (compact or detailed layout, see
-:mod:`tensordict._ops.printing`) is rebuilt with its keys, shapes, dtypes, devices and
+:mod:`tensordict._printing`) is rebuilt with its keys, shapes, dtypes, devices and
 batch sizes. A small recursive-descent reader walks the text; each reader returns
 the position after what it read.
 """
@@ -12,7 +12,7 @@ import re
 
 import torch
 
-from tensordict._ops.printing import dtype_short
+from tensordict._printing import dtype_short
 from tensordict._td import TensorDict
 
 _DTYPES = {

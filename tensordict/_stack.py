@@ -3,7 +3,7 @@
 These build concrete classes (a dense :class:`TensorDict`, or a
 :class:`LazyStackedTensorDict` when a member is lazy), so they live above the
 classes and register themselves in the dispatch table of
-:mod:`tensordict._ops.torch_function`.
+:mod:`tensordict._torch_function`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from tensordict import _nontensor_stack  # noqa: F401 - registers NonTensorStack
 from tensordict._collection import is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import cat_entries, stack_entries
-from tensordict._ops.torch_function import implements
 from tensordict._options import lazy_legacy
 from tensordict._td import TensorDict
+from tensordict._torch_function import implements
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import DimensionError, KeyMismatchError
 

@@ -6,23 +6,23 @@ from collections.abc import Mapping
 
 import torch
 
+from tensordict import _dim_names as dimnames
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
-from tensordict._nontensor import NonTensorDataBase
-from tensordict._ops import names as dimnames
-from tensordict._ops.apply import check_result
-from tensordict._ops.classes import CLASSES
-from tensordict._ops.convert import shape_of
-from tensordict._ops.entries import plain_tree
-from tensordict._ops.indexing import (
+from tensordict._indexing import (
     batch_size_from_dummy,
     batch_size_from_leaf,
     normalize_index,
 )
-from tensordict._ops.nested import nested_index
-from tensordict._ops.torch_function import dispatch
+from tensordict._nested_tensors import nested_index
+from tensordict._nontensor import NonTensorDataBase
+from tensordict._ops.apply import check_result
+from tensordict._ops.classes import CLASSES
+from tensordict._ops.convert import shape_of
+from tensordict._ops.entries import _as_value, _check_batch, _source_items, plain_tree
+from tensordict._torch_function import dispatch
 from tensordict._unbatched import UnbatchedTensor as _Unbatched
 from tensordict._unbatched import is_unbatched
-from tensordict.base import TensorDictBase, _as_value, _check_batch, _source_items
+from tensordict.base import TensorDictBase
 from tensordict.errors import BatchSizeError, LockedError, UnbatchedMemmapError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt

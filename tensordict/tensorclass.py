@@ -44,9 +44,9 @@ from tensordict._ops.classes import CLASSES as CLASSES
 from tensordict._ops.distributed import TENSORCLASS_METHODS as TENSORCLASS_METHODS
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS as SHARED_WITH_TENSORCLASS
 from tensordict._ops.memmap import MemmapMixin as MemmapMixin
-from tensordict._ops.printing import collection_repr as collection_repr
 from tensordict._options import GET_DEFAULT as GET_DEFAULT
 from tensordict._options import capture_non_tensor_stack, list_to_stack
+from tensordict._printing import collection_repr as collection_repr
 from tensordict._td import TensorDict
 from tensordict._tensorclass.base_class import TensorClass
 from tensordict._tensorclass.base_class import _TensorClassMeta as _TensorClassMeta

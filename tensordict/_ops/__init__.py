@@ -1,1 +1,1 @@
-"""Operations shared by every tensordict class: indexing, shapes, pointwise math, torch dispatch."""
+"""The mixins of the base class, one family of methods each, and the class registry they share."""

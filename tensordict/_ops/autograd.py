@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from tensordict._ops.apply import tensor_leaves
-from tensordict._ops.torch_function import implements
+from tensordict._torch_function import implements
 from tensordict.errors import KeyMismatchError, NotDifferentiableError
 
 _MISSING = object()

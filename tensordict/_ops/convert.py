@@ -8,7 +8,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor
 from tensordict._nontensor import NonTensorDataBase
-from tensordict._ops.printing import collection_repr, compact_fields, dtype_short  # noqa: F401
+from tensordict._printing import collection_repr, compact_fields, dtype_short  # noqa: F401
 
 
 def _is_tensordict(value) -> bool:
@@ -196,6 +196,14 @@ class ConvertMixin:
     def _repr_detail_extra(self) -> dict:
         """Extra blocks and trailing parts of the detailed ``repr`` (a lazy stack has some)."""
         return {}
+
+    def _repr_level(self):
+        """Hook of the ``repr``: the tensordict whose batch size and device it shows, this one."""
+        return self
+
+    def _repr_names_class(self) -> bool:
+        """Hook of the compact ``repr``: False, a nested tensordict shows as braces without its class name."""
+        return False
 
     def _fields_repr(self) -> str:
         return compact_fields(self)

@@ -43,7 +43,7 @@ import torch
 
 from tensordict._collection import is_tensor_collection
 from tensordict._ops.classes import CLASSES  # received levels are rebuilt as TensorDict
-from tensordict._ops.shape_more import STACKERS
+from tensordict._ops.split_stack import STACKERS
 from tensordict.errors import ProcessGroupNotInitializedError, StructureMismatchError
 
 MAGIC = 0x7444_6973

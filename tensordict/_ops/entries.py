@@ -1,83 +1,123 @@
-"""Key and entry methods of every tensordict, written once over the primitives.
+"""Reading, writing and removing entries: get, set, update, pop and del, in place and by rows.
 
-Splitting a tensordict by keys (``split_keys``, ``separates``), shallow copies
-(``copy``, ``replace``), emptying (``clear``, ``popitem``, ``filter_empty_``),
-reading one entry cheaply (``get_at``, ``get_item_shape``, ``entry_class``,
-``is_non_tensor``), writing rows (``copy_at_``) and the dimension names
-(``rename_``). The constructors that build concrete classes (``from_list``,
-``from_dict_instance``, ``from_schema``) only look up their implementation in
-:data:`tensordict._ops.exchange.CONVERTERS`, which :mod:`tensordict._from` fills.
+Each method walks a nested key down the tree of tensordicts and reads, stores or
+removes at the last level with the primitives ``_get_str``, ``_set_str`` and
+``_del_str``. Key views and key algebra (``keys``, ``select``, ``rename_keys``,
+...) are :mod:`tensordict._ops.keys`.
+
+The classes share the value helpers below: their ``_set_str`` and constructors
+turn a user value into a stored one with ``_as_value`` and check it with
+``_check_batch``; ``_source_items`` reads a mapping or a tensordict;
+``plain_tree`` serves every ``to_tensordict``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 
+import numpy as np
 import torch
 
-from tensordict._collection import (
-    NO_DEFAULT,
-    is_leaf_nontensor,
-    is_non_tensor,
-    is_tensor_collection,
-)
+from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._keys import NestedKey, _key_parts, unravel_key
-from tensordict._nontensor import NonTensorData
-from tensordict._ops.exchange import CONVERTERS
+from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
+from tensordict._ops.convert import shape_of
+from tensordict._ops.keys import inner_tensordict, is_subtree, is_tensordict
+from tensordict._options import GET_DEFAULT, list_to_stack, resolve_get_default
+from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
+    BatchSizeError,
     CopyAtError,
+    InvalidSourceError,
     LockedError,
     MissingKeyError,
-    RenameDestinationError,
+    PathThroughLeafError,
     ReplaceArgumentError,
-    UnsupportedConversionError,
     warn,
 )
 
 
-def _as_tuple(key) -> tuple:
-    flat = unravel_key(key)
-    return (flat,) if isinstance(flat, str) else flat
-
-
-def _renamed(key: tuple, pairs: list) -> tuple:
-    """``key`` after the first of the ``(source, destination)`` renames that covers it."""
-    for src, dst in pairs:
-        if key[: len(src)] == src:
-            return dst + key[len(src) :]
-    return key
-
-
-def _is_subtree(value) -> bool:
-    """True for a nested tensordict (or tensorclass), False for a leaf or non-tensor data."""
-    return is_tensor_collection(value) and not getattr(type(value), "_is_non_tensor", False)
-
-
-def _inner(value):
-    """The tensordict of a tensorclass instance, or the value itself."""
-    return value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
-
-
-def _lookup(name: str) -> Callable:
-    try:
-        return CONVERTERS[name]
-    except KeyError:
-        msg = f"{name} is not available: import tensordict, which registers it"
-        raise UnsupportedConversionError(msg) from None
-
-
-def _fits_batch(value, batch_size: torch.Size) -> bool:
-    """False for a number or tensor whose leading dims are not ``batch_size`` (no broadcasting)."""
-    if isinstance(value, (bool, int, float, complex)):
-        return not batch_size
-    if isinstance(value, torch.Tensor):
-        return value.shape[: len(batch_size)] == batch_size
+def _all_str(key: tuple) -> bool:
+    for part in key:
+        if type(part) is str:
+            continue
+        if isinstance(part, tuple) and _all_str(part):
+            continue
+        return False
     return True
+
+
+def _read_value(value):
+    """What ``td[key]`` gives for a non-tensor entry: its value, or a stack's linked list."""
+    if isinstance(value, NonTensorDataBase):
+        return value.data
+    return value._read_value()
+
+
+def _source_items(source) -> Iterator:
+    """The ``(key, value)`` pairs of a mapping, a tensordict or a tensorclass instance."""
+    inner = inner_tensordict(source)
+    if is_tensordict(inner):
+        return iter(list(inner._items_level()))
+    if isinstance(source, Mapping):
+        return iter(source.items())
+    msg = f"expected a dict or a tensordict, got {type(source).__name__}"
+    raise InvalidSourceError(msg)
+
+
+def _as_value(key, value, device):
+    """Converts a user value into what a tensordict stores (tensor, collection or NonTensorData)."""
+    if isinstance(value, torch.Tensor) or is_tensor_collection(value):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc":
+            return NonTensorData(value)  # strings or objects: no tensor holds them
+        return torch.as_tensor(value, device=device)
+    if isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
+        return torch.as_tensor(value, device=device)
+    if (
+        isinstance(value, (list, tuple))
+        and value
+        and all(isinstance(v, torch.Tensor) for v in value)
+    ):
+        return torch.stack(list(value))
+    if type(value) is list or (type(value) is tuple and not list_to_stack()):
+        if value and all(
+            is_tensor_collection(v) and not is_non_tensor(v) for v in value
+        ):  # tensordicts or tensorclasses: stacked, as tensors are
+            return torch.stack(list(value))
+        return entry_from_list(list(value), list_to_stack())
+    if type(value) is tuple:
+        return entry_from_list(list(value), False)
+    return NonTensorData(value)
+
+
+def _check_batch(key, value, batch_size: torch.Size) -> None:
+    if is_unbatched(value):
+        return  # it has no batch dimensions to check
+    n = len(batch_size)
+    shape = shape_of(value)
+    if shape[:n] != batch_size:
+        msg = (
+            f"batch dimension mismatch for key {key!r}: the tensordict has batch_size="
+            f"{list(batch_size)} but the value has shape {list(shape)}; the leading dimensions "
+            "of a value must equal the batch size"
+        )
+        raise BatchSizeError(msg)
 
 
 def _index_has_tensor(idx) -> bool:
     items = idx if isinstance(idx, tuple) else (idx,)
     return any(isinstance(i, torch.Tensor) or i is None or i is Ellipsis for i in items)
+
+
+def _refusal_of(value) -> str | None:
+    """Why ``value`` cannot be the source of the tensor-only ``copy_at_``, or None.
+
+    A tensorclass instance and non-tensor data have no such hook and never refuse.
+    """
+    hook = getattr(value, "_fast_copy_at_refusal", None)
+    return None if hook is None else hook()
 
 
 def plain_tree(td, retain_none: bool | None):
@@ -89,7 +129,7 @@ def plain_tree(td, retain_none: bool | None):
     becomes a ``None`` entry).
     """
     for key, value in list(td._items_level()):
-        if not _is_subtree(value):
+        if not is_subtree(value):
             continue
         if type(value) is not type(td):
             value = value.to_tensordict(retain_none=retain_none)
@@ -100,389 +140,143 @@ def plain_tree(td, retain_none: bool | None):
 
 
 class EntriesMixin:
-    """Entry-level methods of :class:`~tensordict.TensorDictBase` (see the module docstring)."""
+    """Entry methods of :class:`~tensordict.TensorDictBase` (see the module docstring)."""
 
     __slots__ = ()
 
-    # ------------------------------------------------------------------ copies
-    def copy(self):
-        """Returns a shallow copy: a new tree of tensordicts that holds the same leaves.
-
-        Every nested tensordict is a new object, so adding or removing keys in the copy does not
-        change the original, but an in-place change to a leaf tensor shows in both. The copy is
-        unlocked.
-
-        Returns:
-            A new tensordict of the same class.
-
-        Examples:
-            >>> td = TensorDict(a=torch.zeros(3), b={"c": torch.zeros(3)}, batch_size=[3])
-            >>> c = td.copy()
-            >>> c["a"] is td["a"], c["b"] is td["b"], c[("b", "c")] is td[("b", "c")]
-            (True, False, True)
-        """
-        out = self._shallow_copy()
-        for key, value in list(out._items_level()):
-            if _is_subtree(value):
-                out._set_str(key, value.copy(), inplace=False, validated=True)
-        return out
-
-    def replace(self, *args, **kwargs):
-        """Returns a shallow copy (see :meth:`copy`) with some entries replaced.
-
-        The new entries are written into the copy with :meth:`update`, so nested tensordicts are
-        merged; the tensordict itself does not change. With nothing to write, returns ``self``.
-
-        Args:
-            *args (dict or TensorDictBase): at most one, the entries to write.
-            **kwargs: top-level entries to write; they win over those of the positional argument.
-
-        Returns:
-            The updated copy, or ``self`` when there is nothing to write.
-
-        Raises:
-            RuntimeError: if more than one positional argument is given, or it is neither a dict
-                nor a tensordict (ReplaceArgumentError); if a value does not fit the batch size.
-
-        Examples:
-            >>> td = TensorDict(a=torch.zeros(3), b=torch.zeros(3), batch_size=[3])
-            >>> new = td.replace(a=torch.ones(3))
-            >>> new["a"], td["a"], new["b"] is td["b"]
-            (tensor([1., 1., 1.]), tensor([0., 0., 0.]), True)
-        """
-        if len(args) > 1:
-            msg = f"replace() takes at most one dict or tensordict of entries, got {len(args)}"
-            raise ReplaceArgumentError(msg)
-        source = args[0] if args else None
-        if (
-            source is not None
-            and not isinstance(source, Mapping)
-            and not is_tensor_collection(source)
-        ):
-            msg = f"replace() needs a dict or a tensordict of entries, got {type(source).__name__}"
-            raise ReplaceArgumentError(msg)
-        if kwargs:
-            if source is None:
-                source = kwargs
-            elif isinstance(source, Mapping):
-                source = {**source, **kwargs}
-            else:
-                source = source.copy().update(kwargs)
-        if source is None or not len(source):
-            return self
-        return self.copy().update(source)
-
-    # ------------------------------------------------------------------ removing entries
-    def _check_can_remove(self, key, action: str) -> None:
-        if self.is_locked:
-            msg = f"cannot {action} {key!r}: the tensordict is locked; call unlock_() first"
-            raise LockedError(msg)
-
-    def clear(self):
-        """Removes every entry and returns the tensordict.
-
-        Returns:
-            The tensordict itself, now empty (its batch size is kept).
-
-        Raises:
-            RuntimeError: if the tensordict is locked (LockedError), even when it is empty.
-
-        Examples:
-            >>> td = TensorDict(a=torch.zeros(3), b={"c": torch.zeros(3)}, batch_size=[3])
-            >>> td.clear()
-            TensorDict(batch_size=[3], fields={})
-        """
-        self._check_can_remove("every entry", "remove")
-        for key in list(self._keys_level()):
-            self._del_str(key)
-        return self
-
-    def popitem(self) -> tuple:
-        """Removes the last top-level entry (the last of :meth:`keys`) and returns ``(key, value)``.
-
-        A nested tensordict is removed and returned whole.
-
-        Returns:
-            A ``(key, value)`` pair.
-
-        Raises:
-            KeyError: if the tensordict is empty (MissingKeyError).
-            RuntimeError: if the tensordict is locked (LockedError).
-
-        Examples:
-            >>> td = TensorDict(a=torch.zeros(3), b=torch.ones(3), batch_size=[3])
-            >>> td.popitem()
-            ('b', tensor([1., 1., 1.]))
-            >>> list(td.keys())
-            ['a']
-        """
-        keys = list(self._keys_level())
-        if not keys:
-            msg = "popitem(): the tensordict is empty"
-            raise MissingKeyError(msg)
-        key = keys[-1]
-        self._check_can_remove(key, "pop")
-        value = self._get_str(key, None)
-        self._del_str(key)
-        return key, value
-
-    def filter_empty_(self):
-        """Removes, in place, the nested tensordicts that hold no leaf, and returns the tensordict.
-
-        A nested tensordict that holds only empty tensordicts is removed too.
-
-        Returns:
-            The tensordict itself.
-
-        Raises:
-            RuntimeError: if the tensordict is locked and has an empty nested tensordict
-                (LockedError).
-
-        Examples:
-            >>> td = TensorDict(a=torch.zeros(3), b={}, c={"d": {}}, batch_size=[3])
-            >>> list(td.filter_empty_().keys())
-            ['a']
-        """
-        for key, value in list(self._items_level()):
-            if not _is_subtree(value):
-                continue
-            if value.is_empty():
-                self._check_can_remove(key, "remove the empty tensordict")
-                self._del_str(key)
-            else:
-                _inner(value).filter_empty_()
-        return self
-
-    # ------------------------------------------------------------------ splitting by keys
-    def _split_take(self, work, key_set, strict: bool, default, taken: list):
-        """One output of ``split_keys``: moves the entries of ``key_set`` out of ``work``."""
-        out = work._new_like({}, work.batch_size)
-        if callable(key_set) and not isinstance(key_set, Mapping):
-            chosen = []
-            for key in work.keys(include_nested=True, leaves_only=True):
-                value = work.get(key)
-                if getattr(type(value), "_is_non_tensor", False) or not isinstance(
-                    value, torch.Tensor
-                ):
-                    continue
-                parts = _key_parts(key)
-                with torch.no_grad():
-                    if key_set(parts, value):
-                        chosen.append((parts, parts))
-        else:
-            pairs = key_set.items() if isinstance(key_set, Mapping) else ((k, k) for k in key_set)
-            chosen = []
-            for old, new in pairs:
-                parts = _key_parts(old)
-                if work.get(parts, None) is None:
-                    if strict:
-                        raise work._missing(parts, 0, work)
-                    if default is not NO_DEFAULT and default is not None:
-                        out.set(new, default)
-                    continue
-                chosen.append((parts, _key_parts(new)))
-        for parts, new in chosen:
-            if work.get(parts, None) is None:
-                continue  # a duplicate key of the same set
-            out.set(new, work.get(parts))
-            work.exclude(parts, inplace=True)
-            taken.append(parts)
-        return out
-
-    def split_keys(
-        self,
-        *key_sets,
-        inplace: bool = False,
-        default=NO_DEFAULT,
-        strict: bool = True,
-        reproduce_struct: bool = False,
-    ) -> tuple:
-        """Splits the tensordict into one tensordict per set of keys, plus one with the rest.
-
-        Each set takes its entries from what the earlier sets left; the values are not copied.
-        Empty nested tensordicts are removed from the last tensordict unless ``reproduce_struct``.
-
-        Args:
-            *key_sets (list of NestedKey, dict or Callable): a list selects its keys; a dict
-                selects its keys and renames each to its value; a callable ``fn(key, value)``
-                (``key`` a tuple of str) selects the tensor leaves for which it returns True.
-
-        Keyword Args:
-            inplace (bool, optional): remove the selected entries from this tensordict, which is
-                returned last. Defaults to False.
-            default (optional): with ``strict=False``, the value stored for a missing key (a
-                ``None`` default, or none, skips the key).
-            strict (bool, optional): a missing key of a list or dict raises. Defaults to True.
-            reproduce_struct (bool, optional): every output gets the tree of nested tensordicts
-                of the tensordict, even the empty ones. Defaults to False.
-
-        Returns:
-            A tuple of ``len(key_sets) + 1`` tensordicts.
-
-        Raises:
-            KeyError: if ``strict`` and a key is missing from what the earlier sets left; the
-                tensordict is then unchanged.
-            RuntimeError: if ``inplace`` and the tensordict is locked (LockedError).
-
-        Examples:
-            >>> td = TensorDict(a=0, b=0, c=0, d=0)
-            >>> parts = td.split_keys(["a"], ["b", "c"])
-            >>> [sorted(p.keys()) for p in parts]
-            [['a'], ['b', 'c'], ['d']]
-            >>> td = TensorDict(s=torch.zeros(4), v=torch.zeros(4, 3), batch_size=[4])
-            >>> vectors, rest = td.split_keys(lambda key, value: value.ndim == 2)
-            >>> list(vectors.keys()), list(rest.keys())
-            (['v'], ['s'])
-        """
-        work = self.copy()
-        taken: list = []
-        outs = [self._split_take(work, key_set, strict, default, taken) for key_set in key_sets]
-        if inplace:
-            if taken and self.is_locked:
-                msg = (
-                    f"cannot split {unravel_key(taken[0])!r} out in place: the tensordict is locked"
-                )
-                raise LockedError(msg)
-            self.exclude(*taken, inplace=True)
-            work = self
-        if reproduce_struct:
-            nested = [k for k, v in self.items(include_nested=True) if _is_subtree(v)]
-            for out in outs:
-                for key in nested:
-                    if out.get(key, None) is None:
-                        out.create_nested(key)
-        else:
-            work.filter_empty_()
-        return (*outs, work)
-
-    def separates(
-        self, *keys: NestedKey, default=NO_DEFAULT, strict: bool = True, filter_empty: bool = True
-    ):
-        """Removes the entries of ``keys`` in place and returns them in a new tensordict.
-
-        The values are not copied; the result keeps the nested tensordicts on the path of each
-        removed entry, with the batch size of the tensordict.
-
-        Args:
-            *keys (NestedKey): the keys to remove.
-
-        Keyword Args:
-            default (optional): if given, a missing key does not raise and the result holds
-                ``default`` under it (``None`` with a ``FutureWarning`` if it does not fit the
-                batch size).
-            strict (bool, optional): a missing key without a default raises; if False the
-                result holds ``None`` under it. Defaults to True.
-            filter_empty (bool, optional): also remove the nested tensordicts that the removal
-                leaves empty. Defaults to True.
-
-        Returns:
-            A new tensordict with the removed entries.
-
-        Raises:
-            KeyError: if ``strict``, no ``default`` is given and a key is missing; the tensordict
-                is then unchanged.
-            RuntimeError: if the tensordict is locked (LockedError).
-
-        Examples:
-            >>> td = TensorDict(a=torch.zeros(3), b=torch.zeros(3), n={"c": torch.zeros(3)}, batch_size=[3])
-            >>> out = td.separates("a", ("n", "c"))
-            >>> sorted(out.keys(include_nested=True, leaves_only=True), key=str), list(td.keys())
-            ([('n', 'c'), 'a'], ['b'])
-        """
-        out = self._new_like({}, self.batch_size)
-        present = []
-        for key in keys:
-            parts = _key_parts(key)
-            if self.get(parts, None) is not None:
-                present.append(parts)
-            elif default is NO_DEFAULT and strict:
-                raise self._missing(parts, 0, self)
-            else:
-                fill = None if default is NO_DEFAULT else default
-                if _fits_batch(fill, self.batch_size):
-                    out.set(parts, fill)
-                else:
-                    warn(
-                        f"separates() stored None under the missing key {unravel_key(parts)!r}: "
-                        "its default does not fit the batch size. Starting with TensorDict 0.17, "
-                        "this will raise the error of split_keys()",
-                        FutureWarning,
-                    )
-                    out.set(parts, None)
-        if present and self.is_locked:
-            msg = f"cannot separate {unravel_key(present[0])!r}: the tensordict is locked"
-            raise LockedError(msg)
-        for parts in present:
-            out.set(parts, self.get(parts))
-        self.exclude(*present, inplace=True)
-        if filter_empty:
-            for parts in present:
-                for depth in range(len(parts) - 1, 0, -1):
-                    sub = self.get(parts[:depth], None)
-                    if sub is not None and _is_subtree(sub) and sub.is_empty():
-                        self.del_(parts[:depth])
-        return out
-
-    # ------------------------------------------------------------------ nested entries
-    def create_nested(self, key: NestedKey):
-        """Adds an empty nested tensordict at ``key`` and returns the tensordict.
-
-        The new tensordict has the batch size, device and names of its parent. An existing
-        entry at ``key`` is replaced; on a tuple key, unlocked tensordicts already on the path
-        are kept with their entries, any other entry on the path is replaced.
-
-        Args:
-            key (NestedKey): the key of the new tensordict.
-
-        Returns:
-            The tensordict itself.
-
-        Raises:
-            RuntimeError: if the tensordict is locked (LockedError).
-
-        Examples:
-            >>> data = TensorDict({}, [3, 4])
-            >>> _ = data.create_nested(("some", "nested"))
-            >>> data["some", "nested"].batch_size
-            torch.Size([3, 4])
-        """
-        parts = _key_parts(key)
-        if self.is_locked:
-            msg = f"cannot create the nested tensordict {unravel_key(key)!r}: the tensordict is locked"
-            raise LockedError(msg)
-        level = _inner(self)
-        for part in parts[:-1]:
-            nxt = level._get_str(part, None)
-            keep = (
-                _is_subtree(nxt)
-                and not getattr(type(nxt), "_is_tensorclass", False)
-                and not getattr(type(nxt), "_is_lazy", False)
-                and not nxt.is_locked
-            )
-            if not keep:
-                nxt = level._new_like({}, level.batch_size)
-                level._set_str(part, nxt, inplace=False, validated=False)
-            level = nxt
-        level._set_str(
-            parts[-1], level._new_like({}, level.batch_size), inplace=False, validated=False
+    # ------------------------------------------------------------------ reading
+    def _missing(self, parts: tuple, depth: int, level) -> MissingKeyError:
+        full = parts[0] if len(parts) == 1 else parts
+        where = (
+            ""
+            if depth == 0
+            else f" (no {parts[depth]!r} in the sub-tensordict at {parts[:depth]!r})"
         )
-        return self
+        existing = sorted(level._keys_level()) if hasattr(level, "_keys_level") else []
+        msg = f"key {full!r} not found in {type(self).__name__}{where}; existing keys at that level: {existing}"
+        return MissingKeyError(msg)
 
-    @property
-    def depth(self) -> int:
-        """The number of levels of nested tensordicts below this one (empty ones do not count).
+    def get(self, key: NestedKey, default=GET_DEFAULT):
+        """Returns the entry at ``key``, or ``default`` when the key is missing, like ``dict.get``.
+
+        Unlike ``td[key]``, a missing key is no error and a non-tensor entry comes as NonTensorData.
+
+        Args:
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            default: returned when the key is missing. Defaults to None (a KeyError after
+                ``set_get_defaults_to_none(False)``); ``NO_DEFAULT`` raises.
+
+        Returns:
+            A tensor, a sub-tensordict, a NonTensorData entry, or ``default``.
+
+        Raises:
+            KeyError: if the key is missing and ``default`` is ``NO_DEFAULT`` (MissingKeyError,
+                naming the keys where the search stopped), or if its path goes through an entry that
+                is not a tensordict and ``default`` is None or ``NO_DEFAULT`` (PathThroughLeafError,
+                also a ValueError).
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
 
         Examples:
-            >>> TensorDict({"a": 0}).depth, TensorDict({"a": {"b": {"c": 0}}}).depth
-            (0, 2)
+            >>> TensorDict({"a": {"b": torch.zeros(3)}}, [3]).get(("a", "b"))
+            tensor([0., 0., 0.])
         """
-        best = 0
-        for _, value in self._items_level():
-            if _is_subtree(value) and not value.is_empty():
-                best = max(best, 1 + _inner(value).depth)
-        return best
+        if type(key) is str:
+            value = self._get_str(key, None)
+            if value is not None:
+                return value
+            default = resolve_get_default(default, NO_DEFAULT)
+            if default is not NO_DEFAULT:
+                return default
+            raise self._missing((key,), 0, self)
+        parts = _key_parts(key)
+        default = resolve_get_default(default, NO_DEFAULT)
+        level = self
+        last = len(parts) - 1
+        for depth, part in enumerate(parts):
+            level = inner_tensordict(level)
+            if not hasattr(level, "_get_str") or is_non_tensor(level):
+                if default is not NO_DEFAULT and default is not None:
+                    return default
+                msg = f"cannot get {parts!r}: the entry {parts[:depth]!r} is a {type(level).__name__}, not a tensordict"
+                raise PathThroughLeafError(msg)
+            value = level._get_str(part, None)
+            if value is None:
+                if default is not NO_DEFAULT:
+                    return default
+                raise self._missing(parts, depth, level)
+            if depth == last:
+                return value
+            level = value
+        return level  # pragma: no cover - loop always returns
 
-    # ------------------------------------------------------------------ reading one entry
+    def __getitem__(self, index):
+        """Returns an entry (string or tuple-of-strings key) or a tensordict indexed on the batch dims.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.arange(6).reshape(3, 2)}, [3])
+            >>> td["a"].shape
+            torch.Size([3, 2])
+            >>> td[1:]["a"].shape
+            torch.Size([2, 2])
+        """
+        if type(index) is str:
+            value = self._get_str(index, None)
+            if value is None:
+                raise self._missing((index,), 0, self)
+            return _read_value(value) if is_non_tensor(value) else value
+        if type(index) is tuple and index and _all_str(index):
+            value = self.get(index, NO_DEFAULT)
+            return _read_value(value) if is_non_tensor(value) else value
+        return self._index(index)
+
+    def __getitems__(self, indices):
+        """Returns the rows at ``indices`` as one tensordict: how a DataLoader fetches a batch.
+
+        :class:`torch.utils.data.DataLoader` calls it with the list of a batch's indices, so
+        that ``DataLoader(td, batch_size=64, collate_fn=lambda x: x)`` yields tensordicts of
+        64 rows instead of lists of 64 one-row tensordicts.
+
+        Args:
+            indices (sequence of int or tensor): the rows along the first batch dim.
+
+        Returns:
+            TensorDictBase: the rows, as ``td[torch.as_tensor(indices)]`` gives them.
+
+        Raises:
+            IndexError: if an index is out of range.
+
+        Examples:
+            >>> td = TensorDict(x=torch.arange(5), batch_size=[5])
+            >>> td.__getitems__([0, 3])["x"]
+            tensor([0, 3])
+        """
+        if not isinstance(indices, torch.Tensor):
+            indices = torch.as_tensor(list(indices), dtype=torch.long)
+        return self[indices]
+
+    def get_non_tensor(self, key: NestedKey, default=None):
+        """Returns the Python value of the non-tensor entry at ``key`` (other entries as they are).
+
+        Args:
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            default: returned when the key is missing. Defaults to None; ``NO_DEFAULT`` raises.
+
+        Returns:
+            The value a NonTensorData entry holds, a tensor or sub-tensordict, or ``default``.
+
+        Raises:
+            KeyError: if the key is missing with ``NO_DEFAULT``, or its path goes through a leaf.
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
+
+        Examples:
+            >>> TensorDict({"name": "cartpole"}, [2]).get_non_tensor("name")
+            'cartpole'
+        """
+        value = self.get(key, default)
+        return _read_value(value) if is_non_tensor(value) else value
+
     def get_at(self, key: NestedKey, *args, **kwargs):
         """Returns the entry at ``key`` indexed along the batch dims: ``td.get(key)[index]``.
 
@@ -535,12 +329,13 @@ class EntriesMixin:
             >>> td.entry_class("b").__name__
             'TensorDict'
         """
-        if getattr(type(self), "_is_lazy", False):
-            members = self.tensordicts
-            if members:
-                classes = {m.entry_class(key) for m in members}
-                if len(classes) == 1 and not _is_subtree_class(next(iter(classes))):
-                    return classes.pop()
+        return self._entry_class(key)
+
+    def _entry_class(self, key: NestedKey) -> type:
+        """Hook of :meth:`entry_class`: the class of the entry at ``key``, read here from the entry.
+
+        A lazy stack asks its members first, so that it need not stack the entry.
+        """
         return type(self.get(key, None))
 
     def get_item_shape(self, key: NestedKey) -> torch.Size:
@@ -563,14 +358,13 @@ class EntriesMixin:
             >>> td.get_item_shape("x"), td.get_item_shape("n")
             (torch.Size([3, 2]), torch.Size([3]))
         """
-        if getattr(type(self), "_is_lazy", False) and self.tensordicts:
-            shapes = [m.get_item_shape(key) for m in self.tensordicts]
-            first = shapes[0]
-            if any(len(s) != len(first) for s in shapes):
-                return torch.Size([-1])
-            dims = [d if all(s[i] == d for s in shapes) else -1 for i, d in enumerate(first)]
-            dims.insert(self.stack_dim, len(shapes))
-            return torch.Size(dims)
+        return self._item_shape(key)
+
+    def _item_shape(self, key: NestedKey) -> torch.Size:
+        """Hook of :meth:`get_item_shape`: the shape of the entry at ``key``, read here from the entry.
+
+        A lazy stack combines its members' shapes instead, so that it need not stack the entry.
+        """
         value = self.get(key, NO_DEFAULT)
         if isinstance(value, torch.Tensor):
             return value.shape
@@ -593,79 +387,153 @@ class EntriesMixin:
             >>> td.is_non_tensor("label"), td.is_non_tensor("obs")
             (True, False)
         """
-        value = self.get(key, NO_DEFAULT)
-        return bool(getattr(type(value), "_is_non_tensor", False))
+        return is_non_tensor(self.get(key, NO_DEFAULT))
 
-    def rename_keys(self, mapping: Mapping, *, strict: bool = True):
-        """Returns a tensordict with several keys renamed at once; this one is left as it is.
+    # ------------------------------------------------------------------ writing
+    def _walk_to_parent(self, parts: tuple, create: bool):
+        """The tensordict that holds the last part of ``parts``, created when asked."""
+        level = self
+        for depth, part in enumerate(parts[:-1]):
+            level = inner_tensordict(level)
+            nxt = level._get_str(part, None)
+            if nxt is None:
+                if not create:
+                    raise self._missing(parts, depth, level)
+                if level.is_locked:
+                    msg = (
+                        f"cannot create the sub-tensordict {parts[: depth + 1]!r}: the tensordict is "
+                        "locked; call unlock_() first"
+                    )
+                    raise LockedError(msg)
+                level._set_str(
+                    part, level._new_like({}, level.batch_size), inplace=False, validated=True
+                )
+                # read back what was stored: a lazy stack stores one new level per member
+                nxt = level._get_str(part, None)
+            elif not is_tensor_collection(nxt) or is_non_tensor(nxt):
+                msg = (
+                    f"cannot reach {parts!r}: the entry {parts[: depth + 1]!r} is a "
+                    f"{type(nxt).__name__}, not a tensordict"
+                )
+                raise PathThroughLeafError(msg)
+            level = nxt
+        return inner_tensordict(level)
 
-        The result has a new tree of nested tensordicts sharing every leaf (tensors and
-        non-tensor entries) with this one, its batch size, device and names, unlocked. All
-        sources are read before any destination is written, so swaps and chains work;
-        renaming a nested tensordict moves all it holds. A nested tensordict the renaming
-        leaves empty is dropped; one that was empty already is kept. A lazy stack renames
-        the keys of each member.
+    def set(
+        self, key: NestedKey, item, inplace: bool = False, *, non_blocking: bool = False, **kwargs
+    ):
+        """Stores ``item`` at ``key`` and returns the tensordict.
+
+        A tuple key creates the missing sub-tensordicts on its path once the value is accepted.
 
         Args:
-            mapping (Mapping[NestedKey, NestedKey]): source key to destination key.
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            item: a tensor whose leading dims equal the batch size, a tensordict, a dict (stored
+                as a sub-tensordict), a number or array (a tensor), or other value (NonTensorData).
+            inplace (bool, optional): write into the existing entry (copy into a tensor, update a
+                sub-tensordict) instead of rebinding; a missing key is added. Defaults to False.
 
         Keyword Args:
-            strict (bool, optional): raise for a source that is missing; with False it is
-                skipped. Defaults to True.
+            non_blocking, **kwargs: accepted for compatibility; ignored.
 
         Returns:
-            A new tensordict.
+            The tensordict itself.
 
         Raises:
-            KeyError: if a source is missing and ``strict`` is True (MissingKeyError).
-            ValueError: if a destination is an entry that is not renamed away
-                (RenameDestinationError).
+            RuntimeError: if the value's leading dims do not match the batch size or an in-place
+                copy does not fit (BatchSizeError); if the tensordict is locked and the key would be
+                added or rebound (LockedError).
+            KeyError: if the key's path goes through an entry that is not a tensordict.
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
 
         Examples:
-            >>> td = TensorDict(a=torch.zeros(2), b=torch.ones(2), batch_size=[2])
-            >>> td.rename_keys({"a": "b", "b": "a"})["a"]
+            >>> TensorDict({}, [2]).set(("a", "b"), torch.zeros(2, 3))["a", "b"].shape
+            torch.Size([2, 3])
+        """
+        if type(key) is str:
+            self._set_str(key, item, inplace=inplace, validated=False)
+            return self
+        parts = _key_parts(key)
+        try:
+            parent = self._walk_to_parent(parts, create=False)
+        except MissingKeyError:
+            # Check the value before creating sub-tensordicts, so a refused value leaves none.
+            deepest = self._deepest(parts)
+            deepest._new_like({}, deepest.batch_size).set(parts[-1], item)
+            parent = self._walk_to_parent(parts, create=True)
+        parent._set_str(parts[-1], item, inplace=inplace, validated=False)
+        return self
+
+    def _deepest(self, parts: tuple):
+        """The deepest existing tensordict on the path of ``parts``."""
+        level = self
+        for part in parts[:-1]:
+            inner = inner_tensordict(level)
+            nxt = inner._get_str(part, None)
+            if nxt is None or not hasattr(nxt, "_get_str"):
+                return inner
+            level = nxt
+        return inner_tensordict(level)
+
+    def set_(self, key: NestedKey, item):
+        """Copies ``item`` into the entry at ``key`` (even when locked) and returns the tensordict.
+
+        Args:
+            key (NestedKey): the key of an existing entry.
+            item: the value to copy; anything that broadcasts to the entry, such as a number.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            KeyError: if the key is missing, or its path goes through a non-tensordict entry.
+            RuntimeError: if ``item`` does not broadcast to the entry's shape (BatchSizeError).
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2)}, [2]).lock_().set_("a", 1.0)["a"]
             tensor([1., 1.])
         """
-        if getattr(type(self), "_is_lazy", False):
-            members = [m.rename_keys(mapping, strict=strict) for m in self.tensordicts]
-            return self._restack(members, self._stack_dim)
-        pairs = [(_as_tuple(src), _as_tuple(dst)) for src, dst in mapping.items()]
-        present = {_as_tuple(k) for k in self.keys(True, False, is_leaf=is_leaf_nontensor)}
-        missing = [src for src, _ in pairs if src not in present]
-        if missing and strict:
-            msg = f"rename_keys: the keys {missing} are missing; existing keys: {sorted(present)}"
-            raise MissingKeyError(msg)
-        pairs = [(src, dst) for src, dst in pairs if src in present]
-        sources = {src for src, _ in pairs}
-        for _, dst in pairs:
-            if dst in present and not any(dst[: len(s)] == s for s in sources):
-                msg = f"rename_keys: the destination {dst!r} is already present and is not renamed away"
-                raise RenameDestinationError(msg)
-        leaves = {_as_tuple(k): v for k, v in self.items(True, True, is_leaf=is_leaf_nontensor)}
-        # empty nested tensordicts move with their parents, as leaves do
-        empties = {
-            _as_tuple(k): v
-            for k, v in self.items(True, False, is_leaf=is_leaf_nontensor)
-            if _is_subtree(v) and not list(v.keys())
-        }
-        moved = {_renamed(key, pairs): value for key, value in leaves.items()}
-        moved_empties = {_renamed(key, pairs): value for key, value in empties.items()}
-        kept = list(moved) + list(moved_empties)
-        out = self.empty(recurse=True)
-        # the levels that held only what moved away go; the ones empty before stay
-        for src in sources:
-            for depth in range(len(src), 0, -1):
-                prefix = src[:depth]
-                holds = any(k[:depth] == prefix for k in kept)
-                was_empty = not any(k[:depth] == prefix for k in leaves)
-                if not holds and not was_empty and prefix in out.keys(True):
-                    out._walk_to_parent(prefix, create=False)._del_str(prefix[-1])
-        for key, value in moved_empties.items():
-            if key not in out.keys(True):
-                out.set(key, value.empty())
-        for key, value in moved.items():
-            out.set(key, value)
-        return out
+        parts = _key_parts(key)
+        parent = self._walk_to_parent(parts, create=False)
+        if parent._get_str(parts[-1], None) is None:
+            raise self._missing(parts, len(parts) - 1, parent)
+        parent._set_str(parts[-1], item, inplace=True, validated=False)
+        return self
+
+    def __setitem__(self, index, value) -> None:
+        if type(index) is str or (type(index) is tuple and index and _all_str(index)):
+            self.set(index, value)
+            return
+        self._set_at(index, value)
+
+    def setdefault(self, key: NestedKey, default):
+        """Returns the entry at ``key``, storing ``default`` there first if the key is missing.
+
+        Args:
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            default: the value to store, of any kind :meth:`set` accepts.
+
+        Returns:
+            The existing or the new entry (a NonTensorData entry itself, not its value).
+
+        Raises:
+            RuntimeError: if ``default`` does not fit the batch size, or the tensordict is locked.
+            KeyError: if the key's path goes through an entry that is not a tensordict.
+            TypeError: if the key is not a string or a tuple of strings.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.setdefault("a", torch.ones(2)), td.setdefault("b", torch.ones(2))
+            (tensor([0., 0.]), tensor([1., 1.]))
+        """
+        value = self.get(key, None)
+        if value is None:
+            self.set(key, default)
+            value = self.get(key, NO_DEFAULT)
+        return value
 
     def set_non_tensor(self, key: NestedKey, value):
         """Stores ``value`` as one non-tensor entry at ``key`` and returns the tensordict.
@@ -701,69 +569,215 @@ class EntriesMixin:
         level.set(parts[-1], NonTensorData(value, level.batch_size, level.device))
         return self
 
-    def non_tensor_items(self, include_nested: bool = False) -> tuple:
-        """Returns the ``(key, entry)`` pairs of the non-tensor entries, as a tuple.
+    def create_nested(self, key: NestedKey):
+        """Adds an empty nested tensordict at ``key`` and returns the tensordict.
 
-        The entries are :class:`~tensordict.NonTensorData`, :class:`~tensordict.MetaData`
-        or :class:`~tensordict.NonTensorStack` objects, not their values.
-
-        Args:
-            include_nested (bool, optional): also those of nested tensordicts, under
-                nested keys. Defaults to False.
-
-        Returns:
-            tuple of (key, entry) pairs, in the order of :meth:`items`.
-
-        Examples:
-            >>> td = TensorDict(a=torch.zeros(2), s="x", sub={"t": "y"}, batch_size=[2])
-            >>> [key for key, _ in td.non_tensor_items(include_nested=True)]
-            ['s', ('sub', 't')]
-        """
-        return tuple(
-            (key, value)
-            for key, value in self.items(include_nested, True, is_leaf=is_leaf_nontensor)
-            if is_non_tensor(value)
-        )
-
-    def filter_non_tensor_data(self):
-        """Returns a tensordict without the non-tensor entries, nested ones included.
-
-        The other entries are not copied: the result shares them.
-
-        Returns:
-            A new tensordict of the same class, batch size and device.
-
-        Examples:
-            >>> td = TensorDict(a=torch.zeros(3), b="text", n={"c": "x", "d": torch.zeros(3)}, batch_size=[3])
-            >>> list(td.filter_non_tensor_data().keys(include_nested=True, leaves_only=True))
-            ['a', ('n', 'd')]
-        """
-        keys = [key for key, _ in self.non_tensor_items(include_nested=True)]
-        return self.exclude(*keys) if keys else self.exclude()
-
-    def pad(self, pad_size, value: float = 0.0, inplace: bool = False, safe: bool = True):
-        """Returns the tensordict padded along its batch dims with ``value``: :func:`tensordict.pad`.
+        The new tensordict has the batch size, device and names of its parent. An existing
+        entry at ``key`` is replaced; on a tuple key, unlocked tensordicts already on the path
+        are kept with their entries, any other entry on the path is replaced.
 
         Args:
-            pad_size (sequence of int): ``(dim0_before, dim0_after, dim1_before, ...)``, for the
-                leading batch dims; negative values crop.
-            value (float, optional): the fill value. Defaults to 0.0.
-            inplace (bool, optional): pad this tensordict in place. Defaults to False.
-            safe (bool, optional): accepted for compatibility.
+            key (NestedKey): the key of the new tensordict.
 
         Returns:
-            The padded tensordict.
+            The tensordict itself.
 
         Raises:
-            RuntimeError: if ``pad_size`` does not fit the batch dims.
+            RuntimeError: if the tensordict is locked (LockedError).
 
         Examples:
-            >>> TensorDict(a=torch.ones(2), batch_size=[2]).pad([1, 1])["a"]
-            tensor([0., 1., 1., 0.])
+            >>> data = TensorDict({}, [3, 4])
+            >>> _ = data.create_nested(("some", "nested"))
+            >>> data["some", "nested"].batch_size
+            torch.Size([3, 4])
         """
-        return CONVERTERS["pad"](self, pad_size, value=value, inplace=inplace, safe=safe)
+        parts = _key_parts(key)
+        if self.is_locked:
+            msg = f"cannot create the nested tensordict {unravel_key(key)!r}: the tensordict is locked"
+            raise LockedError(msg)
+        level = inner_tensordict(self)
+        for part in parts[:-1]:
+            nxt = level._get_str(part, None)
+            keep = is_subtree(nxt) and is_tensordict(nxt) and nxt._takes_new_levels()
+            if not keep:
+                nxt = level._new_like({}, level.batch_size)
+                level._set_str(part, nxt, inplace=False, validated=False)
+            level = nxt
+        level._set_str(
+            parts[-1], level._new_like({}, level.batch_size), inplace=False, validated=False
+        )
+        return self
 
-    # ------------------------------------------------------------------ writing rows
+    def _takes_new_levels(self) -> bool:
+        """Hook of :meth:`create_nested`: True when new levels may be created inside this tensordict.
+
+        :meth:`create_nested` keeps such a tensordict on the path of its key (with its entries)
+        and replaces any other. Here: an unlocked tensordict. A lazy stack says False.
+        """
+        return not self.is_locked
+
+    # ------------------------------------------------------------------ updating
+    def update(
+        self,
+        input_dict_or_td,
+        clone: bool = False,
+        inplace: bool = False,
+        *,
+        keys_to_update=None,
+        non_blocking: bool = False,
+        **kwargs,
+    ):
+        """Writes every entry of a mapping or tensordict into this one and returns it.
+
+        A nested mapping updates a sub-tensordict key by key. ``td.update(td)`` is a no-op.
+
+        Args:
+            input_dict_or_td (Mapping or TensorDictBase): the entries; keys may be tuples.
+            clone (bool, optional): store clones of the tensors and tensordicts. Defaults to False.
+            inplace (bool, optional): write into existing entries, as ``set(inplace=True)``.
+                Defaults to False.
+
+        Keyword Args:
+            keys_to_update (sequence of NestedKey, optional): write only these keys and what lies
+                under them. Defaults to None: every key.
+            non_blocking, **kwargs: accepted for compatibility; ignored.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict (InvalidSourceError,
+                also a ValueError), or a key is not a string or a tuple of strings.
+            RuntimeError: if a value does not fit the batch size, or the tensordict is locked and a
+                key would be added or rebound.
+            KeyError: if a key's path goes through an entry that is not a tensordict.
+
+        Examples:
+            >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
+            >>> td.update({"a": {"c": torch.ones(2)}})["a"].sorted_keys
+            ['b', 'c']
+        """
+        if input_dict_or_td is self:
+            return self
+        wanted = None
+        if keys_to_update is not None:
+            wanted = {_key_parts(k) for k in keys_to_update}
+        self._update(input_dict_or_td, (), clone, inplace, wanted)
+        return self
+
+    def _update(self, source, prefix: tuple, clone: bool, inplace: bool, wanted) -> None:
+        for key, value in _source_items(source):
+            parts = prefix + _key_parts(key)
+            if wanted is not None and not any(parts[: len(w)] == w for w in wanted):
+                if not any(w[: len(parts)] == parts for w in wanted):
+                    continue
+            target_parent = self._walk_to_parent(parts, create=True) if len(parts) > 1 else self
+            current = target_parent._get_str(parts[-1], None)
+            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
+                if current is not None and is_tensordict(current):
+                    self._update(value, parts, clone, inplace, wanted)
+                    continue
+            if clone and (isinstance(value, torch.Tensor) or is_tensordict(value)):
+                value = value.clone()
+            target_parent._set_str(
+                parts[-1], value, inplace=inplace and current is not None, validated=False
+            )
+
+    def update_(self, input_dict_or_td, clone: bool = False, *, keys_to_update=None, **kwargs):
+        """Copies every entry of a mapping or tensordict into the existing entries, in place.
+
+        Nested mappings update the matching sub-tensordicts. Nothing is rebound: it works if locked.
+
+        Args:
+            input_dict_or_td (Mapping or TensorDictBase): the values, keyed as in this tensordict.
+            clone (bool, optional): call ``clone()`` on each value first. Defaults to False.
+
+        Keyword Args:
+            keys_to_update (sequence of NestedKey, optional): copy only the values at these keys
+                of ``input_dict_or_td``; nested mappings are entered whatever their key. Defaults
+                to None, which copies every value.
+            **kwargs: accepted for compatibility; ignored.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            KeyError: if a key of ``input_dict_or_td`` is not in this tensordict.
+            TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict.
+            RuntimeError: if a value does not broadcast to its entry (BatchSizeError).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2)}, [2]).lock_().update_({"a": torch.ones(2)})["a"]
+            tensor([1., 1.])
+        """
+        for key, value in _source_items(input_dict_or_td):
+            parts = _key_parts(key)
+            if keys_to_update is not None and unravel_key(parts) not in {
+                unravel_key(k) for k in keys_to_update
+            }:
+                if not isinstance(value, Mapping) or is_tensordict(value):
+                    continue
+            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
+                sub = self.get(parts, NO_DEFAULT)
+                sub.update_(value, clone=clone)
+                continue
+            self.set_(parts, value.clone() if clone else value)
+        return self
+
+    def set_at_(self, key: NestedKey, value, index):
+        """Writes ``value`` into the rows ``index`` of the entry at ``key``, even when locked.
+
+        Args:
+            key (NestedKey): the key of an existing tensor or sub-tensordict.
+            value: a tensor, number or (for a sub-tensordict) mapping that broadcasts to the rows.
+            index: an index of the leading dims: an int, slice, tensor, or a tuple of them.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            KeyError: if the key is missing, or its path goes through a non-tensordict entry.
+            IndexError: if ``index`` is out of range.
+            RuntimeError: if ``value`` does not broadcast to the indexed rows.
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(3)}, [3]).set_at_("a", 1.0, 1)["a"]
+            tensor([0., 1., 0.])
+        """
+        self.get(key, NO_DEFAULT)[index] = value
+        return self
+
+    def update_at_(self, input_dict_or_td, index, clone: bool = False):
+        """Writes each entry of a mapping or tensordict into the rows ``index`` of the same entry.
+
+        Nested mappings go into the matching sub-tensordicts, in place, so this works when locked.
+
+        Args:
+            input_dict_or_td (Mapping or TensorDictBase): the values, keyed as in this tensordict.
+            index: an index of the batch dims: an int, slice, tensor, or a tuple of them.
+            clone (bool, optional): call ``clone()`` on each value first. Defaults to False.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            KeyError: if a key of ``input_dict_or_td`` is not in this tensordict.
+            TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict.
+            IndexError: if ``index`` is out of range.
+            RuntimeError: if a value does not broadcast to the indexed rows.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.zeros(3)}}, [3])
+            >>> td.update_at_({"a": 1.0, "b": {"c": 2.0}}, 1)["b", "c"]
+            tensor([0., 2., 0.])
+        """
+        for key, value in _source_items(input_dict_or_td):
+            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
+                self.get(key, NO_DEFAULT).update_at_(value, index, clone)
+            else:
+                self.set_at_(key, value.clone() if clone else value, index)
+        return self
+
     def copy_at_(self, tensordict, idx, non_blocking: bool = False, *, fast: bool = True):
         """Copies the tensors of ``tensordict`` into the existing entries at ``idx``; returns self.
 
@@ -816,23 +830,24 @@ class EntriesMixin:
             )
             return CopyAtError(msg)
 
-        if not is_tensor_collection(source) or getattr(type(source), "_is_lazy", False):
+        if not is_tensor_collection(source) or _refusal_of(source) is not None:
             raise refuse(f"the source is a {type(source).__name__}, not a tensordict")
-        if getattr(type(self), "_is_lazy", False):
-            raise refuse("the destination is a lazy stack")
+        why = self._fast_copy_at_refusal()
+        if why is not None:
+            raise refuse(f"the destination is {why}")
         if _index_has_tensor(idx):
             raise refuse(f"the index {idx!r} holds a tensor, None or Ellipsis")
         plan, skipped = [], []
-        source = _inner(source)
+        source = inner_tensordict(source)
         for key in list(source.keys(include_nested=True)):
             value = source.get(key)
-            if _is_subtree(value):
+            if is_subtree(value):
                 continue
-            if not isinstance(value, torch.Tensor) or getattr(type(value), "_is_non_tensor", False):
+            if not isinstance(value, torch.Tensor):
                 skipped.append(key)
                 continue
             dest = self.get(key, None)
-            if not isinstance(dest, torch.Tensor) or getattr(type(dest), "_is_non_tensor", False):
+            if not isinstance(dest, torch.Tensor):
                 raise refuse(f"the key {key!r} is not a tensor entry of the tensordict")
             try:
                 view = dest[idx]
@@ -855,203 +870,223 @@ class EntriesMixin:
             )
         return plan
 
-    # ------------------------------------------------------------------ names
-    def rename_(self, *names, **rename_map):
-        """Renames the batch dimensions in place and returns the tensordict.
+    def _fast_copy_at_refusal(self) -> str | None:
+        """Hook of :meth:`copy_at_`: why this tensordict cannot take part in the tensor-only copy, or None.
 
-        Pass either the new names, one per batch dimension (a single ``None`` clears them), or
-        ``old="new"`` keywords. Nested tensordicts get the names of the dims they share.
+        The reason ends the refusal's message (``"the destination is a lazy stack"``). A lazy
+        stack refuses: its leaves are stacked copies of its members'.
+        """
+        return None
+
+    # ------------------------------------------------------------------ removing
+    def _check_can_remove(self, key, action: str) -> None:
+        if self.is_locked:
+            msg = f"cannot {action} {key!r}: the tensordict is locked; call unlock_() first"
+            raise LockedError(msg)
+
+    def pop(self, key: NestedKey, default=NO_DEFAULT):
+        """Removes the entry at ``key`` and returns it (or ``default`` if the key is missing).
 
         Args:
-            *names (str or None): the new names.
-            **rename_map (str or None): new names by current name.
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
+            default: returned when the key is missing. Defaults to ``NO_DEFAULT``, which raises.
+
+        Returns:
+            The removed entry (a NonTensorData entry itself), or ``default``.
+
+        Raises:
+            KeyError: if the key is missing and no default is given, or (even with one) if its path
+                goes through an entry that is not a tensordict.
+            RuntimeError: if the tensordict is locked and the key exists (LockedError).
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2), "b": torch.ones(2)}, [2])
+            >>> td.pop("a"), td.pop("x", None), td.sorted_keys
+            (tensor([0., 0.]), None, ['b'])
+        """
+        value = self.get(key, None)
+        if value is None:
+            if default is not NO_DEFAULT:
+                return default
+            raise self._missing(_key_parts(key), 0, self)
+        self.del_(key)
+        return value
+
+    def popitem(self) -> tuple:
+        """Removes the last top-level entry (the last of :meth:`keys`) and returns ``(key, value)``.
+
+        A nested tensordict is removed and returned whole.
+
+        Returns:
+            A ``(key, value)`` pair.
+
+        Raises:
+            KeyError: if the tensordict is empty (MissingKeyError).
+            RuntimeError: if the tensordict is locked (LockedError).
+
+        Examples:
+            >>> td = TensorDict(a=torch.zeros(3), b=torch.ones(3), batch_size=[3])
+            >>> td.popitem()
+            ('b', tensor([1., 1., 1.]))
+            >>> list(td.keys())
+            ['a']
+        """
+        keys = list(self._keys_level())
+        if not keys:
+            msg = "popitem(): the tensordict is empty"
+            raise MissingKeyError(msg)
+        key = keys[-1]
+        self._check_can_remove(key, "pop")
+        value = self._get_str(key, None)
+        self._del_str(key)
+        return key, value
+
+    def del_(self, key: NestedKey):
+        """Removes the entry at ``key`` and returns the tensordict.
+
+        Args:
+            key (NestedKey): a string, or a tuple of strings for a nested entry.
 
         Returns:
             The tensordict itself.
 
         Raises:
-            ValueError: if both or neither are given (except with no batch dim), if a mapped name
-                is not a name of the tensordict, or the names are not one per batch dimension.
+            KeyError: if the key is missing, or its path goes through a non-tensordict entry.
+            RuntimeError: if the tensordict is locked (LockedError).
+            TypeError: if the key is not a string or a tuple of strings.
+            ValueError: if the key is the empty tuple.
 
         Examples:
-            >>> td = TensorDict(batch_size=[1, 2], names=["a", "b"])
-            >>> td.rename_(b="g").names
-            ['a', 'g']
-            >>> td.rename_(None).names
-            [None, None]
+            >>> TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2]).del_(("b", "c"))
+            TensorDict(batch_size=[2], fields={a: f32[], b: {}})
         """
-        if names and rename_map:
-            msg = "rename_() takes new names or a map of old names to new ones, not both"
-            raise ValueError(msg)
-        current = list(self.names or [None] * self.batch_dims)
-        if rename_map:
-            unknown = [k for k in rename_map if k not in current]
-            if unknown:
-                msg = f"rename_() got names {unknown!r} that the tensordict does not have: {current!r}"
-                raise ValueError(msg)
-            new = [rename_map.get(n, n) for n in current]
-        elif names == (None,):
-            new = None
-        elif names:
-            if len(names) != self.batch_dims:
-                msg = f"rename_() needs {self.batch_dims} names, one per batch dimension, got {list(names)!r}"
-                raise ValueError(msg)
-            new = list(names)
-        elif self.batch_dims == 0:
-            return self
-        else:
-            msg = "rename_() needs new names or a map of old names to new ones"
-            raise ValueError(msg)
-        self.names = new
+        parts = _key_parts(key)
+        parent = self._walk_to_parent(parts, create=False)
+        if parent._get_str(parts[-1], None) is None:
+            raise self._missing(parts, len(parts) - 1, parent)
+        parent._del_str(parts[-1])
         return self
 
-    # ------------------------------------------------------------------ loading and building
-    def load_(self, prefix, *args, **kwargs):
-        """Deprecated: calls :meth:`load_memmap_` with the same arguments.
+    def __delitem__(self, key: NestedKey) -> None:
+        self.del_(key)
 
-        Args:
-            prefix (str or Path): the folder to read.
-            *args, **kwargs: passed to :meth:`load_memmap_`.
+    def clear(self):
+        """Removes every entry and returns the tensordict.
 
         Returns:
-            What :meth:`load_memmap_` returns (the tensordict).
-
-        Examples:
-            >>> import tempfile, warnings
-            >>> with tempfile.TemporaryDirectory() as d:
-            ...     _ = TensorDict(a=torch.ones(2), batch_size=[2]).memmap(d)
-            ...     with warnings.catch_warnings():
-            ...         warnings.simplefilter("ignore")
-            ...         TensorDict(a=torch.zeros(2), batch_size=[2]).load_(d)["a"].tolist()
-            [1.0, 1.0]
-        """
-        warn(
-            "TensorDictBase.load_() is deprecated and will be removed in TensorDict 0.17. Use "
-            "load_memmap_() instead.",
-            DeprecationWarning,
-        )
-        return self.load_memmap_(prefix, *args, **kwargs)
-
-    def from_dict_instance(
-        self,
-        input_dict,
-        *,
-        auto_batch_size: bool | None = None,
-        batch_size=None,
-        device=None,
-        batch_dims=None,
-        names=None,
-    ):
-        """Builds a tensordict from a dict, giving nested dicts the classes of this one's entries.
-
-        Like :meth:`from_dict`, except that a nested dict under a key that is a tensorclass (or a
-        nested tensordict holding one) here becomes that class. The values of this tensordict are
-        not used.
-
-        Args:
-            input_dict (dict): the entries; nested dicts become nested entries.
-
-        Keyword Args:
-            auto_batch_size, batch_size, device, batch_dims, names: as for :meth:`from_dict`.
-
-        Returns:
-            A new tensordict.
+            The tensordict itself, now empty (its batch size is kept).
 
         Raises:
-            ValueError: if both ``batch_size`` and ``batch_dims`` are given.
+            RuntimeError: if the tensordict is locked (LockedError), even when it is empty.
 
         Examples:
-            >>> @tensorclass
-            ... class Point:
-            ...     x: torch.Tensor
-            >>> td = TensorDict(a=torch.zeros(()), b=Point(x=torch.zeros(())))
-            >>> out = td.from_dict_instance({"a": torch.ones(()), "b": {"x": torch.ones(())}})
-            >>> type(out["b"]).__name__
-            'Point'
+            >>> td = TensorDict(a=torch.zeros(3), b={"c": torch.zeros(3)}, batch_size=[3])
+            >>> td.clear()
+            TensorDict(batch_size=[3], fields={})
         """
-        return _lookup("from_dict_instance")(
-            self, input_dict, auto_batch_size, batch_size, device, batch_dims, names
-        )
+        self._check_can_remove("every entry", "remove")
+        for key in list(self._keys_level()):
+            self._del_str(key)
+        return self
 
-    @classmethod
-    def from_list(
-        cls,
-        input,
-        *,
-        auto_batch_size: bool | None = None,
-        batch_size=None,
-        device=None,
-        batch_dims: int | None = None,
-        names=None,
-        lazy: bool | None = None,
-    ):
-        """Builds a tensordict by stacking a list of dicts or tensor collections on a new first dim.
-
-        Each dict goes through :meth:`from_dict` with ``batch_size[1:]``; tensordicts and
-        tensorclasses are stacked as they are.
+    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False):
+        """Moves the entry at ``old_key`` to ``new_key`` (deletes it, then :meth:`set` stores it).
 
         Args:
-            input (list): the dicts or tensor collections.
-
-        Keyword Args:
-            auto_batch_size (bool, optional): infer each element's batch size.
-            batch_size (list of int, optional): the result's batch size, the list length first.
-            device (torch.device, optional): the device of the result.
-            batch_dims (int, optional): with auto batch size, the most dims of the result.
-            names (list of str, optional): the dimension names of the result.
-            lazy (bool, optional): True: a lazy stack; False: a dense one; None: dense when the
-                elements have the same shapes, else lazy.
+            old_key (NestedKey): the key of an existing entry.
+            new_key (NestedKey): the new key; a tuple creates missing sub-tensordicts.
+            safe (bool, optional): refuse to overwrite an existing ``new_key``. Defaults to False.
 
         Returns:
-            A tensordict with ``len(input)`` as first batch dim.
+            The tensordict itself.
 
         Raises:
-            ValueError: if ``batch_size[0]`` is not the length of the list, or both
-                ``batch_size`` and ``batch_dims`` are given.
+            KeyError: if ``old_key`` is missing, if ``safe`` and ``new_key`` exists, or if a key's
+                path goes through an entry that is not a tensordict.
+            RuntimeError: if the tensordict is locked (LockedError).
+            TypeError: if a key is not a string or a tuple of strings.
 
         Examples:
-            >>> td = TensorDict.from_list([{"a": torch.zeros(3)}, {"a": torch.ones(3)}], batch_size=[2, 3])
-            >>> td.batch_size
-            torch.Size([2, 3])
+            >>> TensorDict({"a": torch.zeros(2)}, [2]).rename_key_("a", ("b", "c"))
+            TensorDict(batch_size=[2], fields={b: {c: f32[]}})
         """
-        return _lookup("from_list")(
-            cls, input, auto_batch_size, batch_size, device, batch_dims, names, lazy
-        )
+        value = self.get(old_key, NO_DEFAULT)
+        if safe and self.get(new_key, None) is not None:
+            msg = f"key {unravel_key(new_key)!r} already exists; pass safe=False to overwrite it"
+            raise KeyError(msg)
+        if self.is_locked:
+            msg = f"cannot rename {unravel_key(old_key)!r}: the tensordict is locked; call unlock_() first"
+            raise LockedError(msg)
+        self.del_(old_key)
+        self.set(new_key, value)
+        return self
 
-    @classmethod
-    def from_schema(
-        cls, schema: dict, *, batch_size=None, storage: str | None = None, device=None, **kwargs
-    ):
-        """Allocates a zero-filled tensordict from ``{key: (element_shape, dtype)}``.
+    # ------------------------------------------------------------------ copies
+    def copy(self):
+        """Returns a shallow copy: a new tree of tensordicts that holds the same leaves.
 
-        Each entry gets the shape ``[*batch_size, *element_shape]``.
+        Every nested tensordict is a new object, so adding or removing keys in the copy does not
+        change the original, but an in-place change to a leaf tensor shows in both. The copy is
+        unlocked.
+
+        Returns:
+            A new tensordict of the same class.
+
+        Examples:
+            >>> td = TensorDict(a=torch.zeros(3), b={"c": torch.zeros(3)}, batch_size=[3])
+            >>> c = td.copy()
+            >>> c["a"] is td["a"], c["b"] is td["b"], c[("b", "c")] is td[("b", "c")]
+            (True, False, True)
+        """
+        out = self._shallow_copy()
+        for key, value in list(out._items_level()):
+            if is_subtree(value):
+                out._set_str(key, value.copy(), inplace=False, validated=True)
+        return out
+
+    def replace(self, *args, **kwargs):
+        """Returns a shallow copy (see :meth:`copy`) with some entries replaced.
+
+        The new entries are written into the copy with :meth:`update`, so nested tensordicts are
+        merged; the tensordict itself does not change. With nothing to write, returns ``self``.
 
         Args:
-            schema (dict): maps each key to a pair ``(element_shape, dtype)``.
-
-        Keyword Args:
-            batch_size (list of int, optional): the batch size. Defaults to ``[]``.
-            storage (str, optional): ``None`` (regular tensors), ``"memmap"`` (memory-mapped, in
-                ``prefix=`` or a temporary folder; the other keywords go to :meth:`memmap_`) or
-                ``"shared"`` (shared memory).
-            device (torch.device, optional): the device (ignored by ``"memmap"``).
+            *args (dict or TensorDictBase): at most one, the entries to write.
+            **kwargs: top-level entries to write; they win over those of the positional argument.
 
         Returns:
-            A new tensordict of zeros.
+            The updated copy, or ``self`` when there is nothing to write.
 
         Raises:
-            ValueError: if ``storage`` is not one of the values above, or a schema entry is not
-                a pair (UnknownStorageError).
+            RuntimeError: if more than one positional argument is given, or it is neither a dict
+                nor a tensordict (ReplaceArgumentError); if a value does not fit the batch size.
 
         Examples:
-            >>> td = TensorDict.from_schema({"obs": ([4, 4], torch.uint8), "r": ([], torch.float32)}, batch_size=[10])
-            >>> td["obs"].shape, td["r"].dtype
-            (torch.Size([10, 4, 4]), torch.float32)
+            >>> td = TensorDict(a=torch.zeros(3), b=torch.zeros(3), batch_size=[3])
+            >>> new = td.replace(a=torch.ones(3))
+            >>> new["a"], td["a"], new["b"] is td["b"]
+            (tensor([1., 1., 1.]), tensor([0., 0., 0.]), True)
         """
-        return _lookup("from_schema")(cls, schema, batch_size, storage, device, kwargs)
-
-
-def _is_subtree_class(klass: type) -> bool:
-    return getattr(klass, "_is_tensor_collection", False) and not getattr(
-        klass, "_is_non_tensor", False
-    )
+        if len(args) > 1:
+            msg = f"replace() takes at most one dict or tensordict of entries, got {len(args)}"
+            raise ReplaceArgumentError(msg)
+        source = args[0] if args else None
+        if (
+            source is not None
+            and not isinstance(source, Mapping)
+            and not is_tensor_collection(source)
+        ):
+            msg = f"replace() needs a dict or a tensordict of entries, got {type(source).__name__}"
+            raise ReplaceArgumentError(msg)
+        if kwargs:
+            if source is None:
+                source = kwargs
+            elif isinstance(source, Mapping):
+                source = {**source, **kwargs}
+            else:
+                source = source.copy().update(kwargs)
+        if source is None or not len(source):
+            return self
+        return self.copy().update(source)

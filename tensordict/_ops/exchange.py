@@ -154,6 +154,124 @@ class ExchangeMixin:
         )
 
     @classmethod
+    def from_list(
+        cls,
+        input,
+        *,
+        auto_batch_size: bool | None = None,
+        batch_size=None,
+        device=None,
+        batch_dims: int | None = None,
+        names=None,
+        lazy: bool | None = None,
+    ):
+        """Builds a tensordict by stacking a list of dicts or tensor collections on a new first dim.
+
+        Each dict goes through :meth:`from_dict` with ``batch_size[1:]``; tensordicts and
+        tensorclasses are stacked as they are.
+
+        Args:
+            input (list): the dicts or tensor collections.
+
+        Keyword Args:
+            auto_batch_size (bool, optional): infer each element's batch size.
+            batch_size (list of int, optional): the result's batch size, the list length first.
+            device (torch.device, optional): the device of the result.
+            batch_dims (int, optional): with auto batch size, the most dims of the result.
+            names (list of str, optional): the dimension names of the result.
+            lazy (bool, optional): True: a lazy stack; False: a dense one; None: dense when the
+                elements have the same shapes, else lazy.
+
+        Returns:
+            A tensordict with ``len(input)`` as first batch dim.
+
+        Raises:
+            ValueError: if ``batch_size[0]`` is not the length of the list, or both
+                ``batch_size`` and ``batch_dims`` are given.
+
+        Examples:
+            >>> td = TensorDict.from_list([{"a": torch.zeros(3)}, {"a": torch.ones(3)}], batch_size=[2, 3])
+            >>> td.batch_size
+            torch.Size([2, 3])
+        """
+        return _converter("from_list")(
+            cls, input, auto_batch_size, batch_size, device, batch_dims, names, lazy
+        )
+
+    @classmethod
+    def from_schema(
+        cls, schema: dict, *, batch_size=None, storage: str | None = None, device=None, **kwargs
+    ):
+        """Allocates a zero-filled tensordict from ``{key: (element_shape, dtype)}``.
+
+        Each entry gets the shape ``[*batch_size, *element_shape]``.
+
+        Args:
+            schema (dict): maps each key to a pair ``(element_shape, dtype)``.
+
+        Keyword Args:
+            batch_size (list of int, optional): the batch size. Defaults to ``[]``.
+            storage (str, optional): ``None`` (regular tensors), ``"memmap"`` (memory-mapped, in
+                ``prefix=`` or a temporary folder; the other keywords go to :meth:`memmap_`) or
+                ``"shared"`` (shared memory).
+            device (torch.device, optional): the device (ignored by ``"memmap"``).
+
+        Returns:
+            A new tensordict of zeros.
+
+        Raises:
+            ValueError: if ``storage`` is not one of the values above, or a schema entry is not
+                a pair (UnknownStorageError).
+
+        Examples:
+            >>> td = TensorDict.from_schema({"obs": ([4, 4], torch.uint8), "r": ([], torch.float32)}, batch_size=[10])
+            >>> td["obs"].shape, td["r"].dtype
+            (torch.Size([10, 4, 4]), torch.float32)
+        """
+        return _converter("from_schema")(cls, schema, batch_size, storage, device, kwargs)
+
+    def from_dict_instance(
+        self,
+        input_dict,
+        *,
+        auto_batch_size: bool | None = None,
+        batch_size=None,
+        device=None,
+        batch_dims=None,
+        names=None,
+    ):
+        """Builds a tensordict from a dict, giving nested dicts the classes of this one's entries.
+
+        Like :meth:`from_dict`, except that a nested dict under a key that is a tensorclass (or a
+        nested tensordict holding one) here becomes that class. The values of this tensordict are
+        not used.
+
+        Args:
+            input_dict (dict): the entries; nested dicts become nested entries.
+
+        Keyword Args:
+            auto_batch_size, batch_size, device, batch_dims, names: as for :meth:`from_dict`.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            ValueError: if both ``batch_size`` and ``batch_dims`` are given.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            >>> td = TensorDict(a=torch.zeros(()), b=Point(x=torch.zeros(())))
+            >>> out = td.from_dict_instance({"a": torch.ones(()), "b": {"x": torch.ones(())}})
+            >>> type(out["b"]).__name__
+            'Point'
+        """
+        return _converter("from_dict_instance")(
+            self, input_dict, auto_batch_size, batch_size, device, batch_dims, names
+        )
+
+    @classmethod
     def from_tuple(
         cls,
         obj,

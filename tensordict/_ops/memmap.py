@@ -629,6 +629,32 @@ class MemmapMixin:
         self._memmap_load_into(loaded)
         return self
 
+    def load_(self, prefix, *args, **kwargs):
+        """Deprecated: calls :meth:`load_memmap_` with the same arguments.
+
+        Args:
+            prefix (str or Path): the folder to read.
+            *args, **kwargs: passed to :meth:`load_memmap_`.
+
+        Returns:
+            What :meth:`load_memmap_` returns (the tensordict).
+
+        Examples:
+            >>> import tempfile, warnings
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     _ = TensorDict(a=torch.ones(2), batch_size=[2]).memmap(d)
+            ...     with warnings.catch_warnings():
+            ...         warnings.simplefilter("ignore")
+            ...         TensorDict(a=torch.zeros(2), batch_size=[2]).load_(d)["a"].tolist()
+            [1.0, 1.0]
+        """
+        warn(
+            "TensorDictBase.load_() is deprecated and will be removed in TensorDict 0.17. Use "
+            "load_memmap_() instead.",
+            DeprecationWarning,
+        )
+        return self.load_memmap_(prefix, *args, **kwargs)
+
     # ------------------------------------------------------------------ single entries
     def _plan_new_entry(self, key, what: str, robust_key):
         """Checks that ``key`` can be added and returns ``(parts, parent, folder, depth)``.

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
-from tensordict._ops.shape import _norm_dim
-from tensordict._ops.shape_more import STACKERS
+from tensordict._ops.batch_dims import norm_dim
+from tensordict._ops.split_stack import STACKERS
 from tensordict._options import set_capture_non_tensor_stack
 from tensordict.errors import WorkerDiedError
 
@@ -110,7 +110,7 @@ def _check_call(
     if chunksize is not None and chunksize < 0:
         msg = f"chunksize must be 0 (one element at a time) or more, got {chunksize}"
         raise ValueError(msg)
-    return _norm_dim(dim, td.batch_dims)
+    return norm_dim(dim, td.batch_dims)
 
 
 def _chunks(td, dim: int, chunksize, num_chunks, num_workers: int, lazy: bool, shuffle: bool):

@@ -24,9 +24,8 @@ import torch
 from tensordict._collection import is_tensor_collection
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops.distributed import TENSORCLASS_METHODS
-from tensordict._ops.printing import collection_repr
-from tensordict._ops.torch_function import dispatch as _dispatch
 from tensordict._options import GET_DEFAULT
+from tensordict._printing import collection_repr
 from tensordict._stack import cat as _td_cat
 from tensordict._stack import stack as _td_stack
 from tensordict._td import TensorDict
@@ -40,6 +39,7 @@ from tensordict._tensorclass.forwarding import (
     unwrap,
 )
 from tensordict._tensorclass.memmap import MemmapHooks
+from tensordict._torch_function import dispatch as _dispatch
 from tensordict.base import TensorDictBase
 
 
@@ -545,7 +545,16 @@ class _TensorClassMethods:
         return items + [(k, v) for k, v in td._items_level() if k not in fields]
 
     def _repr_detail_extra(self) -> dict:
-        return {}
+        # The detailed layout shows the fields as ``name=value`` arguments.
+        return {"fields_as_arguments": True}
+
+    def _repr_level(self):
+        """Hook of the ``repr``: the batch size and device shown are those of the instance's tensordict."""
+        return self._tensordict
+
+    def _repr_names_class(self) -> bool:
+        """Hook of the compact ``repr``: a nested instance shows its class name (``Point[3]{...}``)."""
+        return True
 
     # ------------------------------------------------------------------ torch functions
     @classmethod

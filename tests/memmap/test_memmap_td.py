@@ -6,6 +6,7 @@ import itertools
 import json
 import os
 import pickle
+import warnings
 from concurrent.futures import Future
 
 import pytest
@@ -259,6 +260,17 @@ def test_is_memmap_is_false_after_setting_a_plain_tensor_into_a_loaded_tensordic
     other = TensorDict.load_memmap(tmp_path / "td")
     other["sub", "c"] = torch.zeros(3, 2, dtype=torch.bool)
     assert not other.is_memmap() and not other["sub"].is_memmap()
+
+
+def test_load_is_deprecated(tmp_path):
+    """load_ warns and loads like load_memmap_."""
+    TensorDict(a=torch.ones(2), batch_size=[2]).memmap(tmp_path / "td")
+    td = TensorDict(a=torch.zeros(2), batch_size=[2])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        td.load_(tmp_path / "td")
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    assert td["a"].tolist() == [1.0, 1.0]
 
 
 # ------------------------------------------------------------------ memmap_refresh_

@@ -1,4 +1,4 @@
-"""Dimension names through the shape methods, and the shape methods that work in place."""
+"""Dimension names through the batch-dim methods (the rules of tensordict._dim_names), and the methods that work in place."""
 
 from __future__ import annotations
 

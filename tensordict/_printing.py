@@ -5,6 +5,14 @@ The compact layout (the default) is one line, ``Name(batch_size=[...], fields={k
 (``set_printoptions(compact=False)``) gives each entry a line of its own, a tensor as
 ``Tensor(shape=..., device=..., dtype=..., is_shared=...)``, and each nested tensordict an
 indented block; the ``show_*`` options choose the parts of each line.
+
+The printed object answers four hooks: ``_repr_items()`` (the ``(key, value)``
+pairs shown), ``_repr_level()`` (the tensordict whose batch size and device are
+shown), ``_repr_names_class()`` (whether its compact layout inside another names
+its class) and ``_repr_detail_extra()`` (a dict: ``"exclusive"``, a lazy stack's
+keys that only some members hold; ``"tail"``, more trailing parts;
+``"fields_as_arguments"``, the detailed layout shows ``key=value`` rows instead of
+a ``fields={...}`` block, as a tensorclass does).
 """
 
 from __future__ import annotations
@@ -68,10 +76,6 @@ class _RaggedSize(tuple):
         return f"torch.Size({list(self)})"
 
     __str__ = __repr__
-
-
-def _is_tensorclass(value) -> bool:
-    return getattr(type(value), "_is_tensorclass", False)
 
 
 def _number(value) -> str:
@@ -194,20 +198,19 @@ def detailed_repr(obj, options: dict | None = None, depth: int = 0) -> str:
     """The detailed, multi-line ``repr`` of a tensordict, lazy stack or tensorclass instance."""
     options = get_printoptions() if options is None else options
     name = type(obj).__name__
-    if _is_tensorclass(obj):
+    extra = obj._repr_detail_extra()
+    if extra.get("fields_as_arguments"):
         inner = _INDENT * (depth + 1)
-        td = obj._tensordict
         rows = [
             f"{inner}{key}={detailed_entry(value, options, depth + 1)},"
             for key, value in sorted_items(obj._repr_items(), options)
         ]
-        tail = [f"{inner}{part}," for part in _level_tail(td, options)]
+        tail = [f"{inner}{part}," for part in _level_tail(obj._repr_level(), options)]
         lines = [f"{name}(", *rows, *tail]
         lines[-1] = lines[-1][:-1] + ")"
         return "\n".join(lines)
     items = sorted_items(obj._repr_items(), options)
     fields = [("fields=", _fields_block(items, options, depth))]
-    extra = obj._repr_detail_extra()
     if "exclusive" in extra:
         fields.append(("exclusive_fields=", _exclusive_block(extra["exclusive"], options, depth)))
     tail = _level_tail(obj, options) + list(extra.get("tail", ()))
@@ -242,7 +245,7 @@ def _compact_head(value, batch_dims: int) -> str:
     # class name for a lazy stack.
     extra = ",".join(str(s) for s in value.batch_size[batch_dims:])
     dims = f"[{extra}]" if extra else ""
-    if _is_tensorclass(value) or getattr(type(value), "_repr_named", False):
+    if value._repr_names_class():
         return f"{type(value).__name__}{dims}"
     return dims
 
@@ -295,7 +298,7 @@ def compact_fields(obj, options: dict | None = None) -> str:
 def compact_repr(obj, options: dict | None = None, tail: str = "") -> str:
     """``Name(batch_size=[...], device=..., fields={...})``, wrapped past 80 characters."""
     options = get_printoptions() if options is None else options
-    td = obj._tensordict if _is_tensorclass(obj) else obj
+    td = obj._repr_level()
     parts = []
     if options["show_batch_size"]:
         parts.append(f"batch_size=[{','.join(str(s) for s in td.batch_size)}]")

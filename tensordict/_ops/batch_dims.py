@@ -1,0 +1,823 @@
+"""The batch dims themselves: reshaping, reordering, squeezing, expanding and narrowing them.
+
+Every method acts on the batch dimensions and leaves feature dimensions alone. It
+computes the new batch size once (on a zero-memory tensor of the batch shape when
+torch's rule is subtle), then hands one per-entry function ``op(value, extra)`` to
+the class primitive ``_batch_op``; ``extra`` is the entry's shape beyond the batch
+dimensions. Sub-tensordicts receive the same public call with their full shape, so
+nesting needs no special case. The leaves are views whenever torch can make them.
+Methods that only reorder dims go through :meth:`permute`, so a lazy stack keeps
+its members lazy there, as in the well-known API.
+
+The argument helpers below (``shape_args``, ``norm_dim``, ``as_ints``,
+``entrywise``) are shared with :mod:`tensordict._ops.rearrange`,
+:mod:`tensordict._ops.split_stack`, the lazy stack and ``map``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from tensordict import _dim_names as dimnames
+from tensordict._nontensor import NonTensorData, _dummy
+from tensordict.errors import (
+    AxisRangeError,
+    DimensionError,
+    InvalidArgumentError,
+    ShapeArgumentError,
+)
+
+
+def shape_args(args) -> tuple:
+    """A shape given as ints or as one sequence (``reshape(2, 3)``, ``reshape((2, 3))``), as a tuple of ints."""
+    if len(args) == 1 and isinstance(args[0], (Sequence, torch.Size, torch.Tensor)):
+        return tuple(int(s) for s in args[0])
+    return tuple(int(s) for s in args)
+
+
+def norm_dim(dim: int, ndim: int, what: str = "dim") -> int:
+    """``dim`` as a non-negative batch dim; ``DimensionError`` (an IndexError) when out of range."""
+    dim = int(dim)
+    if not -ndim <= dim < ndim:
+        expected = f" (expected a dim in [{-ndim}, {ndim - 1}])" if ndim else ""
+        msg = (
+            f"{what} {dim} is out of range for a tensordict with {ndim} batch dimensions{expected}"
+        )
+        raise DimensionError(msg)
+    return dim + ndim if dim < 0 else dim
+
+
+def as_ints(value) -> tuple:
+    """One int or a sequence of ints, as a tuple of ints."""
+    if isinstance(value, (Sequence, torch.Size)):
+        return tuple(int(v) for v in value)
+    return (int(value),)
+
+
+def entrywise(tensor_fn, td_fn):
+    """A ``_batch_op`` function: ``tensor_fn(x, extra)`` on tensors, ``td_fn(x, extra)`` on sub-tensordicts.
+
+    A non-tensor entry takes the batch size ``tensor_fn`` gives a tensor of its batch shape.
+    """
+
+    def op(x, extra):
+        if isinstance(x, torch.Tensor):
+            return tensor_fn(x, extra)
+        if isinstance(x, NonTensorData):
+            return x._reshaped(lambda d: tensor_fn(d, torch.Size()))
+        return td_fn(x, extra)
+
+    return op
+
+
+class BatchDimsMixin:
+    """Reshape, view, flatten, permute, move, swap, squeeze, unsqueeze, expand, broadcast and narrow."""
+
+    __slots__ = ()
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def shape(self) -> torch.Size:
+        """The batch size (an alias of :attr:`batch_size`).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2, 3)}, [2]).shape
+            torch.Size([2])
+        """
+        return self.batch_size
+
+    @property
+    def batch_dims(self) -> int:
+        """The number of batch dimensions.
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).batch_dims
+            2
+        """
+        return len(self.batch_size)
+
+    @property
+    def ndim(self) -> int:
+        """The number of batch dimensions (an alias of :attr:`batch_dims`).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).ndim
+            2
+        """
+        return len(self.batch_size)
+
+    def ndimension(self) -> int:
+        """Returns the number of batch dimensions (an alias of :attr:`batch_dims`).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).ndimension()
+            2
+        """
+        return len(self.batch_size)
+
+    def dim(self) -> int:
+        """Returns the number of batch dimensions (an alias of :attr:`batch_dims`).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).dim()
+            2
+        """
+        return len(self.batch_size)
+
+    def size(self, dim: int | None = None):
+        """Returns the batch size, or its size along one batch dimension.
+
+        Args:
+            dim (int, optional): a batch dimension (negative counts from the end). Defaults to None.
+
+        Returns:
+            The torch.Size batch size, or an int when ``dim`` is given.
+
+        Raises:
+            IndexError: if ``dim`` is out of range.
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).size(), TensorDict({}, [2, 3]).size(-1)
+            (torch.Size([2, 3]), 3)
+        """
+        return self.batch_size if dim is None else self.batch_size[dim]
+
+    def numel(self) -> int:
+        """Returns the number of elements of the batch.
+
+        Returns:
+            The product of the batch size, as an int (1 without batch dimensions).
+
+        Examples:
+            >>> TensorDict({}, [2, 3]).numel()
+            6
+        """
+        return self.batch_size.numel()
+
+    def __len__(self) -> int:
+        """The size of the first batch dimension (0 without batch dimensions)."""
+        batch_size = self.batch_size
+        return batch_size[0] if batch_size else 0
+
+    # ------------------------------------------------------------------ in place
+    def _reshape_batch(self, new_batch_size: torch.Size, names=None):
+        return self._batch_op(
+            lambda x, extra: x.reshape(new_batch_size + extra), new_batch_size, names
+        )
+
+    def _maybe_inplace(self, result, inplace: bool, method: str):
+        """``result``, or this tensordict turned into it when ``inplace`` (see ``_become``)."""
+        if not inplace:
+            return result
+        self._become(result, method)
+        return self
+
+    def _become(self, other, method: str) -> None:
+        """Takes the batch size, names and entries of ``other`` (the out-of-place result).
+
+        Classes that can change their own shape specialise it; the others refuse.
+        """
+        msg = f"{method}(inplace=True) is not supported on {type(self).__name__}; use inplace=False"
+        raise NotImplementedError(msg)
+
+    # ------------------------------------------------------------------ reshaping
+    def reshape(self, *shape, inplace: bool = False):
+        """Returns a tensordict whose batch dims are reshaped to ``shape``, feature dims untouched.
+
+        Each leaf goes through ``reshape(shape + feature_shape)``: a view when torch can make
+        one, a copy otherwise. Sub-tensordicts are reshaped the same way and non-tensor entries
+        take the new batch size. One entry of ``shape`` may be -1, inferred from the others.
+        When the new batch size is the current one, this tensordict itself is returned;
+        otherwise the result has no dim names.
+
+        Args:
+            *shape (int or sequence of int): the new batch size, as ints or as one sequence.
+
+        Keyword Args:
+            inplace (bool, optional): reshape this tensordict itself (its sub-tensordicts too,
+                which keep their identity) and return it. Defaults to False.
+
+        Returns:
+            This tensordict, or a new one.
+
+        Raises:
+            RuntimeError: if ``shape`` does not hold as many elements as the batch size, or has
+                more than one -1; with ``inplace``, if the tensordict is locked.
+            NotImplementedError: with ``inplace``, on a lazy stack.
+            TypeError: if an entry of ``shape`` is not a number or a string.
+            ValueError: if an entry of ``shape`` is a string that is not an integer.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3])
+            >>> td.reshape(-1)["a"].shape
+            torch.Size([6, 4])
+        """
+        new = _dummy(self.batch_size).reshape(shape_args(shape)).shape
+        if new == self.batch_size:
+            return self
+        return self._maybe_inplace(self._reshape_batch(new), inplace, "reshape")
+
+    def view(self, *shape):
+        """Returns a tensordict whose leaves are views with the batch dims reshaped to ``shape``.
+
+        Like :meth:`reshape`, but each leaf goes through ``Tensor.view``, so the result always
+        shares memory with this tensordict. When the new batch size is the current one, this
+        tensordict itself is returned; otherwise the result has no dim names. Viewing as a
+        dtype (``view(torch.int32)``) is not supported.
+
+        Args:
+            *shape (int or sequence of int): the new batch size, as ints or as one sequence.
+
+        Returns:
+            This tensordict, or a new one.
+
+        Raises:
+            RuntimeError: if ``shape`` does not fit the batch size, or the memory layout of a
+                leaf does not allow the view (:meth:`reshape` copies then).
+            TypeError: if an entry of ``shape`` is not a number or a string.
+            ValueError: if an entry of ``shape`` is a string that is not an integer.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2, 3])
+            >>> td.view(3, 2)["a"]
+            tensor([[0, 1],
+                    [2, 3],
+                    [4, 5]])
+        """
+        new = _dummy(self.batch_size).reshape(shape_args(shape)).shape
+        if new == self.batch_size:
+            return self
+        return self._batch_op(lambda x, extra: x.view(new + extra), new)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
+        """Returns a tensordict with the batch dims ``start_dim`` to ``end_dim`` merged into one.
+
+        The merged dim has the product of their sizes and no name; the other dims keep
+        theirs. The leaves are reshaped (views when possible). With ``start_dim`` equal to
+        ``end_dim`` nothing is merged but that dim loses its name, as in the well-known API.
+        A tensordict without batch dims gets one batch dim of size 1.
+
+        Args:
+            start_dim (int, optional): the first batch dim to merge. Defaults to 0.
+            end_dim (int, optional): the last batch dim to merge. Defaults to -1.
+
+        Keyword Args:
+            inplace (bool, optional): flatten this tensordict itself (its sub-tensordicts too,
+                which keep their identity) and return it. Defaults to False.
+
+        Returns:
+            A new tensordict, or this one with ``inplace``.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+            ValueError: if ``end_dim`` comes before ``start_dim``.
+            RuntimeError: with ``inplace``, if the tensordict is locked.
+            NotImplementedError: with ``inplace``, on a lazy stack.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4, 5)}, [2, 3, 4], names=["x", "y", "z"])
+            >>> td.flatten(1).batch_size, td.flatten(0, 1)["a"].shape
+            (torch.Size([2, 12]), torch.Size([6, 4, 5]))
+            >>> td.flatten(0, 1).names
+            [None, 'z']
+        """
+        ndim = self.batch_dims
+        if ndim == 0:
+            return self._maybe_inplace(self.unsqueeze(0), inplace, "flatten")
+        s, e = norm_dim(start_dim, ndim), norm_dim(end_dim, ndim)
+        if s > e:
+            msg = f"flatten: end_dim={end_dim} comes before start_dim={start_dim}; the end dimension must not precede the start"
+            raise ValueError(msg)
+        size = self.batch_size
+        merged = 1
+        for d in range(s, e + 1):
+            merged *= size[d]
+        new = size[:s] + torch.Size((merged,)) + size[e + 1 :]
+        names = dimnames.flatten(self.names, s, e)
+        return self._maybe_inplace(self._reshape_batch(new, names), inplace, "flatten")
+
+    def unflatten(self, dim: int, unflattened_size, *, inplace: bool = False):
+        """Returns a tensordict with the batch dim ``dim`` split into the dims ``unflattened_size``.
+
+        The sizes must multiply to the size of ``dim``; one of them may be -1, inferred from
+        the others. The leaves are reshaped (views when possible). The last of the new dims
+        keeps the name of ``dim`` and the others have none, as in the well-known API.
+
+        Args:
+            dim (int): the batch dim to split; negative values count from the last batch dim.
+            unflattened_size (sequence of int): the sizes that replace it.
+
+        Keyword Args:
+            inplace (bool, optional): unflatten this tensordict itself (its sub-tensordicts
+                too, which keep their identity) and return it. Defaults to False.
+
+        Returns:
+            A new tensordict, or this one with ``inplace``.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims.
+            RuntimeError: if the sizes do not multiply to the size of ``dim``; with
+                ``inplace``, if the tensordict is locked.
+            TypeError: if an entry of ``unflattened_size`` is not a number or a string.
+            ValueError: if an entry of ``unflattened_size`` is a string that is not an integer.
+            NotImplementedError: with ``inplace``, on a lazy stack.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(6, 2)}, [6], names=["t"])
+            >>> out = td.unflatten(0, (2, -1))
+            >>> out["a"].shape, out.names
+            (torch.Size([2, 3, 2]), [None, 't'])
+        """
+        ndim = self.batch_dims
+        d = norm_dim(dim, ndim)
+        size = self.batch_size
+        inner = _dummy(torch.Size((size[d],))).reshape(shape_args((unflattened_size,))).shape
+        names = dimnames.unflatten(self.names, d, len(inner))
+        result = self._reshape_batch(size[:d] + inner + size[d + 1 :], names)
+        return self._maybe_inplace(result, inplace, "unflatten")
+
+    # ------------------------------------------------------------------ reordering
+    def permute(self, *dims):
+        """Returns a tensordict with the batch dims put in the order ``dims``.
+
+        Each leaf is permuted on its batch dims while its feature dims stay last, in their
+        order; the leaves are views. The dim names follow their dims.
+
+        Args:
+            *dims (int or sequence of int): each batch dim once, in the new order; negative
+                values count from the last batch dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            ValueError: if ``dims`` does not name each batch dim exactly once (a dim out of
+                range included).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3])
+            >>> td.permute(1, 0)["a"].shape
+            torch.Size([3, 2, 4])
+        """
+        ndim = self.batch_dims
+        order = [d + ndim if -ndim <= d < 0 else d for d in shape_args(dims)]
+        if sorted(order) != list(range(ndim)):
+            msg = f"permute needs each of the {ndim} batch dimensions once, got {list(shape_args(dims))}"
+            raise ValueError(msg)
+        new = torch.Size(self.batch_size[d] for d in order)
+        names = self.names
+        new_names = None if names is None else dimnames.clean(names[d] for d in order)
+        return self._batch_op(
+            lambda x, extra: x.permute(*order, *range(ndim, ndim + len(extra))), new, new_names
+        )
+
+    def transpose(self, dim0: int, dim1: int):
+        """Returns a tensordict with the batch dims ``dim0`` and ``dim1`` swapped.
+
+        This is :meth:`permute` with those two dims exchanged: the leaves are views, and the
+        dim names follow their dims. The result is new even when the two dims are the same.
+
+        Args:
+            dim0 (int): a batch dim; negative values count from the last batch dim.
+            dim1 (int): the other batch dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3], names=["x", "y"])
+            >>> swapped = td.transpose(0, -1)
+            >>> swapped.names, swapped["a"].shape
+            (['y', 'x'], torch.Size([3, 2, 4]))
+        """
+        ndim = self.batch_dims
+        d0, d1 = norm_dim(dim0, ndim), norm_dim(dim1, ndim)
+        order = list(range(ndim))
+        order[d0], order[d1] = order[d1], order[d0]
+        return self.permute(*order)
+
+    def movedim(self, source, destination):
+        """Returns a tensordict with the batch dims ``source`` moved to the positions ``destination``.
+
+        Like ``torch.movedim`` on the batch dims: the other dims keep their order. This is a
+        :meth:`permute`, so the leaves are views, the dim names follow their dims, and a lazy
+        stack stays lazy.
+
+        Args:
+            source (int or tuple of int): the batch dims to move.
+            destination (int or tuple of int): where they go, one position per dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+            InvalidArgumentError: if ``source`` and ``destination`` have different lengths.
+            ShapeArgumentError: if a dim is repeated in ``source`` or in ``destination``.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3, 4], names=["x", "y", "z"])
+            >>> moved = td.movedim(0, -1)
+            >>> moved.batch_size, moved.names
+            (torch.Size([3, 4, 2]), ['y', 'z', 'x'])
+        """
+        src, dst = as_ints(source), as_ints(destination)
+        if len(src) != len(dst):
+            msg = f"movedim: source and destination must have as many dims, got {len(src)} and {len(dst)}"
+            raise InvalidArgumentError(msg)
+        ndim = self.batch_dims
+        src = tuple(norm_dim(d, ndim) for d in src)
+        dst = tuple(norm_dim(d, ndim) for d in dst)
+        for what, dims in (("source", src), ("destination", dst)):
+            if len(set(dims)) != len(dims):
+                msg = f"movedim: a dim is repeated in {what} {list(dims)}"
+                raise ShapeArgumentError(msg)
+        order = [None] * ndim
+        for s, t in zip(src, dst):
+            order[t] = s
+        rest = iter(d for d in range(ndim) if d not in src)
+        order = [next(rest) if o is None else o for o in order]
+        return self.permute(*order)
+
+    def moveaxis(self, source, destination):
+        """Returns a tensordict with the batch dims ``source`` moved to ``destination``: :meth:`movedim`.
+
+        Args:
+            source (int or tuple of int): the batch dims to move.
+            destination (int or tuple of int): where they go, one position per dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if a dim is out of range for the batch dims.
+            InvalidArgumentError: if ``source`` and ``destination`` have different lengths.
+            ShapeArgumentError: if a dim is repeated.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
+            >>> td.moveaxis(1, 0).batch_size
+            torch.Size([3, 2])
+        """
+        return self.movedim(source, destination)
+
+    def swapaxes(self, axis0: int, axis1: int):
+        """Returns a tensordict with the batch dims ``axis0`` and ``axis1`` exchanged.
+
+        This is :meth:`transpose`: the leaves are views, the dim names follow their dims and
+        a lazy stack stays lazy.
+
+        Args:
+            axis0 (int): a batch dim; negative values count from the last batch dim.
+            axis1 (int): the other batch dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            AxisRangeError: if a dim is out of range for the batch dims (a ``ValueError``).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3], names=["x", "y"])
+            >>> td.swapaxes(0, 1)["a"].shape, td.swapaxes(0, 1).names
+            (torch.Size([3, 2, 4]), ['y', 'x'])
+        """
+        ndim = self.batch_dims
+        for axis in (axis0, axis1):
+            if not -ndim <= axis < ndim:
+                msg = f"swapaxes: dim {axis} is out of range for a tensordict with {ndim} batch dimensions"
+                raise AxisRangeError(msg)
+        return self.transpose(axis0, axis1)
+
+    def swapdims(self, axis0: int, axis1: int):
+        """Returns a tensordict with the batch dims ``axis0`` and ``axis1`` exchanged: :meth:`swapaxes`.
+
+        Args:
+            axis0 (int): a batch dim; negative values count from the last batch dim.
+            axis1 (int): the other batch dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            AxisRangeError: if a dim is out of range for the batch dims (a ``ValueError``).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).swapdims(0, -1).batch_size
+            torch.Size([3, 2])
+        """
+        return self.swapaxes(axis0, axis1)
+
+    # ------------------------------------------------------------------ adding and removing dims of size 1
+    def squeeze(self, dim: int | None = None):
+        """Returns a tensordict without the batch dims of size 1, or without ``dim`` if its size is 1.
+
+        Without ``dim`` every batch dim of size 1 goes; with ``dim`` only that one, and only
+        if its size is 1. Feature dims are never squeezed. The leaves are reshaped and the
+        names of the remaining dims kept. When no dim goes, this tensordict itself is returned.
+
+        Args:
+            dim (int, optional): the batch dim to remove; negative values count from the last
+                batch dim. Defaults to None, every dim of size 1.
+
+        Returns:
+            This tensordict, or a new one.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range for the batch dims (any ``dim`` when
+                there are no batch dims).
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(1, 3, 1, 2)}, [1, 3, 1])
+            >>> td.squeeze().batch_size, td.squeeze(0).batch_size
+            (torch.Size([3]), torch.Size([3, 1]))
+        """
+        size = self.batch_size
+        if dim is None:
+            keep = [i for i, s in enumerate(size) if s != 1]
+        else:
+            d = norm_dim(dim, len(size))
+            if size[d] != 1:
+                return self
+            keep = [i for i in range(len(size)) if i != d]
+        if len(keep) == len(size):
+            return self
+        names = self.names
+        return self._batch_op(
+            lambda x, extra: x.reshape(torch.Size(size[i] for i in keep) + extra),
+            torch.Size(size[i] for i in keep),
+            None if names is None else dimnames.clean(names[i] for i in keep),
+        )
+
+    def unsqueeze(self, dim: int):
+        """Returns a tensordict with a batch dim of size 1 inserted at ``dim``.
+
+        ``dim`` may range from ``-batch_dims - 1`` to ``batch_dims``; a negative value counts
+        from the end of the batch dims, so -1 appends a dim after the last batch dim and before
+        the feature dims. Each leaf gets the new dim at that position (a view). The new dim
+        has no name; the others keep theirs.
+
+        Args:
+            dim (int): the position of the new dim among the batch dims.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if ``dim`` is out of that range.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3, 2)}, [3])
+            >>> td.unsqueeze(-1).batch_size, td.unsqueeze(-1)["a"].shape
+            (torch.Size([3, 1]), torch.Size([3, 1, 2]))
+        """
+        ndim = self.batch_dims
+        if not -ndim - 1 <= dim <= ndim:
+            msg = f"unsqueeze dimension {dim} is out of range for {ndim} batch dimensions"
+            raise DimensionError(msg)
+        d = dim + ndim + 1 if dim < 0 else dim
+        size = list(self.batch_size)
+        size.insert(d, 1)
+        new = torch.Size(size)
+        return self._batch_op(lambda x, extra: x.unsqueeze(d), new, dimnames.insert(self.names, d))
+
+    def _atleast(self, n: int):
+        out = self
+        while out.batch_dims < n:
+            out = out.unsqueeze(0)
+        return out
+
+    def atleast_1d(self):
+        """Returns the tensordict with at least 1 batch dim: a dim of size 1 is put first if needed.
+
+        Returns:
+            This tensordict when it has a batch dim, or a new one (see :meth:`unsqueeze`).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(3)}, []).atleast_1d().batch_size
+            torch.Size([1])
+        """
+        return self._atleast(1)
+
+    def atleast_2d(self):
+        """Returns the tensordict with at least 2 batch dims: dims of size 1 are put first if needed.
+
+        Returns:
+            This tensordict when it has 2 batch dims or more, or a new one (see
+            :meth:`unsqueeze`).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(3)}, [3]).atleast_2d().batch_size
+            torch.Size([1, 3])
+        """
+        return self._atleast(2)
+
+    def atleast_3d(self):
+        """Returns the tensordict with at least 3 batch dims: dims of size 1 are put first if needed.
+
+        Unlike ``torch.atleast_3d``, which appends a dim to a 2-d tensor, the new dims always
+        come first, as in the well-known API.
+
+        Returns:
+            This tensordict when it has 3 batch dims or more, or a new one (see
+            :meth:`unsqueeze`).
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(3, 2)}, [3, 2]).atleast_3d().batch_size
+            torch.Size([1, 3, 2])
+        """
+        return self._atleast(3)
+
+    # ------------------------------------------------------------------ expanding and narrowing
+    def expand(self, *shape):
+        """Returns a tensordict whose batch dims are expanded (broadcast) to ``shape``.
+
+        As with ``Tensor.expand``, ``shape`` may add leading dims and grow the dims of size 1,
+        while -1 keeps the size of an existing dim. The leaves are expanded views: no memory is
+        copied, and the elements along a grown dim share memory, so write into them with care.
+        The dims already there keep their names; the new leading ones have none.
+
+        Args:
+            *shape (int or sequence of int): the new batch size, as ints or as one sequence.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            RuntimeError: if ``shape`` has fewer dims than the batch size, asks a dim whose
+                size is not 1 for another size, or has -1 on a new leading dim (raised by torch
+                from the first tensor leaf).
+            TypeError: if an entry of ``shape`` is not a number or a string.
+            ValueError: if an entry of ``shape`` is a string that is not an integer.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3, 2)}, [3])
+            >>> td.expand(4, 3)["a"].shape
+            torch.Size([4, 3, 2])
+        """
+        target = list(shape_args(shape))
+        size = self.batch_size
+        lead = len(target) - len(size)
+        if lead < 0:
+            msg = f"cannot expand batch_size={list(size)} to the shorter shape {target}"
+            raise RuntimeError(msg)
+        for i, s in enumerate(size):
+            if target[lead + i] == -1:
+                target[lead + i] = s
+            elif s != 1 and target[lead + i] != s:
+                msg = (
+                    f"cannot expand batch_size={list(size)} to {target}: dimension {i} has size {s}"
+                )
+                raise RuntimeError(msg)
+        new = torch.Size(target)
+        return self._batch_op(
+            lambda x, extra: x.expand(new + extra), new, dimnames.insert(self.names, 0, lead)
+        )
+
+    def expand_as(self, other):
+        """Returns this tensordict expanded to the batch size of ``other``, or to its shape for a tensor.
+
+        This is ``self.expand(other.batch_size)``, or ``self.expand(other.shape)`` when
+        ``other`` has no batch size, so the whole shape of a tensor counts; see :meth:`expand`.
+
+        Args:
+            other (TensorDictBase or torch.Tensor): the object whose size to match.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            AttributeError: if ``other`` has neither ``batch_size`` nor ``shape``.
+            RuntimeError: if the batch size cannot be expanded to that size.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(3)}, [3])
+            >>> td.expand_as(torch.zeros(2, 3)).batch_size
+            torch.Size([2, 3])
+        """
+        return self.expand(other.batch_size if hasattr(other, "batch_size") else other.shape)
+
+    def broadcast_to(self, shape):
+        """Returns a tensordict whose batch dims are broadcast to ``shape``, like ``torch.broadcast_to``.
+
+        The leaves are expanded views (see :meth:`expand`), the result has no dim names, and on
+        a lazy stack it is dense.
+
+        Args:
+            shape (sequence of int): the new batch size; -1 keeps the size of a dim.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            ShapeArgumentError: if the batch size does not broadcast to ``shape``.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(1, 3)}, [1])
+            >>> td.broadcast_to((2, 4))["a"].shape
+            torch.Size([2, 4, 3])
+        """
+        try:
+            new = _dummy(self.batch_size).broadcast_to(as_ints(shape)).shape
+        except RuntimeError as err:
+            msg = f"cannot broadcast the batch size {list(self.batch_size)} to {list(shape)}: {err}"
+            raise ShapeArgumentError(msg) from err
+        op = entrywise(
+            lambda x, extra: x.expand(new + extra), lambda x, extra: x.expand(new + extra)
+        )
+        return self._batch_op(op, new)
+
+    def narrow(self, dim: int, start: int, length: int):
+        """Returns the ``length`` elements of batch dim ``dim`` from ``start`` on, like ``torch.narrow``.
+
+        The leaves are views and the dims keep their names; on a lazy stack the result is
+        dense. A negative ``start`` counts from the end of the dim.
+
+        Args:
+            dim (int): the batch dim; negative values count from the last batch dim.
+            start (int): the first element kept.
+            length (int): how many elements are kept.
+
+        Returns:
+            A new tensordict.
+
+        Raises:
+            DimensionError: if ``dim`` or ``start`` is out of range.
+            ShapeArgumentError: if ``length`` is negative or the range ends past the dim.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.arange(5)}, [5])
+            >>> td.narrow(0, 1, 3)["a"].tolist()
+            [1, 2, 3]
+        """
+        d = norm_dim(dim, self.batch_dims)
+        size = self.batch_size[d]
+        if not -size <= start <= size:
+            msg = f"narrow: start {start} is out of range for dim {dim} of size {size}"
+            raise DimensionError(msg)
+        start = start + size if start < 0 else start
+        if length < 0 or start + length > size:
+            msg = (
+                f"narrow: start ({start}) + length ({length}) exceeds the size {size} of dim {dim}"
+            )
+            raise ShapeArgumentError(msg)
+        new = _dummy(self.batch_size).narrow(d, start, length).shape
+        op = entrywise(
+            lambda x, extra: x.narrow(d, start, length), lambda x, extra: x.narrow(d, start, length)
+        )
+        return self._batch_op(op, new, dimnames.clean(self.names))
+
+    # ------------------------------------------------------------------ dim names
+    def rename_(self, *names, **rename_map):
+        """Renames the batch dimensions in place and returns the tensordict.
+
+        Pass either the new names, one per batch dimension (a single ``None`` clears them), or
+        ``old="new"`` keywords. Nested tensordicts get the names of the dims they share.
+
+        Args:
+            *names (str or None): the new names.
+            **rename_map (str or None): new names by current name.
+
+        Returns:
+            The tensordict itself.
+
+        Raises:
+            ValueError: if both or neither are given (except with no batch dim), if a mapped name
+                is not a name of the tensordict, or the names are not one per batch dimension.
+
+        Examples:
+            >>> td = TensorDict(batch_size=[1, 2], names=["a", "b"])
+            >>> td.rename_(b="g").names
+            ['a', 'g']
+            >>> td.rename_(None).names
+            [None, None]
+        """
+        if names and rename_map:
+            msg = "rename_() takes new names or a map of old names to new ones, not both"
+            raise ValueError(msg)
+        current = list(self.names or [None] * self.batch_dims)
+        if rename_map:
+            unknown = [k for k in rename_map if k not in current]
+            if unknown:
+                msg = f"rename_() got names {unknown!r} that the tensordict does not have: {current!r}"
+                raise ValueError(msg)
+            new = [rename_map.get(n, n) for n in current]
+        elif names == (None,):
+            new = None
+        elif names:
+            if len(names) != self.batch_dims:
+                msg = f"rename_() needs {self.batch_dims} names, one per batch dimension, got {list(names)!r}"
+                raise ValueError(msg)
+            new = list(names)
+        elif self.batch_dims == 0:
+            return self
+        else:
+            msg = "rename_() needs new names or a map of old names to new ones"
+            raise ValueError(msg)
+        self.names = new
+        return self

@@ -1,0 +1,209 @@
+"""Indexing a tensordict on its batch dims (tensordict._indexing): reading and writing rows."""
+
+import pytest
+import torch
+from batch_kinds import make_td
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tensordict import TensorDict
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
+)
+
+
+def leaf_index(index, batch_dims):
+    """The same index for a leaf with trailing feature dims: `...` spans batch dims only."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if not any(p is Ellipsis for p in parts):
+        return parts
+    used = sum(p is not None and p is not Ellipsis for p in parts)
+    out = []
+    for p in parts:
+        out.extend([slice(None)] * (batch_dims - used) if p is Ellipsis else [p])
+    return tuple(out)
+
+
+@pytest.mark.parametrize(
+    "index, batch_size",
+    [
+        (0, [3]),
+        (-1, [3]),
+        ((0, 1), []),
+        (slice(None, 1), [1, 3]),
+        ((slice(None), slice(1, None, 2)), [2, 1]),
+        ((Ellipsis, 0), [2]),
+        ((0, Ellipsis), [3]),
+        (None, [1, 2, 3]),
+        ((slice(None), None), [2, 1, 3]),
+        ((Ellipsis, None), [2, 3, 1]),
+        (torch.tensor([True, False]), [1, 3]),
+        (torch.tensor([[True, False, True], [False, False, True]]), [3]),
+        (torch.tensor([1, 0, 1]), [3, 3]),
+        ([1, 0], [2, 3]),
+        ((slice(None), [0, 2]), [2, 2]),
+        ((torch.tensor([0, 1]), torch.tensor([0, 2])), [2]),
+        ((None, 1, Ellipsis, torch.tensor([2, 2])), [1, 2]),
+    ],
+)
+def test_index(index, batch_size):
+    """Indexing indexes every leaf along the batch dims and sets the batch size."""
+    td = make_td()
+    out = td[index]
+    assert out.batch_size == torch.Size(batch_size)
+    assert out["b"].batch_size == torch.Size(batch_size)
+    assert torch.equal(out["b", "c"], td["b", "c"][index])
+    assert torch.equal(out["a"], td["a"][leaf_index(index, 2)])
+
+
+def test_index_ellipsis_only_covers_batch_dims():
+    """`...` stands for batch dims only, never for the feature dims of a leaf."""
+    td = make_td()
+    assert td[..., 0]["a"].shape == (2, 4)
+    assert torch.equal(td[..., 0]["a"], td["a"][:, 0])
+    assert td[..., None]["a"].shape == (2, 3, 1, 4)
+
+
+def test_index_basic_returns_views():
+    """Indexing with ints and slices shares memory with the original."""
+    td = make_td()
+    td[0]["a"][0, 0] = -1.0
+    assert td["a"][0, 0, 0] == -1.0
+    td[:, 1:]["b", "c"].zero_()
+    assert td["b", "c"][:, 1:].sum() == 0
+
+
+@pytest.mark.parametrize("index", [(0, 0, 0), (slice(None), slice(None), 0)])
+def test_index_past_batch_dims_raises(index):
+    """An index with more entries than batch dims is an IndexError."""
+    with pytest.raises(IndexError):
+        make_td()[index]
+
+
+@pytest.mark.parametrize("index", [2, (slice(None), 5), torch.tensor([True])])
+def test_index_out_of_range_raises(index):
+    """Out-of-range ints and masks of the wrong size are IndexErrors."""
+    with pytest.raises(IndexError):
+        make_td()[index]
+
+
+def test_setitem_tensordict():
+    """td[i] = other writes other's entries into each leaf at i."""
+    td = make_td()
+    a = td["a"]
+    td[0] = TensorDict({"a": torch.zeros(3, 4), "b": {"c": torch.zeros(3, dtype=torch.int64)}}, [3])
+    assert td["a"] is a
+    assert td["a"][0].sum() == 0
+    assert td["a"][1].sum() > 0
+    assert td["b", "c"].tolist() == [[0, 0, 0], [3, 4, 5]]
+
+
+def test_setitem_dict():
+    """td[index] = a nested dict writes each of its entries."""
+    td = make_td()
+    td[:, 1] = {"a": torch.zeros(2, 4), "b": {"c": torch.full((2,), -1)}}
+    assert td["a"][:, 1].sum() == 0
+    assert td["b", "c"].tolist() == [[0, -1, 2], [3, -1, 5]]
+
+
+@pytest.mark.parametrize(
+    "index",
+    [torch.tensor([True, False]), (Ellipsis, 0), torch.tensor([1, 1]), [0], (None, 0)],
+)
+def test_setitem_scalar(index):
+    """td[index] = scalar fills every leaf at index."""
+    td = make_td()
+    a, c = td["a"].clone(), td["b", "c"].clone()
+    td[index] = 5
+    a[leaf_index(index, 2)] = 5
+    c[index] = 5
+    assert torch.equal(td["a"], a)
+    assert torch.equal(td["b", "c"], c)
+
+
+# --- properties ------------------------------------------------------------------
+
+
+@st.composite
+def index_cases(draw):
+    """A batch shape and an index over it mixing every supported kind."""
+    shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    max_advanced = draw(st.integers(0, 2))
+    parts, dim, advanced, seen_ellipsis = [], 0, 0, False
+    for _ in range(draw(st.integers(1, len(shape) + 1))):
+        kind = draw(st.sampled_from(["int", "slice", "none", "ellipsis", "mask", "long"]))
+        if kind == "none":
+            parts.append(None)
+            continue
+        if kind == "ellipsis":
+            if not seen_ellipsis:
+                parts.append(Ellipsis)
+                seen_ellipsis = True
+            continue
+        if seen_ellipsis or dim >= len(shape):
+            continue
+        size = shape[dim]
+        dim += 1
+        if kind == "int":
+            parts.append(draw(st.integers(-size, size - 1)))
+        elif kind == "slice":
+            bound = st.one_of(st.none(), st.integers(-size, size))
+            step = st.one_of(st.none(), st.integers(1, 3))
+            parts.append(slice(draw(bound), draw(bound), draw(step)))
+        elif advanced >= max_advanced:
+            parts.append(slice(None))
+        elif kind == "mask":
+            advanced += 1
+            parts.append(torch.tensor(draw(st.lists(st.booleans(), min_size=size, max_size=size))))
+        else:
+            advanced += 1
+            values = draw(st.lists(st.integers(-size, size - 1), min_size=1, max_size=4))
+            parts.append(torch.tensor(values, dtype=torch.long))
+    index = tuple(parts)
+    if len(index) == 1 and draw(st.booleans()):
+        index = index[0]
+    return shape, index
+
+
+def valid_case(shape, index):
+    """The batch size torch gives for ``index``, or None if torch refuses it."""
+    try:
+        return torch.empty(shape)[leaf_index(index, len(shape))].shape
+    except (IndexError, RuntimeError):
+        return None
+
+
+@settings(max_examples=50, deadline=None)
+@given(index_cases())
+def test_property_index_matches_leaves(case):
+    """Indexing a tensordict equals indexing each leaf the same way."""
+    shape, index = case
+    td = make_td(shape)
+    expected = valid_case(shape, index)
+    if expected is None:
+        return
+    out = td[index]
+    assert out.batch_size == expected
+    assert out["b"].batch_size == expected
+    idx = leaf_index(index, len(shape))
+    assert torch.equal(out["a"], td["a"][idx])
+    assert torch.equal(out["b", "c"], td["b", "c"][idx])
+
+
+@settings(max_examples=50, deadline=None)
+@given(index_cases(), st.booleans())
+def test_property_setitem_matches_leaves(case, from_tensordict):
+    """Assigning at an index equals assigning each leaf at that index."""
+    shape, index = case
+    if valid_case(shape, index) is None:
+        return
+    td = make_td(shape)
+    a, c = td["a"].clone(), td["b", "c"].clone()
+    value = td[index].apply(lambda x: torch.full_like(x, 7)) if from_tensordict else 7
+    td[index] = value
+    idx = leaf_index(index, len(shape))
+    a[idx] = 7
+    c[idx] = 7
+    assert torch.equal(td["a"], a)
+    assert torch.equal(td["b", "c"], c)
