@@ -308,6 +308,43 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         for member in self.tensordicts:
             member._propagate_lock(locked)
 
+    def unlock_(self) -> LazyStackedTensorDict:
+        """Unlocks every member (each with its sub-tensordicts) and returns the stack.
+
+        Returns:
+            The stack itself.
+
+        Raises:
+            RuntimeError: if a member is a sub-tensordict of a locked tensordict, as the
+                members of ``stack.get("sub")`` of a locked stack are (LockedError):
+                unlock the stack they come from instead.
+
+        Examples:
+            >>> rows = [TensorDict({"sub": {"a": torch.zeros(())}}, []) for _ in range(2)]
+            >>> stack = lazy_stack(rows).lock_()
+            >>> stack.get("sub").unlock_()
+            Traceback (most recent call last):
+                ...
+            tensordict.errors.LockedError: cannot unlock a stack of sub-tensordicts while ...
+            >>> stack.unlock_().get("sub").is_locked
+            False
+        """
+        if self._held_by_a_locked_parent():
+            msg = (
+                "cannot unlock a stack of sub-tensordicts while their parents are locked; "
+                "unlock the tensordict they come from instead"
+            )
+            raise LockedError(msg)
+        return super().unlock_()
+
+    def _held_by_a_locked_parent(self) -> bool:
+        return any(
+            m._held_by_a_locked_parent()
+            if isinstance(m, LazyStackedTensorDict)
+            else getattr(m, "_lock_parents", 0) > 0
+            for m in self.tensordicts
+        )
+
     # ------------------------------------------------------------------ primitives
     def _keys_level(self):
         first = self.tensordicts[0]
@@ -347,10 +384,14 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         if getattr(type(first), "_is_tensorclass", False):
             # the members' instances, as one instance of their class over a lazy stack
             inner = LazyStackedTensorDict(
-                *[v._tensordict for v in values], stack_dim=self._stack_dim
+                *[v._tensordict for v in values],
+                stack_dim=self._stack_dim,
+                stack_dim_name=self._stack_dim_name,
             )
             return type(first)._from_tensordict(inner)
-        return LazyStackedTensorDict(*values, stack_dim=self._stack_dim)
+        return LazyStackedTensorDict(
+            *values, stack_dim=self._stack_dim, stack_dim_name=self._stack_dim_name
+        )
 
     def get(self, key, default=GET_DEFAULT, *, as_nested_tensor: bool = False):
         """Returns the entry at ``key`` with the members' values stacked along :attr:`stack_dim`.

@@ -339,6 +339,22 @@ class NonTensorStack(LazyStackedTensorDict):
         """
         return _nest(self._flat(), self._batch_size)
 
+    def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> list:
+        """Returns the values as nested plain lists, as :meth:`tolist` does: a stack has no keys.
+
+        Keyword Args:
+            retain_none (bool, optional): accepted for compatibility; ignored.
+            convert_tensors (bool, optional): accepted for compatibility; ignored.
+
+        Returns:
+            A new list (the values themselves are not copied).
+
+        Examples:
+            >>> NonTensorStack("a", "b").to_dict()
+            ['a', 'b']
+        """
+        return self.tolist()
+
     def _read_value(self) -> LinkedList:
         """What ``td[key]`` gives: the values as a (nested) LinkedList that writes back here."""
         return self._linked(_nest(self._flat(), self._batch_size), ())
@@ -638,6 +654,18 @@ class NonTensorStack(LazyStackedTensorDict):
         pass
 
     # ------------------------------------------------------------------ memory mapping
+    # A stack written on its own (the root of memmap(), memmap_like() or save()) is one
+    # folder of values, written by the storage layer as it writes a stack entry.
+    def _memmap_plan(self, folder, plan, robust_key, existsok: bool, like: bool) -> None:
+        if folder is not None:
+            plan.nontensors.append((folder, self))
+
+    def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
+        return self if inplace else self.clone()
+
+    def _memmap_write_meta(self, folder: str, robust_key) -> None:
+        pass  # the plan's write of the values wrote the folder's meta.json
+
     def _memmap_payload(self):
         """``(meta, data)`` of the stack's folder: ``data`` is what JSON holds (or is pickled)."""
         device = self.device

@@ -4,7 +4,13 @@
 (``get``, ``keys``, indexing, ``torch.stack``, ``apply``, ...): a tensorclass has no
 ``td["key"]`` string indexing and no undeclared keys, so neither is used here. Each
 subclass says how to build its object and, through class attributes, where its kind
-legitimately differs (``locked``, ``memmapped``, ``new_key_error``, ...).
+legitimately differs (``locked``, ``memmapped``, ``new_key_error``, ...); a case that a
+kind cannot honour is overridden in its subclass by a test of what it does instead.
+
+The kinds: TensorDict, lazy stack, tensorclass and TypedTensorDict, each as built,
+memory-mapped (``memmap(dir)``) and loaded from that folder; TensorDict, lazy stack and
+tensorclass also consolidated (in memory and into a file) and loaded from a ``.tdz``
+archive. ``tests/test_contract_nontensor.py`` runs the same contract over NonTensorStack.
 
 Every object holds the same content, batch size [4]: ``obs`` float [4, 3], ``done``
 bool [4, 1], a nested ``("next", "obs")`` float [4, 3] and a non-tensor ``name``.
@@ -19,7 +25,14 @@ import pickle
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack, tensorclass
+from tensordict import (
+    LazyStackedTensorDict,
+    TensorDict,
+    TypedTensorDict,
+    is_tensor_collection,
+    lazy_stack,
+    tensorclass,
+)
 
 OBS = torch.arange(12, dtype=torch.float32).reshape(4, 3)
 DONE = torch.tensor([[True], [False], [False], [True]])
@@ -37,16 +50,13 @@ class Step:
 
 
 def _row(i: int) -> TensorDict:
-    return TensorDict(
-        {"obs": OBS[i].clone(), "done": DONE[i].clone(), "next": {"obs": NEXT[i].clone()}},
-        [],
-        name=NAME,
-    )
+    content = {"obs": OBS[i].clone(), "done": DONE[i].clone(), "next": {"obs": NEXT[i].clone()}}
+    return TensorDict({**content, "name": NAME}, [])
 
 
 def build_tensordict() -> TensorDict:
     content = {"obs": OBS.clone(), "done": DONE.clone(), "next": {"obs": NEXT.clone()}}
-    return TensorDict(content, [4], name=NAME)
+    return TensorDict({**content, "name": NAME}, [4])
 
 
 def build_lazy_stack() -> LazyStackedTensorDict:
@@ -56,6 +66,18 @@ def build_lazy_stack() -> LazyStackedTensorDict:
 def build_tensorclass() -> Step:
     nxt = TensorDict({"obs": NEXT.clone()}, [4])
     return Step(obs=OBS.clone(), done=DONE.clone(), next=nxt, name=NAME, batch_size=[4])
+
+
+class TypedStep(TypedTensorDict):
+    obs: torch.Tensor
+    done: torch.Tensor
+    next: TensorDict
+    name: str
+
+
+def build_typed() -> TypedStep:
+    nxt = TensorDict({"obs": NEXT.clone()}, [4])
+    return TypedStep(obs=OBS.clone(), done=DONE.clone(), next=nxt, name=NAME, batch_size=[4])
 
 
 def leaf_keys(obj) -> set:
@@ -70,23 +92,46 @@ class ContractTests:
         """A fresh object of the kind, batch size [4], holding the content above."""
         raise NotImplementedError("each kind sets build")
 
-    form = "plain"  # "plain", "memmap" (x.memmap(dir): locked) or "loaded" (load_memmap(dir))
+    form = "plain"  # how the built object is stored: one of FORMS below
     stacked_name = False  # True: the name entry is a stack of the members' values
     indexed = False  # True: the object is x[1:3] of the built one
     memmapped = False  # what is_memmap() says
     locked = False  # what is_locked says
+    consolidated = False  # what is_consolidated() says
+    views_locked = None  # what is_locked says for x[0] and x[:1] (None: what it says for x)
     new_key_error = None  # (exception, match) when set() of a new key is refused
     has_folder = False  # load_memmap(its folder) sees what make_memmap* add to the object
 
+    # "plain": as built; "memmap": x.memmap(dir) (locked); "loaded": load(dir) of that folder;
+    # "archive": load(path) of x.save(path.tdz); "consolidated": x.consolidate();
+    # "consolidated-file": x.consolidate(filename=path).
+    FORMS = ("plain", "memmap", "loaded", "archive", "consolidated", "consolidated-file")
+
+    @staticmethod
+    def load(path):
+        """Loads a folder or archive that an object of the kind was written to."""
+        return TensorDict.load_memmap(path)
+
     # ------------------------------------------------------------------ fixtures
     def make(self, tmp_path):
-        """A fresh object of the kind; keeps its un-indexed source and its folder."""
+        """A fresh object of the kind; keeps its un-indexed source, its folder and its file."""
         obj = type(self).build()
-        self.folder = None
-        if self.form != "plain":
+        self.folder = self.file = None
+        if self.form in ("memmap", "loaded"):
             self.folder = tmp_path / "m"
             mapped = obj.memmap(self.folder)
-            obj = mapped if self.form == "memmap" else TensorDict.load_memmap(self.folder)
+            obj = mapped if self.form == "memmap" else self.load(self.folder)
+        elif self.form == "archive":
+            self.file = tmp_path / "m.tdz"
+            obj.save(self.file)
+            obj = self.load(self.file)
+        elif self.form == "consolidated":
+            obj = obj.consolidate()
+        elif self.form == "consolidated-file":
+            self.file = tmp_path / "m.bin"
+            obj = obj.consolidate(filename=self.file)
+        else:
+            assert self.form == "plain", f"unknown form {self.form!r}: one of {self.FORMS}"
         self.source = obj
         return obj[1:3] if self.indexed else obj
 
@@ -155,6 +200,13 @@ class ContractTests:
         assert torch.equal(out["obs"], OBS[self.rows])
         assert torch.equal(out["next"]["obs"], NEXT[self.rows])
 
+    def test_to_dict_round_trip(self, x):
+        """TensorDict.from_dict(x.to_dict(), batch_size=...) rebuilds the same content and keys."""
+        out = TensorDict.from_dict(x.to_dict(), batch_size=x.batch_size)
+        assert out.batch_size == x.batch_size
+        assert leaf_keys(out) == LEAVES and set(out.keys()) == set(x.keys())
+        self.assert_content(out)
+
     def test_to_tensordict(self, x):
         """to_tensordict() is an unlocked, in-memory TensorDict copy with the same content."""
         out = x.to_tensordict()
@@ -205,6 +257,25 @@ class ContractTests:
             assert part.batch_size == torch.Size([])
             assert torch.equal(part.get("obs"), OBS[self.rows][i])
             assert torch.equal(part.get("done"), DONE[self.rows][i])
+
+    def test_unbind_stack_round_trip(self, x):
+        """torch.stack(x.unbind(0)) and torch.stack(list(x)) give x's content back."""
+        rows = x.unbind(0)
+        for i, row in enumerate(x):
+            assert torch.equal(row.get(("next", "obs")), rows[i].get(("next", "obs")))
+        for out in (torch.stack(rows, 0), torch.stack(list(x), 0)):
+            assert isinstance(out, Step) == isinstance(x, Step)
+            assert out.batch_size == x.batch_size and leaf_keys(out) == LEAVES
+            self.assert_content(out, name=False)
+            assert out[0].get_non_tensor("name") == NAME
+
+    def test_split_cat_round_trip(self, x):
+        """torch.cat(x.split(1, 0)) gives x's content back; each part is one row."""
+        parts = x.split(1, 0)
+        assert [part.batch_size for part in parts] == [torch.Size([1])] * self.n
+        out = torch.cat(parts, 0)
+        assert out.batch_size == x.batch_size and leaf_keys(out) == LEAVES
+        self.assert_content(out, name=False)
 
     # ------------------------------------------------------------------ stack, cat, shape
     def test_stack(self, x):
@@ -275,6 +346,18 @@ class ContractTests:
         out.set("obs", torch.zeros(self.n, 3))
         self.assert_content(x)
 
+    def test_clone_is_independent(self, x):
+        """After clone(), writes and new keys on either side, nested ones included, stay there."""
+        out = x.clone()
+        out.set_(("next", "obs"), torch.full((self.n, 3), -1.0))
+        out.set(("next", "extra"), torch.ones(self.n))
+        self.assert_content(x)
+        assert ("next", "extra") not in x.keys(include_nested=True)
+        x.set_(("next", "obs"), torch.zeros(self.n, 3))
+        x.set_("done", torch.ones(self.n, 1, dtype=torch.bool))
+        assert torch.equal(out.get(("next", "obs")), torch.full((self.n, 3), -1.0))
+        assert torch.equal(out.get("done"), DONE[self.rows])
+
     def test_equality(self, x):
         """== compares leaf-wise and returns an object of booleans."""
         same = x == x.clone()
@@ -287,6 +370,16 @@ class ContractTests:
         assert not diff.get("obs")[0].any() and diff.get("obs")[1:].all()
         assert diff.get("done").all()
 
+    def test_equality_is_a_tensor_collection(self, x):
+        """== and != give tensor collections of x's batch size; all() and any() reduce them."""
+        same, differ = x == x.clone(), x != x.clone()
+        assert is_tensor_collection(same) and is_tensor_collection(differ)
+        assert LEAVES <= leaf_keys(same) and differ.batch_size == x.batch_size
+        assert same.all() and not differ.any()
+        other = x.clone()
+        other[-1] = x[0]
+        assert not (x == other).all() and (x != other).any()
+
     def test_select_and_exclude(self, x):
         """select keeps only the given keys, exclude drops them; neither changes x."""
         sel = x.select("obs", ("next", "obs"))
@@ -298,6 +391,20 @@ class ContractTests:
         assert set(x.keys()) == {"obs", "done", "next", "name"}
         if isinstance(x, Step):
             assert isinstance(sel, Step) and isinstance(out, Step)
+
+    def test_select_and_exclude_nested_keys(self, x):
+        """select/exclude take nested keys; a sub-tensordict key selects or drops all below it."""
+        sel = x.select(("next", "obs"))
+        assert leaf_keys(sel) == {("next", "obs")} and set(sel.keys()) == {"next"}
+        assert torch.equal(sel.get(("next", "obs")), NEXT[self.rows])
+        assert leaf_keys(x.select("next")) == {("next", "obs")}
+        out = x.exclude(("next", "obs"))
+        assert leaf_keys(out) == {"obs", "done"} and "next" in out.keys()
+        assert leaf_keys(x.exclude("next")) == {"obs", "done"}
+        assert leaf_keys(x) == LEAVES
+        with pytest.raises(KeyError, match="missing"):
+            x.select("missing")
+        assert leaf_keys(x.select("obs", "missing", strict=False)) == {"obs"}
 
     # ------------------------------------------------------------------ writes
     def test_set_in_place(self, x):
@@ -370,6 +477,34 @@ class ContractTests:
         if was_locked:
             x.lock_()
 
+    def test_lock_reaches_sub_tensordicts(self, x):
+        """A sub-tensordict taken before lock_() is locked with its parent and cannot be unlocked alone."""
+        was_locked = x.is_locked
+        x.unlock_()
+        sub = x.get("next")
+        assert not sub.is_locked
+        x.lock_()
+        assert sub.is_locked and x.get("next").is_locked
+        with pytest.raises(RuntimeError, match="lock"):
+            sub.set("extra", torch.ones(self.n))
+        with pytest.raises(RuntimeError, match="lock"):
+            x.get("next").unlock_()
+        assert x.get("next").is_locked
+        with pytest.raises(RuntimeError, match="lock"):
+            x.set(("next", "extra"), torch.ones(self.n))
+        x.unlock_()
+        assert not sub.is_locked and not x.get("next").is_locked
+        if was_locked:
+            x.lock_()
+
+    def test_names_follow_the_batch(self, x):
+        """Batch dim names set with refine_names survive apply, clone, indexing and get."""
+        named = x.refine_names("time")
+        assert named.names == ["time"]
+        for out in (named.apply(lambda t: t.clone()), named.clone(), named[1:], named.get("next")):
+            assert out.names == ["time"]
+        assert named.unsqueeze(0).names == [None, "time"]
+
     # ------------------------------------------------------------------ memory mapping
     def test_is_memmap(self, x):
         """is_memmap() says whether the kind is memory-mapped."""
@@ -380,11 +515,17 @@ class ContractTests:
         assert x.is_locked == self.locked
         assert x.get("next").is_locked == self.locked
 
+    def test_is_consolidated(self, x):
+        """is_consolidated() says whether the leaves live in one consolidated storage."""
+        assert x.is_consolidated() == self.consolidated
+        assert not x.clone().is_consolidated()
+
     def test_views_that_keep_the_data_pointer(self, x):
-        """x[0] and x[:1] of a locked memory-mapped object are memory-mapped and locked too."""
+        """x[0] and x[:1] are locked as views_locked says; a locked memmap's are memory-mapped too."""
+        locked = self.locked if self.views_locked is None else self.views_locked
         for view in (x[0], x[:1]):
-            assert view.is_locked == self.locked
-            assert view.get("next").is_locked == self.locked
+            assert view.is_locked == locked
+            assert view.get("next").is_locked == locked
             if self.locked:
                 assert view.is_memmap() == self.memmapped
 
@@ -403,9 +544,12 @@ class ContractTests:
         self.assert_content(x)
 
     def test_memmap_like(self, x, tmp_path):
-        """memmap_like keeps keys, shapes and dtypes, and reads zeros."""
+        """memmap_like keeps the class, keys, shapes, dtypes and non-tensors; tensors read zeros."""
         like = x.memmap_like(tmp_path / "like")
-        assert leaf_keys(like) == LEAVES and like.is_memmap()
+        assert type(like) is type(x) and like.batch_size == x.batch_size
+        assert leaf_keys(like) == LEAVES and like.is_memmap() and like.is_locked
+        assert like.get_non_tensor("name") == self.name_value
+        assert like.get(("next", "obs")).shape == torch.Size([self.n, 3])
         assert like.get("obs").shape == torch.Size([self.n, 3]) and (like.get("obs") == 0).all()
         assert like.get("done").dtype == torch.bool and not like.get("done").any()
         self.assert_content(x)
@@ -461,6 +605,31 @@ class _Lazy:
 class _TC:
     build = staticmethod(build_tensorclass)
     new_key_error = (AttributeError, "'extra'")
+
+
+class _Typed:
+    build = staticmethod(build_typed)
+
+    @staticmethod
+    def load(path):
+        """A TypedTensorDict folder loads as a TensorDict; from_tensordict gives the class back."""
+        return TypedStep.from_tensordict(TensorDict.load_memmap(path))
+
+    def test_memmap_round_trip(self, x, tmp_path):
+        """memmap(dir) keeps the typed class; load_memmap(dir) gives a plain, unlocked TensorDict.
+
+        The typed class writes a plain TensorDict folder (its meta.json names TensorDict, as the
+        reference writes it), so loading cannot know the class: from_tensordict wraps it back.
+        """
+        mapped = x.memmap(tmp_path / "out")
+        assert type(mapped) is type(x) and mapped.is_memmap() and mapped.is_locked
+        self.assert_content(mapped)
+        loaded = TensorDict.load_memmap(tmp_path / "out")
+        assert type(loaded) is TensorDict and loaded.is_memmap() and not loaded.is_locked
+        self.assert_content(loaded)
+        again = TypedStep.from_tensordict(loaded)
+        assert type(again) is TypedStep and again.is_memmap() and again.batch_size == x.batch_size
+        self.assert_content(again)
 
 
 class _Memmap:
@@ -561,3 +730,163 @@ class TestTensorClassLoaded(_Loaded, _TC, ContractTests):
 
 class TestTensorClassLoadedIndexed(_MappedView, _TC, ContractTests):
     form = "loaded"
+
+
+class TestTypedTensorDict(_Typed, ContractTests):
+    pass
+
+
+class TestTypedTensorDictIndexed(_Typed, ContractTests):
+    indexed = True
+
+
+class TestTypedTensorDictMemmap(_Memmap, _Typed, ContractTests):
+    new_key_error = (RuntimeError, "lock")
+
+
+class TestTypedTensorDictMemmapIndexed(_MappedView, _Typed, ContractTests):
+    form, locked = "memmap", True
+    new_key_error = (RuntimeError, "lock")
+
+
+class TestTypedTensorDictLoaded(_Loaded, _Typed, ContractTests):
+    pass
+
+
+class TestTypedTensorDictLoadedIndexed(_MappedView, _Typed, ContractTests):
+    form = "loaded"
+
+
+# ---------------------------------------------------------------------- consolidated
+class _Consolidated:
+    """x.consolidate(): every leaf a view of one storage; the result is locked.
+
+    Its views x[0] and x[:1] are new tensordicts over parts of the storage, unlocked, as in
+    the reference (a lazy stack's views hold its locked members, so they are locked).
+    """
+
+    form = "consolidated"
+    locked = consolidated = True
+    views_locked = False
+
+
+class _ConsolidatedFile(_Consolidated):
+    """x.consolidate(filename=path): the one storage is the file; the result is locked."""
+
+    form = "consolidated-file"
+
+    def test_from_consolidated_reads_the_file(self, x):
+        """from_consolidated(path) of the source's class reads the file back, same content."""
+        out = type(self.source).from_consolidated(self.file)
+        assert type(out) is type(self.source) and out.is_consolidated()
+        assert out.batch_size == self.source.batch_size
+        assert torch.equal(out.get(("next", "obs")), NEXT)
+
+
+class _ConsolidatedView:
+    """x[1:3] of a consolidated object: neither consolidated nor locked, as in the reference."""
+
+    indexed = True
+    locked = consolidated = False
+    views_locked = None
+
+
+class _LazyConsolidated:
+    """A consolidated lazy stack: its views and x[1:3] hold its locked members, so they are locked."""
+
+    new_key_error = (RuntimeError, "lock")
+    views_locked = None
+
+
+class TestTensorDictConsolidated(_Consolidated, _TD, ContractTests):
+    new_key_error = (RuntimeError, "lock")
+
+
+class TestTensorDictConsolidatedIndexed(_ConsolidatedView, _Consolidated, _TD, ContractTests):
+    pass
+
+
+class TestTensorDictConsolidatedFile(_ConsolidatedFile, _TD, ContractTests):
+    new_key_error = (RuntimeError, "lock")
+
+
+class TestTensorDictConsolidatedFileIndexed(
+    _ConsolidatedView, _ConsolidatedFile, _TD, ContractTests
+):
+    pass
+
+
+class TestLazyStackConsolidated(_LazyConsolidated, _Consolidated, _Lazy, ContractTests):
+    pass
+
+
+class TestLazyStackConsolidatedIndexed(_LazyConsolidated, _Consolidated, _Lazy, ContractTests):
+    indexed, consolidated = True, False
+
+
+class TestLazyStackConsolidatedFile(_LazyConsolidated, _ConsolidatedFile, _Lazy, ContractTests):
+    pass
+
+
+class TestLazyStackConsolidatedFileIndexed(
+    _LazyConsolidated, _ConsolidatedFile, _Lazy, ContractTests
+):
+    indexed, consolidated = True, False
+
+
+class TestTensorClassConsolidated(_Consolidated, _TC, ContractTests):
+    pass
+
+
+class TestTensorClassConsolidatedIndexed(_ConsolidatedView, _Consolidated, _TC, ContractTests):
+    pass
+
+
+class TestTensorClassConsolidatedFile(_ConsolidatedFile, _TC, ContractTests):
+    pass
+
+
+class TestTensorClassConsolidatedFileIndexed(
+    _ConsolidatedView, _ConsolidatedFile, _TC, ContractTests
+):
+    pass
+
+
+# ---------------------------------------------------------------------- .tdz archives
+class _Archive:
+    """load_memmap(path.tdz) of x.save(path.tdz): plain tensors over a private map, unlocked."""
+
+    form = "archive"
+
+    def test_writes_stay_in_memory(self, x):
+        """A write into an object loaded from an archive changes it, never the archive file.
+
+        The archive is mapped copy-on-write, so the file keeps what save() wrote.
+        """
+        x.set_(("next", "obs"), torch.full((self.n, 3), -1.0))
+        assert torch.equal(x.get(("next", "obs")), torch.full((self.n, 3), -1.0))
+        assert torch.equal(self.load(self.file).get(("next", "obs")), NEXT)
+
+
+class TestTensorDictArchive(_Archive, _TD, ContractTests):
+    pass
+
+
+class TestTensorDictArchiveIndexed(_Archive, _TD, ContractTests):
+    indexed = True
+
+
+class TestLazyStackArchive(_Archive, _Lazy, ContractTests):
+    pass
+
+
+class TestLazyStackArchiveIndexed(_Archive, _Lazy, ContractTests):
+    indexed = True
+
+
+class TestTensorClassArchive(_Archive, _TC, ContractTests):
+    pass
+
+
+class TestTensorClassArchiveIndexed(_Archive, _TC, ContractTests):
+    indexed = True
