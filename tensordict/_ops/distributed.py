@@ -162,7 +162,7 @@ def _device_of(leaves: list) -> torch.device:
 
 
 def _packed_view(leaves: list, offsets: list, size: int) -> torch.Tensor | None:
-    """The buffer the leaves already live in, when they are the views :func:`_rebuild` makes; else None."""
+    """The buffer the leaves already live in, when they are the views :func:`_deserialize` makes; else None."""
     if not leaves or size == 0:
         return None
     first = leaves[0][1]
