@@ -354,6 +354,25 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
     def _items_level(self):
         return [(key, self._get_str(key, NO_DEFAULT)) for key in self._keys_level()]
 
+    def _tree_items(self, sort: bool = False) -> list:
+        # the walk describes the members by position, whatever their keys
+        return list(enumerate(self.tensordicts))
+
+    def _tree_info(self) -> dict:
+        return {
+            "stack_dim": self.stack_dim,
+            "stack_dim_name": self._stack_dim_name,
+            "is_locked": self.is_locked,
+        }
+
+    def _tree_write_back(self, key: str, value):
+        # a leaf read from a stack is a stacked copy: written back into the members
+        def write_back():
+            with torch.no_grad():
+                self.set_(key, value)
+
+        return write_back
+
     def _walk_items(self):
         """What a walk of the keys needs: the first member's leaf (its type), sub-stacks whole.
 
@@ -497,6 +516,15 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         return TensorDict._new_unsafe(
             source, batch_size, self.device if device is NO_DEFAULT else device, None
         )
+
+    @classmethod
+    def _tree_build(cls, entries: dict, info: dict):
+        members = [entries[str(i)] for i in range(len(entries))]
+        return cls(*members, stack_dim=info["stack_dim"], stack_dim_name=info.get("stack_dim_name"))
+
+    def _tree_like(self, entries: dict, device=None):
+        members = [entries[i] for i in range(len(entries))]
+        return type(self)(*members, stack_dim=self.stack_dim, stack_dim_name=self._stack_dim_name)
 
     def _shallow_copy(self):
         return LazyStackedTensorDict(

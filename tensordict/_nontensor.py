@@ -565,6 +565,11 @@ class NonTensorDataBase:
             return self
         return self._with(batch_size)
 
+    def _tree_value(self) -> tuple:
+        # what the walk of a tree (tensordict._ops.tree) records for a non-tensor entry
+        device = self.device
+        return (self.data, list(self.batch_size), str(device) if device is not None else None)
+
     def clone(self, recurse: bool = True) -> NonTensorData:
         """Returns a new entry with the same batch size, device and metadata, sharing the value.
 

@@ -253,6 +253,38 @@ def test_a_tensorclass_entry_comes_back_as_its_class(tmp_path):
     assert type(pickle.loads(pickle.dumps(out))["p"]) is Point
 
 
+def test_a_stack_of_tensorclass_instances_is_described_as_a_stack():
+    """lazy_stack of tensorclass instances is described as a stack level of that class."""
+    stacked = lazy_stack([Point(xy=torch.zeros(2)), Point(xy=torch.ones(3))])
+    out = TensorDict(p=stacked, batch_size=[2]).consolidate()
+    level = out._consolidated["metadata"]["p"]
+    assert level["cls"] is Point
+    assert level["cls_metadata"] == {"stack_dim": 0, "stack_dim_name": None, "is_locked": False}
+    assert sorted(
+        k for k in level if k not in ("cls", "non_tensors", "leaves", "cls_metadata")
+    ) == [
+        "0",
+        "1",
+    ]
+
+
+# differs from the reference: it describes the tree the same, but cannot rebuild it (its
+# tensorclass rebuild passes stack_dim on to a TensorDict)
+@ours_only
+def test_a_stack_of_tensorclass_instances_comes_back_as_the_class(tmp_path):
+    """The class over a lazy stack comes back as such from a pickle and from a file."""
+    stacked = lazy_stack([Point(xy=torch.zeros(2)), Point(xy=torch.ones(3))])
+    out = TensorDict(p=stacked, batch_size=[2]).consolidate(filename=tmp_path / "td.bin")
+    for back in (
+        pickle.loads(pickle.dumps(out)),
+        TensorDict.from_consolidated(tmp_path / "td.bin"),
+    ):
+        assert type(back["p"]) is Point
+        assert isinstance(back["p"]._tensordict, LazyStackedTensorDict)
+        assert torch.equal(back["p"][1].xy, torch.ones(3))
+        assert back.is_consolidated()
+
+
 def test_a_jagged_nested_tensor_is_consolidated(tmp_path):
     """A jagged leaf is stored as its values and offsets, and comes back with its components."""
     nt = torch.nested.nested_tensor([torch.arange(3.0), torch.arange(5.0)], layout=torch.jagged)

@@ -504,3 +504,28 @@ def test_a_mismatch_names_the_first_differing_key():
     sent = desc(TensorDict(a=torch.zeros(4), b={"c": torch.zeros(2)}))
     assert "('a',): shape [4] sent, [3] here" in wire._first_difference(here, sent)
     assert "unknown" in wire._first_difference(here, None)
+
+
+def test_the_description_names_its_classes_and_imports_none():
+    """Classes travel by their registered names: a name that is not registered raises, unimported."""
+    import pickle
+
+    from tensordict import MetaData, NonTensorStack
+    from tensordict._ops import distributed as wire
+    from tensordict.errors import ConsolidatedFormatError
+
+    frame = Frame(obs=torch.ones(2, 3), reward=torch.zeros(2, 1), batch_size=[2])
+    td = TensorDict(
+        frame=frame,
+        meta=MetaData("m", batch_size=[2]),
+        words=NonTensorStack("a", "b"),
+        batch_size=[2],
+    )
+    meta, buffer, _ = wire._serialize(td)
+    assert meta["tree"]["frame"]["cls"] == str(Frame)
+    out = wire._deserialize(pickle.loads(pickle.dumps(meta)), buffer)
+    assert isinstance(out["frame"], Frame)
+    assert type(out.get("meta")) is MetaData and out["words"] == ["a", "b"]
+    meta["tree"]["frame"]["cls"] = "<class 'collections.OrderedDict'>"
+    with pytest.raises(ConsolidatedFormatError, match="collections.OrderedDict"):
+        wire._deserialize(meta, buffer)

@@ -71,10 +71,8 @@ from pathlib import Path
 
 import torch
 
-from tensordict._collection import is_non_tensor, is_tensor_collection
 from tensordict._helpers import contiguous_strides
-from tensordict._nontensor import NonTensorData
-from tensordict._ops.classes import CLASSES  # the metadata's "cls" names the class
+from tensordict._ops import tree
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     ConsolidateArgumentError,
@@ -95,42 +93,10 @@ NJT_VALUES = "<NJT_VALUES>"
 NJT_LENGTHS = "<NJT_LENGTHS>"
 NJT_OFFSETS = "<NJT_OFFSETS>"
 
-_LEVEL_FIELDS = ("cls", "non_tensors", "leaves", "cls_metadata")
 _Tensor = torch.Tensor
 
 
 # ---------------------------------------------------------------------- describing a tree
-def _class_name(cls: type):
-    """The ``"cls"`` of a level: the name of a built-in class, else the class itself."""
-    name = cls.__name__
-    return name if CLASSES.get(name) is cls else cls
-
-
-def _members(obj) -> list:
-    """``(key, value)`` pairs of a level, in order; a stack's members under ``"0"``, ``"1"``, ..."""
-    if getattr(type(obj), "_is_lazy", False):
-        return [(str(i), member) for i, member in enumerate(obj.tensordicts)]
-    if getattr(type(obj), "_is_tensorclass", False):
-        obj = obj._tensordict
-    return list(obj._items_level())
-
-
-def _level_info(obj) -> dict:
-    if getattr(type(obj), "_is_lazy", False):
-        return {
-            "stack_dim": obj.stack_dim,
-            "stack_dim_name": obj._stack_dim_name,
-            "is_locked": obj.is_locked,
-        }
-    device = obj.device
-    return {
-        "device": str(device) if device is not None else None,
-        "names": list(obj.names),
-        "batch_size": list(obj.batch_size),
-        "is_locked": obj.is_locked,
-    }
-
-
 class _Plan:
     """What consolidating a tree takes: its metadata, the tensors to copy and their sizes."""
 
@@ -167,41 +133,20 @@ class _Plan:
         self.starts.append(start)
         return len(tensors) - 1
 
-    def describe(self, obj, prefix: tuple = ()) -> dict:
-        """The metadata of ``obj``'s level; adds its tensors (depth first) to the plan."""
-        leaves: dict = {}
-        non_tensors: dict = {}
-        meta = {
-            "cls": _class_name(type(obj)),
-            "non_tensors": non_tensors,
-            "leaves": leaves,
-            "cls_metadata": _level_info(obj),
-        }
-        slots = self.slots
-        for key, value in _members(obj):
-            if type(value) is _Tensor and not value.is_nested:
-                slots.append(self.leaf(value, leaves, key))
-            elif isinstance(value, _Tensor):
-                if value.is_nested:
-                    self.nested(value, leaves, key, prefix)
-                elif is_unbatched(value):
-                    msg = f"cannot consolidate {_path(prefix, key)!r}: UnbatchedTensor entries cannot be consolidated"
-                    raise ConsolidateEntryError(msg)
-                else:
-                    slots.append(self.leaf(value, leaves, key))
-            elif is_non_tensor(value) and not getattr(type(value), "_is_lazy", False):
-                device = value.device
-                non_tensors[key] = (
-                    value.data,
-                    list(value.batch_size),
-                    str(device) if device is not None else None,
-                )
-            elif is_tensor_collection(value):
-                meta[key] = self.describe(value, (*prefix, key))
-            else:
-                msg = f"cannot consolidate {_path(prefix, key)!r}: a {type(value).__name__} is not a tensor or a tensordict"
-                raise ConsolidateEntryError(msg)
-        return meta
+    def entry(self, value, leaves: dict, key: str, prefix: tuple) -> None:
+        """The walk's ``leaf``: plans one tensor (a jagged one as its parts), or refuses the entry."""
+        if type(value) is _Tensor and not value.is_nested:
+            self.slots.append(self.leaf(value, leaves, key))
+        elif not isinstance(value, _Tensor):
+            msg = f"cannot consolidate {_path(prefix, key)!r}: a {type(value).__name__} is not a tensor or a tensordict"
+            raise ConsolidateEntryError(msg)
+        elif value.is_nested:
+            self.nested(value, leaves, key, prefix)
+        elif is_unbatched(value):
+            msg = f"cannot consolidate {_path(prefix, key)!r}: UnbatchedTensor entries cannot be consolidated"
+            raise ConsolidateEntryError(msg)
+        else:
+            self.slots.append(self.leaf(value, leaves, key))
 
     def nested(self, value: _Tensor, leaves: dict, key: str, prefix: tuple) -> None:
         if value.layout is not torch.jagged:
@@ -287,13 +232,14 @@ def _path(prefix: tuple, key: str):
 
 def _flat_objects(obj, out: list) -> list:
     """Every value of the tree in the walk's order (non-tensor entries followed by their value)."""
-    for _, value in _members(obj):
+    for _, value in obj._tree_items():
         out.append(value)
         if isinstance(value, _Tensor):
             continue
-        if is_non_tensor(value) and not getattr(type(value), "_is_lazy", False):
-            out.append(value.data)
-        elif is_tensor_collection(value):
+        record = value._tree_value()
+        if record is not None:
+            out.append(record[0])
+        else:
             _flat_objects(value, out)
     return out
 
@@ -450,74 +396,19 @@ def _parse_leaf(record, data_size: int, where, key: str) -> tuple:
     return dtype, shape, start, tuple(record[5:])
 
 
-def _lookup_class(name, where):
-    if isinstance(name, type):
-        return name
-    cls = CLASSES.get(name) if isinstance(name, str) else None
-    if cls is None:
-        shown = name.removeprefix("<class '").removesuffix("'>") if isinstance(name, str) else name
-        msg = (
-            f"{where}: cannot find the class {shown!r} of a consolidated tensordict; import "
-            "the module that defines it (or define it) before loading"
-        )
-        raise ConsolidatedFormatError(msg)
-    return cls
+def _rebuild(meta: dict, views: _Views):
+    """The tree that ``meta`` describes, its leaves views of ``views.storage``, consolidated."""
+    storage = views.storage
 
+    def consolidated(obj, level: dict) -> None:
+        inner = obj._tree_inner()
+        objects = tuple(_flat_objects(inner, []))
+        state = {"storage": storage, "metadata": level, "objects": objects, "locked": False}
+        inner._consolidated = state
 
-def _rebuild(meta: dict, views: _Views, prefix: tuple = ()):
-    """The tree that ``meta`` describes, its leaves views of ``views.storage``."""
-    where = f"the level {prefix!r}" if prefix else "the top level"
-    if not isinstance(meta, dict) or not all(field in meta for field in _LEVEL_FIELDS):
-        msg = f"{where} of the consolidated metadata must be an object with the fields {list(_LEVEL_FIELDS)}"
-        raise ConsolidatedFormatError(msg)
-    cls = _lookup_class(meta["cls"], where)
-    info = meta["cls_metadata"]
-    non_tensors, leaves = meta["non_tensors"], meta["leaves"]
-    if (
-        not isinstance(info, dict)
-        or not isinstance(non_tensors, dict)
-        or not isinstance(leaves, dict)
-    ):
-        msg = f"{where}: 'cls_metadata', 'non_tensors' and 'leaves' must be objects"
-        raise ConsolidatedFormatError(msg)
-    state = {"storage": views.storage, "metadata": meta}
-    entries: dict = {}
-    for key, record in non_tensors.items():
-        if not isinstance(record, (list, tuple)) or len(record) != 3:
-            msg = f"{where}: the non-tensor entry {key!r} has the record {record!r}; expected [value, batch_size, device]"
-            raise ConsolidatedFormatError(msg)
-        data, batch_size, device = record
-        entries[key] = NonTensorData(data, batch_size=batch_size, device=device)
-    entries.update(_leaf_values(leaves, views, where))
-    for key, sub in meta.items():
-        if key not in _LEVEL_FIELDS and key != "size":
-            entries[key] = _rebuild(sub, views, (*prefix, key))
-    try:
-        if getattr(cls, "_is_lazy", False):
-            members = [entries[str(i)] for i in range(len(entries))]
-            obj = cls(
-                *members, stack_dim=info["stack_dim"], stack_dim_name=info.get("stack_dim_name")
-            )
-        else:
-            names = info.get("names")
-            if names is not None and all(n is None for n in names):
-                names = None
-            td = CLASSES["TensorDict"](
-                entries, batch_size=info["batch_size"], device=info.get("device"), names=names
-            )
-            obj = cls._from_tensordict(td) if getattr(cls, "_is_tensorclass", False) else td
-    except (KeyError, TypeError, ValueError, RuntimeError) as err:
-        if isinstance(err, ConsolidatedFormatError):
-            raise
-        msg = f"{where}: cannot rebuild the {getattr(cls, '__name__', cls)} it describes: {err}"
-        raise ConsolidatedFormatError(msg) from err
-    if info.get("is_locked"):
-        obj.lock_()
-    inner = obj._tensordict if getattr(type(obj), "_is_tensorclass", False) else obj
-    state["objects"] = tuple(_flat_objects(inner, []))
-    state["locked"] = False
-    inner._consolidated = state
-    return obj
+    return tree.rebuild(
+        meta, lambda leaves, where: _leaf_values(leaves, views, where), on_level=consolidated
+    )
 
 
 def _rebuild_consolidated(metadata: dict, storage: _Tensor):
@@ -533,8 +424,7 @@ def _rebuild_consolidated_file(path: str, metadata: dict, data_size: int):
         raise ConsolidatedFormatError(msg)
     file = torch.from_file(path, shared=True, size=size, dtype=torch.uint8)
     out = _rebuild(metadata, _Views(file[:data_size]))
-    inner = out._tensordict if getattr(type(out), "_is_tensorclass", False) else out
-    inner._consolidated.update(filename=Path(path), file_id=_file_id(path), mapped=True)
+    out._tree_inner()._consolidated.update(filename=Path(path), file_id=_file_id(path), mapped=True)
     return out
 
 
@@ -543,56 +433,38 @@ def _rebuild_consolidated_file(path: str, metadata: dict, data_size: int):
 torch.serialization.add_safe_globals([_rebuild_consolidated])
 
 
-def _assemble(obj, leaves, inplace: bool, on_cpu: bool):
-    """``obj``'s tree with each tensor replaced by the next of ``leaves`` (new levels unless ``inplace``)."""
+def _assemble(obj, leaves, inplace: bool, device):
+    """``obj``'s tree with each tensor replaced by the next of ``leaves`` (new levels unless ``inplace``).
+
+    A file is on the CPU: with one, ``device`` is the CPU, which the new dense levels say,
+    as the reference's do.
+    """
     if isinstance(obj, _Tensor):
         return next(leaves)
-    if is_non_tensor(obj) and not getattr(type(obj), "_is_lazy", False):
+    if obj._tree_value() is not None:
         # The result's lock must not lock the source's entries: a new entry, the value shared.
         return obj if inplace else obj.clone(False)
-    if getattr(type(obj), "_is_tensorclass", False):
-        td = _assemble(obj._tensordict, leaves, inplace, on_cpu)
-        return obj if inplace else type(obj)._from_tensordict(td)
-    if getattr(type(obj), "_is_lazy", False):
-        members = [_assemble(m, leaves, inplace, on_cpu) for m in obj.tensordicts]
-        if inplace:
-            return obj
-        return type(obj)(*members, stack_dim=obj.stack_dim, stack_dim_name=obj._stack_dim_name)
-    source = {}
-    for key, value in obj._items_level():
-        new = _assemble(value, leaves, inplace, on_cpu)
-        if inplace and new is not value:
-            obj._store_entry(key, new)
-        source[key] = new
-    if inplace:
-        return obj
-    if on_cpu:
-        # a file is on the CPU: the result says so, as the reference's does
-        return obj._new_like(source, obj.batch_size, device=torch.device("cpu"))
-    return obj._new_like(source, obj.batch_size)
+    items = obj._tree_items()
+    entries = {key: _assemble(value, leaves, inplace, device) for key, value in items}
+    if not inplace:
+        return obj._tree_like(entries, device)
+    for key, value in items:
+        new = entries[key]
+        if new is not value:
+            obj._tree_inner()._store_entry(key, new)
+    return obj
 
 
 # ---------------------------------------------------------------------- files
 def _metadata_json(metadata: dict) -> bytes:
     try:
-        return json.dumps(_named_classes(metadata)).encode("utf-8")
+        return json.dumps(tree.named_classes(metadata)).encode("utf-8")
     except (TypeError, ValueError) as err:
         msg = (
             f"cannot write the consolidated metadata as JSON: {err}. Every non-tensor value "
             "must be JSON (a string, a number, a list, a dict, ...) to be written to a file"
         )
         raise ConsolidatedFormatError(msg) from err
-
-
-def _named_classes(meta: dict) -> dict:
-    """A copy of ``meta`` that names each tensorclass as ``str(cls)``."""
-    out = dict(meta)
-    if isinstance(out["cls"], type):
-        out["cls"] = str(out["cls"])
-    for key, value in meta.items():
-        if key not in _LEVEL_FIELDS:
-            out[key] = _named_classes(value)
-    return out
 
 
 def _file_id(path: str):
@@ -701,7 +573,7 @@ def _check_flags(pin_memory, return_early, num_threads, use_buffer, non_blocking
             raise ConsolidateArgumentError(msg)
 
 
-class ConsolidateMixin:
+class ConsolidateMixin(tree.TreeMixin):
     """``consolidate``, ``is_consolidated``, ``from_consolidated`` and the pickling of the result."""
 
     __slots__ = ("_consolidated",)
@@ -800,7 +672,7 @@ class ConsolidateMixin:
         _check_flags(pin_memory, return_early, num_threads, use_buffer, non_blocking)
         storage_device = _storage_device(self, device, filename)
         plan = _Plan()
-        meta = plan.describe(self)
+        meta = tree.describe(self, plan.entry)
         data_size = plan.offset
         total = None
         if filename is None:
@@ -821,8 +693,9 @@ class ConsolidateMixin:
         jobs, new_leaves = plan.views(storage, num_threads)
         _zero_padding(plan, storage)
         futures = _copy(jobs, num_threads, return_early, non_blocking)
-        result = _assemble(self, iter(new_leaves), inplace, filename is not None)
-        inner = result._tensordict if getattr(type(result), "_is_tensorclass", False) else result
+        on_file = torch.device("cpu") if filename is not None else None
+        result = _assemble(self, iter(new_leaves), inplace, on_file)
+        inner = result._tree_inner()
         inner._consolidated = {
             "storage": storage,
             "metadata": meta,
@@ -999,17 +872,17 @@ def _future(futures: list, result) -> Future:
 def _refresh_metadata(obj, meta: dict) -> None:
     """Writes the current batch sizes and names of ``obj``'s tree into its ``meta``, in place."""
     info = meta["cls_metadata"]
-    lazy = getattr(type(obj), "_is_lazy", False)
-    if lazy:
-        info["stack_dim_name"] = obj._stack_dim_name
-    else:
-        info["batch_size"] = list(obj.batch_size)
-        info["names"] = list(obj.names)
-    children = dict(_members(obj))
+    current = obj._tree_info()
+    for field in ("batch_size", "names", "stack_dim_name"):
+        if field in current:
+            info[field] = current[field]
+    items = obj._tree_items()
+    # a stack's members by position, its description's keys strings
+    children = dict(items) if "stack_dim" not in current else {str(k): v for k, v in items}
     for key, (data, _, device) in list(meta["non_tensors"].items()):
         meta["non_tensors"][key] = (data, list(children[key].batch_size), device)
     for key, sub in meta.items():
-        if key not in _LEVEL_FIELDS and key in children:
+        if key not in tree.LEVEL_FIELDS and key in children:
             _refresh_metadata(children[key], sub)
 
 

@@ -10,11 +10,13 @@ Two kinds of transfer:
   into one ``uint8`` buffer (:func:`_pack`) and travels as one message.
 * **Into an unknown structure** (``broadcast``, ``all_gather``, ``scatter``,
   ``gather_and_stack``, ``init_remote``/``from_remote_init``). The sender describes
-  its tree (:func:`_describe`: classes, batch sizes, keys, and for each leaf its
-  offset, shape and dtype in one packed buffer); the description goes as a pickled
-  object, then the buffer as one tensor; the receiver rebuilds the tree with leaves
-  that are views of the buffer (:func:`_rebuild`), so that a later
-  ``recv(consolidated=True)`` into it writes the buffer directly.
+  its tree with the walk of :mod:`tensordict._ops.tree` (classes by their stable
+  names, batch sizes, keys, and for each leaf its offset, shape and dtype in one
+  packed buffer: :func:`_serialize`); the description goes as a pickled object, then
+  the buffer as one tensor; the receiver rebuilds the tree (its classes found in the
+  registry, never imported) with leaves that are views of the buffer
+  (:func:`_deserialize`), so that a later ``recv(consolidated=True)`` into it writes
+  the buffer directly.
 
 The point-to-point protocol. Before the values, the sender sends a header: an
 ``int64`` tensor ``[MAGIC, mode, fingerprint, description length]``, where the
@@ -35,15 +37,13 @@ so that the one-buffer form of ``consolidate()`` can replace it later.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 
 import numpy as np
 import torch
 
 from tensordict._collection import is_tensor_collection
-from tensordict._ops.classes import CLASSES  # received levels are rebuilt as TensorDict
-from tensordict._ops.split_stack import STACKERS
+from tensordict._ops import tree
 from tensordict.errors import ProcessGroupNotInitializedError, StructureMismatchError
 
 MAGIC = 0x7444_6973
@@ -104,34 +104,16 @@ def _next_tag(tag: int, pseudo_rand: bool) -> int:
 
 
 # ====================================================================== walking the leaves
-def _inner(value):
-    return value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
-
-
-def _is_non_tensor(value) -> bool:
-    return getattr(type(value), "_is_non_tensor", False)
-
-
-def _leaves(td, prefix: tuple = ()) -> list:
+def _leaves(td) -> list:
     """``(path, tensor)`` for every tensor leaf, in the order both sides of a transfer use.
 
     Keys sorted at each level; a lazy stack gives its members' leaves in stack order
     (paths ``("#0", ...)``); non-tensor entries carry no message and are skipped.
     """
-    td = _inner(td)
-    if td._is_lazy:
-        out = []
-        for i, member in enumerate(td.tensordicts):
-            out.extend(_leaves(member, prefix + (f"#{i}",)))
-        return out
-    out = []
-    for key in sorted(td._keys_level()):
-        value = td._get_str(key, None)
-        if isinstance(value, torch.Tensor):
-            out.append((prefix + (key,), value))
-        elif is_tensor_collection(value) and not _is_non_tensor(value):
-            out.extend(_leaves(value, prefix + (key,)))
-    return out
+    return [
+        (tuple(k if type(k) is str else f"#{k}" for k in path), t)
+        for path, t in tree.tensors(td, sort=True)
+    ]
 
 
 def _description(leaves: list) -> bytes:
@@ -180,7 +162,7 @@ def _device_of(leaves: list) -> torch.device:
 
 
 def _packed_view(leaves: list, offsets: list, size: int) -> torch.Tensor | None:
-    """The buffer the leaves already live in, when they are the views :func:`_rebuild` makes; else None."""
+    """The buffer the leaves already live in, when they are the views :func:`_deserialize` makes; else None."""
     if not leaves or size == 0:
         return None
     first = leaves[0][1]
@@ -235,84 +217,26 @@ def _unpack_into(buffer: torch.Tensor, leaves: list) -> None:
 
 
 # ====================================================================== describing and rebuilding trees
-def _type_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _describe(td, leaves: list) -> dict:
-    """The tree of ``td`` as a picklable dict; appends its tensor leaves to ``leaves``."""
-    if getattr(type(td), "_is_tensorclass", False):
-        return {
-            "kind": "tensorclass",
-            "type": _type_name(type(td)),
-            "td": _describe(td._tensordict, leaves),
-        }
-    if td._is_lazy:
-        members = [_describe(member, leaves) for member in td.tensordicts]
-        return {"kind": "lazy", "stack_dim": td.stack_dim, "members": members}
-    entries = []
-    for key in sorted(td._keys_level()):
-        value = td._get_str(key, None)
-        if isinstance(value, torch.Tensor):
-            if value.is_nested or value.layout != torch.strided:
-                msg = f"cannot send the leaf {key!r}: a {value.layout} tensor has no packed form"
-                raise NotImplementedError(msg)
-            entries.append((key, {"kind": "tensor", "index": len(leaves)}))
-            leaves.append(((key,), value.detach()))
-        elif is_tensor_collection(value) and not _is_non_tensor(value):
-            entries.append((key, _describe(value, leaves)))
-        else:
-            entries.append((key, {"kind": "object", "value": value}))
-    device = None if td.device is None else str(td.device)
-    names = td.names if any(n is not None for n in td.names) else None
-    return {
-        "kind": "td",
-        "batch_size": list(td.batch_size),
-        "device": device,
-        "names": names,
-        "entries": entries,
-    }
-
-
-def _resolve_class(name: str) -> type:
-    module, _, qualname = name.rpartition(".")
-    obj = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def _rebuild(meta: dict, leaves: list, device=None):
-    """The tree that :func:`_describe` described, with its leaves taken from ``leaves``."""
-    kind = meta["kind"]
-    if kind == "tensorclass":
-        return _resolve_class(meta["type"])._from_tensordict(_rebuild(meta["td"], leaves, device))
-    if kind == "lazy":
-        members = [_rebuild(m, leaves, device) for m in meta["members"]]
-        return STACKERS["lazy_stack"](members, meta["stack_dim"])
-    source = {}
-    for key, entry in meta["entries"]:
-        if entry["kind"] == "tensor":
-            source[key] = leaves[entry["index"]]
-        elif entry["kind"] == "object":
-            source[key] = entry["value"]
-        else:
-            source[key] = _rebuild(entry, leaves, device)
-    td_device = meta["device"] if device is None or meta["device"] is None else device
-    return CLASSES["TensorDict"](
-        source, batch_size=meta["batch_size"], device=td_device, names=meta["names"]
-    )
-
-
-def _serialize(
-    td, tensorclass_type: str | None = None, device=None
-) -> tuple[dict, torch.Tensor, bool]:
+def _serialize(td, tensorclass: str | None = None, device=None) -> tuple[dict, torch.Tensor, bool]:
     """``(meta, buffer, own)``: the description of ``td`` with the buffer's layout, its packed
-    leaves, and whether that buffer is the one the leaves already live in (no copy made)."""
+    leaves, and whether that buffer is the one the leaves already live in (no copy made).
+
+    ``tensorclass``: the stable name of the tensorclass that ``td`` is the tensordict of.
+    """
     leaves = []
-    tree = _describe(td, leaves)
-    if tensorclass_type is not None and tree["kind"] != "tensorclass":
-        tree = {"kind": "tensorclass", "type": tensorclass_type, "td": tree}
+
+    def leaf(value, records: dict, key: str, path: tuple) -> None:
+        if not isinstance(value, torch.Tensor) or value.is_nested or value.layout != torch.strided:
+            what = f"a {value.layout} tensor" if isinstance(value, torch.Tensor) else "it"
+            msg = f"cannot send the leaf {key!r}: {what} has no packed form"
+            raise NotImplementedError(msg)
+        records[key] = len(leaves)
+        leaves.append(((*path, key), value.detach()))
+
+    # non-tensor entries travel whole (pickled), as they are
+    described = tree.describe(td, leaf, sort=True, non_tensor=lambda value: value)
+    if tensorclass is not None:
+        described["cls"] = tensorclass
     offsets, size = _layout(leaves)
     own = _packed_view(leaves, offsets, size)
     buffer = (
@@ -324,7 +248,13 @@ def _serialize(
         (off, list(t.shape), str(t.dtype).removeprefix("torch."))
         for (_, t), off in zip(leaves, offsets)
     ]
-    meta = {"tree": tree, "leaves": specs, "nbytes": size, "device": str(buffer.device)}
+    # classes by their stable names; a class of no registered name arrives as a TensorDict
+    meta = {
+        "tree": tree.named_classes(described, unknown="TensorDict"),
+        "leaves": specs,
+        "nbytes": size,
+        "device": str(buffer.device),
+    }
     return meta, buffer, buffer is own
 
 
@@ -333,7 +263,14 @@ def _deserialize(meta: dict, buffer: torch.Tensor):
         buffer[off : off + _nbytes(shape, dtype)].view(getattr(torch, dtype)).view(shape)
         for off, shape, dtype in meta["leaves"]
     ]
-    return _rebuild(meta["tree"], leaves, buffer.device if buffer.device.type != "cpu" else None)
+    return tree.rebuild(
+        meta["tree"],
+        lambda records, where: {key: leaves[index] for key, index in records.items()},
+        non_tensor=lambda value: value,
+        lock=False,
+        sort=True,
+        device=buffer.device if buffer.device.type != "cpu" else None,
+    )
 
 
 def _nbytes(shape: list, dtype: str) -> int:
@@ -513,20 +450,13 @@ def _stacked_items(td, write_back: bool) -> list:
     with ``write_back`` (rank ``dst``), the result is written into the members after
     the collective.
     """
-    td = _inner(td)
+    td = td._tree_inner()
     items = []
     for key in sorted(td._keys_level()):
         value = td._get_str(key, None)
         if isinstance(value, torch.Tensor):
-            back = None
-            if td._is_lazy and write_back:
-
-                def back(td=td, key=key, value=value):
-                    with torch.no_grad():
-                        td.set_(key, value)
-
-            items.append((value, back))
-        elif is_tensor_collection(value) and not _is_non_tensor(value):
+            items.append((value, td._tree_write_back(key, value) if write_back else None))
+        elif is_tensor_collection(value) and value._tree_value() is None:
             items.extend(_stacked_items(value, write_back))
     return items
 
@@ -611,18 +541,22 @@ def _padded(buffer: torch.Tensor, size: int) -> torch.Tensor:
     return out
 
 
-def _wrap_as(cls, result):
-    """``result`` as the tensorclass ``cls`` when ``cls`` is one and ``result`` is a plain tensordict."""
-    if getattr(cls, "_is_tensorclass", False) and not getattr(
-        type(result), "_is_tensorclass", False
-    ):
-        return cls._from_tensordict(result)
-    return result
-
-
 def _rank(group) -> int:
     dist = _dist()
     return dist.get_rank() if group is None else dist.get_rank(group)
+
+
+def _from_remote_init(src, group, device, use_broadcast: bool):
+    _require("from_remote_init")
+    if use_broadcast:
+        return _broadcast_impl(None, src, group, device, None)
+    dist = _dist()
+    box = [None]
+    dist.recv_object_list(box, src=src, group=group, device=device)
+    meta = box[0]
+    buffer = torch.empty(meta["nbytes"], dtype=torch.uint8, device=device or "cpu")
+    dist.recv(buffer, src=src, group=group)
+    return _deserialize(meta, buffer)
 
 
 def _broadcast_impl(td, src, group, device, tensorclass_type):
@@ -642,7 +576,7 @@ def _broadcast_impl(td, src, group, device, tensorclass_type):
 
 
 # ====================================================================== the methods
-class DistributedMixin:
+class DistributedMixin(tree.TreeMixin):
     """Sending, receiving and reducing tensordicts over :mod:`torch.distributed`."""
 
     __slots__ = ()
@@ -996,9 +930,10 @@ class DistributedMixin:
 
         The receiving side learns the structure (keys, classes, batch sizes, shapes,
         dtypes), then the values; the result's leaves are views of one buffer, which
-        ``recv(consolidated=True)`` fills in place. A tensorclass arrives as its class
-        if this process can import it. The description is unpickled: use it only
-        between ranks you trust.
+        ``recv(consolidated=True)`` fills in place. A tensorclass arrives as its class,
+        which this process must define (import its module first): classes are found
+        by name among those defined, never imported. The description is unpickled:
+        use it only between ranks you trust.
 
         Args:
             src (int): the rank of the sender.
@@ -1014,6 +949,8 @@ class DistributedMixin:
 
         Raises:
             ProcessGroupNotInitializedError: before ``init_process_group``.
+            ConsolidatedFormatError: if the sender's tensorclass is not defined in this
+                process (a ``RuntimeError``).
 
         Examples:
             .. code-block:: python
@@ -1025,16 +962,7 @@ class DistributedMixin:
             ...
             tensordict.errors.ProcessGroupNotInitializedError: from_remote_init() needs a torch.distributed process group: ...
         """
-        _require("from_remote_init")
-        if use_broadcast:
-            return _wrap_as(cls, _broadcast_impl(None, src, group, device, None))
-        dist = _dist()
-        box = [None]
-        dist.recv_object_list(box, src=src, group=group, device=device)
-        meta = box[0]
-        buffer = torch.empty(meta["nbytes"], dtype=torch.uint8, device=device or "cpu")
-        dist.recv(buffer, src=src, group=group)
-        return _wrap_as(cls, _deserialize(meta, buffer))
+        return _from_remote_init(src, group, device, use_broadcast)
 
     # ------------------------------------------------------------------ collectives
     def broadcast(self, src: int, *, group=None, device=None, _tensorclass_type: str | None = None):
@@ -1345,10 +1273,10 @@ class DistributedMixin:
 def _tc_broadcast(self, src: int, *, group=None, device=None):
     """Broadcasts the instance of rank ``src`` (see :meth:`TensorDictBase.broadcast`); it arrives as this class."""
     result = self._tensordict.broadcast(
-        src, group=group, device=device, _tensorclass_type=_type_name(type(self))
+        src, group=group, device=device, _tensorclass_type=str(type(self))
     )
-    # another rank may have sent another tensorclass: it arrives as that class
-    return result if getattr(type(result), "_is_tensorclass", False) else self._wrap(result)
+    # a tensordict arrives as this class; another rank's tensorclass instance as its own class
+    return self._wrap(result)
 
 
 def _tc_init_remote(self, dst=None, group=None, device=None, use_broadcast=False) -> None:
@@ -1358,13 +1286,21 @@ def _tc_init_remote(self, dst=None, group=None, device=None, use_broadcast=False
         group=group,
         device=device,
         use_broadcast=use_broadcast,
-        _tensorclass_type=_type_name(type(self)),
+        _tensorclass_type=str(type(self)),
     )
+
+
+@classmethod
+def _tc_from_remote_init(cls, src: int, group=None, device=None, use_broadcast: bool = False):
+    """Receives what :meth:`TensorDictBase.init_remote` sends; a tensordict arrives as this class."""
+    result = _from_remote_init(src, group, device, use_broadcast)
+    # another rank's tensorclass instance (no tensordict) arrives as its own class
+    return cls._from_tensordict(result) if isinstance(result, tree.TreeMixin) else result
 
 
 TENSORCLASS_METHODS = {
     "broadcast": _tc_broadcast,
     "init_remote": _tc_init_remote,
-    "from_remote_init": vars(DistributedMixin)["from_remote_init"],
+    "from_remote_init": _tc_from_remote_init,
 }
 """The methods that :mod:`tensordict.tensorclass` copies onto every tensorclass: they carry the class."""

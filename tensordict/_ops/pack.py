@@ -131,8 +131,9 @@ def _build(source: dict, path: tuple, levels: dict, device):
         child = path + (name,)
         entries[name] = _build(value, child, levels, device) if child in levels else value
     _, batch, cls = levels[path]
-    td = CLASSES["TensorDict"](entries, batch_size=batch, device=device)
-    return td if cls is None else cls._from_tensordict(td)
+    return (cls or CLASSES["TensorDict"])._tree_build(
+        entries, {"batch_size": batch, "device": device}
+    )
 
 
 def _norm_pack_dim(dim: int, batch_dims: int) -> int:
@@ -191,7 +192,8 @@ class PackMixin:
         leaves, nested = [], []
         for key, value in self.items(True, False, sort=True):
             if is_tensor_collection(value) and not is_non_tensor(value):
-                cls = type(value) if getattr(type(value), "_is_tensorclass", False) else None
+                # a tensorclass wraps a tensordict, and comes back as its class
+                cls = type(value) if value._tree_inner() is not value else None
                 nested.append((key, value.batch_size[bd:], cls))
             elif not isinstance(value, torch.Tensor):
                 msg = f"cannot pack the non-tensor entry {key!r}: drop the non-tensor entries with filter_non_tensor_data() first"
@@ -220,14 +222,12 @@ class PackMixin:
         elif not flat.is_contiguous():
             flat = flat.contiguous()
         if layout is None:
-            own = type(self) if getattr(type(self), "_is_tensorclass", False) else None
             layout = PackLayout(
                 keys=tuple(key for key, _ in leaves),
                 shapes=tuple(value.shape[bd:] for _, value in leaves),
                 dim=packed_dim,
                 nested=tuple(nested),
                 device=self.device,
-                cls=own,
             )
         return flat, layout
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 import torch
 
 from tensordict._collection import is_tensor_collection
+from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops.distributed import TENSORCLASS_METHODS
 from tensordict._options import GET_DEFAULT
@@ -63,6 +64,28 @@ class _TensorClassMethods:
         obj = object.__new__(cls)
         obj.__dict__["_tensordict"] = td
         return obj
+
+    # ------------------------------------------------------------------ the walk of a tree (_ops/tree.py)
+    # An instance is described through its tensordict, under its own class.
+    def _tree_items(self, sort: bool = False) -> list:
+        return self._tensordict._tree_items(sort)
+
+    def _tree_info(self) -> dict:
+        return self._tensordict._tree_info()
+
+    def _tree_value(self):
+        return None
+
+    @classmethod
+    def _tree_build(cls, entries: dict, info: dict):
+        inner = LazyStackedTensorDict if "stack_dim" in info else TensorDict
+        return cls._from_tensordict(inner._tree_build(entries, info))
+
+    def _tree_like(self, entries: dict, device=None):
+        return type(self)._from_tensordict(self._tensordict._tree_like(entries, device))
+
+    def _tree_inner(self):
+        return self._tensordict
 
     def _wrap(self, result):
         """The result of a tensordict method, as this class where it is a tensordict."""
