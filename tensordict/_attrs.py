@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tensordict._ops.exchange import CONVERTERS
+from tensordict._ops.convert import CONVERTERS
 from tensordict._td import TensorDict
 from tensordict.errors import InvalidArgumentError
 from tensordict.tensorclass import TensorClass

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._helpers import shape_of
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops import names as dimnames
 from tensordict._ops.apply import check_result
 from tensordict._ops.classes import CLASSES
-from tensordict._ops.convert import shape_of
 from tensordict._ops.entries import plain_tree
 from tensordict._ops.indexing import (
     batch_size_from_dummy,

@@ -25,24 +25,24 @@ from tensordict._collection import (
     is_non_tensor,
     is_tensor_collection,
 )
-from tensordict._helpers import KEY_SEPARATOR, expand_as_right
+from tensordict._helpers import KEY_SEPARATOR, expand_as_right, shape_of
 from tensordict._keys import NestedKey, _key_parts, unravel_key, unravel_key_list
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
 from tensordict._ops.apply import ApplyMixin, tensor_leaves
 from tensordict._ops.autograd import AutogradMixin
 from tensordict._ops.consolidate import ConsolidateMixin
-from tensordict._ops.convert import ConvertMixin, shape_of
+from tensordict._ops.convert import ConvertMixin
+from tensordict._ops.device import DeviceMixin
 from tensordict._ops.distributed import DistributedMixin
 from tensordict._ops.entries import EntriesMixin
-from tensordict._ops.exchange import ExchangeMixin
+from tensordict._ops.math import MathMixin
 from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pack import PackMixin
 from tensordict._ops.parallel import ParallelMixin
-from tensordict._ops.pointwise import PointwiseMixin
+from tensordict._ops.printing import PrintingMixin
 from tensordict._ops.shape import ShapeMixin
 from tensordict._ops.shape_more import ShapeMoreMixin
 from tensordict._ops.torch_function import dispatch
-from tensordict._ops.values import ValuesMixin
 from tensordict._options import (
     GET_DEFAULT,
     capture_non_tensor_stack,
@@ -142,18 +142,20 @@ class _KeysView:
 class TensorDictBase(
     ShapeMixin,
     ShapeMoreMixin,
-    PointwiseMixin,
     ApplyMixin,
     AutogradMixin,
     ConvertMixin,
-    ExchangeMixin,
+    PrintingMixin,
     MemmapMixin,
     ParallelMixin,
     PackMixin,
     ConsolidateMixin,
     DistributedMixin,
     EntriesMixin,
-    ValuesMixin,
+    # These two come after ApplyMixin and MemmapMixin: the primitives their generated
+    # methods call are declared in a common base that the MRO puts after both of them.
+    MathMixin,
+    DeviceMixin,
     abc.ABC,
     TensorCollection,
 ):

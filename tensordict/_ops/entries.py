@@ -6,7 +6,7 @@ reading one entry cheaply (``get_at``, ``get_item_shape``, ``entry_class``,
 ``is_non_tensor``), writing rows (``copy_at_``) and the dimension names
 (``rename_``). The constructors that build concrete classes (``from_list``,
 ``from_dict_instance``, ``from_schema``) only look up their implementation in
-:data:`tensordict._ops.exchange.CONVERTERS`, which :mod:`tensordict._from` fills.
+:data:`tensordict._ops.convert.CONVERTERS`, which :mod:`tensordict._from` fills.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tensordict._collection import (
 )
 from tensordict._keys import NestedKey, _key_parts, unravel_key
 from tensordict._nontensor import NonTensorData
-from tensordict._ops.exchange import CONVERTERS
+from tensordict._ops.convert import CONVERTERS
 from tensordict.errors import (
     CopyAtError,
     LockedError,

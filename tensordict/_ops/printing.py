@@ -325,3 +325,23 @@ def collection_repr(obj, tail: str = "") -> str:
     if options["compact"]:
         return compact_repr(obj, options, tail)
     return detailed_repr(obj, options)
+
+
+class PrintingMixin:
+    """The ``repr`` of every tensordict class, over the hooks that the lazy stack overrides."""
+
+    __slots__ = ()
+
+    def _repr_items(self):
+        """The ``(key, value)`` pairs that the ``repr`` shows."""
+        return self._items_level()
+
+    def _repr_detail_extra(self) -> dict:
+        """Extra blocks and trailing parts of the detailed ``repr`` (a lazy stack has some)."""
+        return {}
+
+    def _fields_repr(self) -> str:
+        return compact_fields(self)
+
+    def __repr__(self) -> str:
+        return collection_repr(self)
