@@ -27,8 +27,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
-from tensordict._nontensor import NonTensorData, NonTensorDataBase
+from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._nontensor import NonTensorData
 from tensordict.errors import (
     EntryTypeError,
     InvalidArgumentError,
@@ -44,16 +44,6 @@ PYTREE_TYPE = "_pytree_type"
 
 NON_STRING_KEY = "<NON_NESTED>"
 """The prefix of the key under which a pytree dict entry with a non-string key is stored."""
-
-
-def _is_tensordict(value) -> bool:
-    """True for a tensordict (a tensor collection that is neither a tensorclass nor a non-tensor)."""
-    cls = type(value)
-    return (
-        getattr(cls, "_is_tensor_collection", False) is True
-        and not cls._is_tensorclass
-        and not getattr(cls, "_is_non_tensor", False)
-    )
 
 
 def _converter(name: str) -> Callable:
@@ -549,14 +539,8 @@ class ConvertMixin:
         """
         out = {}
         for key, value in self._items_level():
-            if _is_tensordict(value):
-                out[key] = value.to_dict(convert_tensors=convert_tensors)
-            elif getattr(type(value), "_is_tensorclass", False):
-                out[key] = value.to_dict(convert_tensors=convert_tensors)
-            elif isinstance(value, NonTensorDataBase):
-                out[key] = value.data
-            elif is_non_tensor(value):
-                out[key] = value.tolist()
+            if is_tensor_collection(value):
+                out[key] = value._dict_entry(convert_tensors)
             else:
                 out[key] = value.tolist() if convert_tensors else value
         return out
@@ -576,12 +560,8 @@ class ConvertMixin:
         """
         out = {}
         for key, value in self._items_level():
-            if _is_tensordict(value):
-                out[key] = value.numpy()
-            elif isinstance(value, NonTensorDataBase):
-                out[key] = value.data
-            elif is_non_tensor(value):
-                out[key] = value.tolist()
+            if is_tensor_collection(value):
+                out[key] = value._numpy_entry()
             else:
                 out[key] = value.detach().cpu().numpy()
         return out
@@ -884,3 +864,18 @@ class ConvertMixin:
             preserve_module_state=preserve_module_state,
             memo=memo,
         )
+
+    # ------------------------------------------------------------------ hooks of the classes
+    def _dict_entry(self, convert_tensors: bool):
+        """What :meth:`to_dict` of a parent gives for this entry: this tensordict's own ``to_dict``.
+
+        A tensorclass gives the same; a non-tensor entry gives its value, a stack of them a list.
+        """
+        return self.to_dict(convert_tensors=convert_tensors)
+
+    def _numpy_entry(self):
+        """What :meth:`numpy` of a parent gives for this entry: this tensordict's own ``numpy``.
+
+        A tensorclass gives the same; a non-tensor entry gives its value, a stack of them a list.
+        """
+        return self.numpy()

@@ -10,7 +10,7 @@ from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.casts import CastOps
 from tensordict._ops.convert import CONVERTERS
-from tensordict._ops.math import _unwrap, leaf_keys, leaf_tensors, tensors_only
+from tensordict._ops.math import leaf_keys, leaf_tensors, tensors_only
 from tensordict.errors import AcceleratorUnavailableError, KeyMismatchError, warn
 from tensordict.memmap.tensor import MemoryMappedTensor
 
@@ -44,8 +44,8 @@ class DeviceMixin(CastOps):
     The casts to each dtype (``float32``, ``half``, ...) are spelled out in
     :mod:`tensordict._ops._generated.casts`; they call :meth:`type`. Two hooks of the
     classes are used: ``_reset_device(device)`` records a device on a tensordict and its
-    sub-tensordicts without moving any tensor, and ``_is_lazy`` tells a lazy stack, whose
-    leaves have no single data pointer.
+    sub-tensordicts without moving any tensor, and the lazy stack overrides
+    :meth:`data_ptr` and :meth:`is_contiguous`.
     """
 
     __slots__ = ()
@@ -619,7 +619,8 @@ class DeviceMixin(CastOps):
             >>> out.batch_size, out["a"], out["b"]
             (torch.Size([3]), tensor([1.5000, 2.0000, 3.0000]), tensor([1, 2, 3]))
         """
-        data = _unwrap(data)
+        if is_tensor_collection(data):
+            data = data._leafwise_operand()
 
         def make(leaf, value):
             kwargs = {"dtype": leaf.dtype if dtype is None else dtype}
@@ -667,12 +668,6 @@ class DeviceMixin(CastOps):
             True
         """
 
-        if self._is_lazy:
-            source = {str(i): m.data_ptr(storage=storage) for i, m in enumerate(self.tensordicts)}
-            return self.tensordicts[0]._new_like(
-                source, torch.Size(()), names=None, device=torch.device("cpu")
-            )
-
         def pointer(leaf):
             value = leaf.untyped_storage().data_ptr() if storage else leaf.data_ptr()
             return torch.tensor(value, dtype=torch.int64)
@@ -719,8 +714,6 @@ class DeviceMixin(CastOps):
             >>> TensorDict({"a": torch.zeros(3, 2).t()}, [2]).is_contiguous()
             False
         """
-        if self._is_lazy:
-            return False
         return all(leaf.is_contiguous() for leaf in leaf_tensors(self))
 
     @property

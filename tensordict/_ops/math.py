@@ -43,11 +43,6 @@ def _non_tensor_keys(td, prefix: tuple = ()) -> list:
 
 
 # ---------------------------------------------------------------------- operands
-def _unwrap(other):
-    """A tensorclass operand acts through its tensordict."""
-    return other._tensordict if getattr(type(other), "_is_tensorclass", False) else other
-
-
 def _check_same_keys(td, other, what: str) -> None:
     mine, theirs = leaf_keys(td), leaf_keys(other)
     if mine != theirs:
@@ -83,8 +78,8 @@ def _operands(td, others, what: str) -> list:
     """The operands, tensorclasses unwrapped, tensordicts checked to have ``td``'s leaf keys."""
     out = []
     for other in others:
-        other = _unwrap(other)
         if is_tensor_collection(other):
+            other = other._leafwise_operand()
             _paired(td, other, what, None)
         out.append(other)
     return out
@@ -127,8 +122,8 @@ def _as_tensor_operand(value, leaf):
 # ---------------------------------------------------------------------- operators
 def _operator(op, swap: bool = False, name: str = ""):
     def method(self, other):
-        other = _unwrap(other)
         if is_tensor_collection(other):
+            other = other._leafwise_operand()
             if not hasattr(other, "_fast_apply"):
                 return NotImplemented
             _check_same_keys(self, other, name or op.__name__)
@@ -233,11 +228,6 @@ def _cumulative(td, name: str, dim: int, reduce: bool | None, return_indices: bo
     return result_type((values, indices))
 
 
-def _dense(td):
-    """``td``, or a lazy stack made dense: ops along a batch dim need the stacked leaves."""
-    return td.contiguous() if td._is_lazy else td
-
-
 def _renamed(td, key_transform):
     """``td`` with each leaf renamed by ``key_transform`` at its own level."""
     source = {}
@@ -298,35 +288,28 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
 
     # ------------------------------------------------------------------ primitives of the generated methods
     def _leafwise(self, fn, other, args: tuple, kwargs: dict, name: str):
-        other = _unwrap(other)
         if is_tensor_collection(other):
+            other = other._leafwise_operand()
             _check_same_keys(self, other, name)
             return self._fast_apply(lambda x, y: fn(x, y, *args, **kwargs), other)
         return self._fast_apply(lambda x: fn(x, other, *args, **kwargs))
 
     def _pairwise(self, fn, other, name: str, default=None):
-        other = _unwrap(other)
         if is_tensor_collection(other):
-            td, other, fill = _paired(self, other, name, default)
+            td, other, fill = _paired(self, other._leafwise_operand(), name, default)
             return td._fast_apply(fn, other, default=fill)
         return self._fast_apply(lambda x: fn(x, other))
 
     def _write_each_leaf(self, fn, other, name: str):
         # The leaves are the stored tensors (a lazy stack's are its members', never the
         # stacked copies that ``get`` returns); a tensordict operand gives each leaf its own.
-        other = _unwrap(other)
         if not is_tensor_collection(other):
             for leaf in self._stored_tensors():
                 fn(leaf, other)
             return self
+        other = other._leafwise_operand()
         _check_same_keys(self, other, name)
-        if getattr(type(self), "_is_lazy", False):
-            self.apply_(fn, other)
-            return self
-        for key in self.keys(True, True):
-            leaf = self.get(key)
-            if isinstance(leaf, torch.Tensor):
-                fn(leaf, other.get(key))
+        self._write_matching_leaves(fn, other)
         return self
 
     def _reduce(self, name: str, dim, keepdim: bool, reduce, return_indices: bool, kwargs: dict):
@@ -365,6 +348,31 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             return fn(x, dim=norm_t, keepdim=keepdim, **kwargs)
 
         return self._fast_apply(op, batch_size=new, names=None)
+
+    # ------------------------------------------------------------------ hooks of the classes
+    def _leafwise_operand(self):
+        """What this tensordict is as the operand of a leafwise operation: itself.
+
+        A tensorclass gives its tensordict; ``NonTensorDataBase`` has this hook too.
+        """
+        return self
+
+    def _write_matching_leaves(self, fn, other) -> None:
+        """Calls the in-place ``fn(leaf, other_leaf)`` on each tensor leaf with ``other``'s at its key.
+
+        The lazy stack writes its members' tensors instead (``get`` gives stacked copies).
+        """
+        for key in self.keys(True, True):
+            leaf = self.get(key)
+            if isinstance(leaf, torch.Tensor):
+                fn(leaf, other.get(key))
+
+    def _as_dense(self):
+        """This tensordict with its leaves stacked, for the ops along a batch dim: itself.
+
+        The lazy stack returns ``self.contiguous()``.
+        """
+        return self
 
     # ------------------------------------------------------------------ elementwise
     def clamp(self, min=None, max=None):  # noqa: A002 - torch's argument names
@@ -702,7 +710,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             (tensor([0.5000, 0.5000]), tensor([0.5000, 0.5000, 0.5000]))
         """
         d = _batch_dim(self, dim, "softmax")
-        return _dense(self)._fast_apply(lambda x: torch.softmax(x, d, dtype=dtype))
+        return self._as_dense()._fast_apply(lambda x: torch.softmax(x, d, dtype=dtype))
 
     def cummax(self, dim: int, *, reduce: bool | None = None, return_indices: bool = True):
         """Returns the running maximum of every leaf along the batch dim ``dim``, with indices.
@@ -734,7 +742,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> out.values["a"], out.indices["a"]
             (tensor([1., 3., 3.]), tensor([0, 1, 1]))
         """
-        return _cumulative(tensors_only(_dense(self)), "cummax", dim, reduce, return_indices)
+        return _cumulative(tensors_only(self._as_dense()), "cummax", dim, reduce, return_indices)
 
     def cummin(self, dim: int, *, reduce: bool | None = None, return_indices: bool = True):
         """Returns the running minimum of every leaf along the batch dim ``dim``, with indices.
@@ -765,7 +773,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> out.values["a"], out.indices["a"]
             (tensor([2., 1., 1.]), tensor([0, 1, 1]))
         """
-        return _cumulative(tensors_only(_dense(self)), "cummin", dim, reduce, return_indices)
+        return _cumulative(tensors_only(self._as_dense()), "cummin", dim, reduce, return_indices)
 
     def quantile(
         self,
@@ -820,7 +828,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         keepdim = False if keepdim is NO_DEFAULT else keepdim
         kwargs = {"interpolation": interpolation}
-        src = _dense(self)
+        src = self._as_dense()
         batch = self.batch_size
         if dim is NO_DEFAULT or dim is None:
             if reduce:
