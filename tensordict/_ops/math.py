@@ -1,4 +1,4 @@
-"""Math over every leaf: arithmetic, comparisons, elementwise math and reductions."""
+"""Math over every leaf: operators, elementwise math (in place too), reductions and scans."""
 
 from __future__ import annotations
 
