@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench soak lint format
+.PHONY: test demo bench soak lint format generate
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -28,3 +28,8 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# Rewrites tensordict/_ops/_generated/ from the tables of scripts/generate_ops.py
+# (tests/test_generated_ops.py fails until the checked-in modules match them).
+generate: $(STAMP)
+	$(PY) scripts/generate_ops.py

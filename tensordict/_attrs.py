@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tensordict._ops.exchange import CONVERTERS
+from tensordict._ops.convert import CONVERTERS
 from tensordict._td import TensorDict
 from tensordict._tensorclass.base_class import TensorClass
 from tensordict.errors import InvalidArgumentError

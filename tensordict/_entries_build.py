@@ -1,9 +1,9 @@
-"""The constructors of :mod:`tensordict._ops.exchange` that build concrete classes.
+"""The constructors of :mod:`tensordict._ops.convert` that build concrete classes.
 
 ``from_list``, ``from_dict_instance`` and ``from_schema`` are methods of every
 tensordict, declared in the ``_ops`` layer, which may not import
 :class:`~tensordict.TensorDict` or the lazy stack. Their bodies live here and
-are put in :data:`tensordict._ops.exchange.CONVERTERS` when this module is
+are put in :data:`tensordict._ops.convert.CONVERTERS` when this module is
 imported (:mod:`tensordict._from` imports it).
 """
 
@@ -16,7 +16,7 @@ import torch
 
 from tensordict._collection import is_tensor_collection
 from tensordict._lazy import lazy_stack
-from tensordict._ops.exchange import CONVERTERS
+from tensordict._ops.convert import CONVERTERS
 from tensordict._td import TensorDict
 from tensordict.errors import UnknownStorageError
 

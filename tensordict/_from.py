@@ -4,7 +4,7 @@ The public functions here are the package's module functions
 (``tensordict.from_any``, ``tensordict.from_dataclass``, ...). Importing this
 module also registers the implementations of the matching ``TensorDictBase``
 class methods (and of ``to_module``) in
-:data:`tensordict._ops.exchange.CONVERTERS`, since those methods are defined
+:data:`tensordict._ops.convert.CONVERTERS`, since those methods are defined
 below the classes they build.
 
 Every converter takes the same batch-size keywords: ``batch_size`` (the batch
@@ -29,7 +29,7 @@ from tensordict._collection import is_tensor_collection
 from tensordict._helpers import check_batch_args
 from tensordict._lazy import lazy_stack as _lazy_stack
 from tensordict._nontensor import NonTensorData
-from tensordict._ops.exchange import CONVERTERS, NON_STRING_KEY, PYTREE_TYPE
+from tensordict._ops.convert import CONVERTERS, NON_STRING_KEY, PYTREE_TYPE
 from tensordict._td import TensorDict
 from tensordict._tensorclass.from_dataclass import from_dataclass
 from tensordict.errors import (

@@ -341,3 +341,20 @@ def contiguous_strides(shape: tuple) -> tuple:
         strides.append(step)
         step *= max(size, 1)
     return tuple(reversed(strides))
+
+
+def shape_of(value) -> torch.Size:
+    """The shape of a tensor (a nested tensor's ragged dims read -1) or a collection's batch size."""
+    if not isinstance(value, torch.Tensor):
+        return value.batch_size
+    if value.is_nested:
+        if value.layout is torch.jagged:
+            return value.shape  # its ragged dim is a symbolic size, printed j1, j2, ...
+        sizes = value._nested_tensor_size()
+        inner = (
+            [int(col[0]) if bool((col == col[0]).all()) else -1 for col in sizes.unbind(1)]
+            if sizes.numel()
+            else []
+        )
+        return torch.Size([value.size(0), *inner])
+    return value.shape

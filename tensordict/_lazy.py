@@ -1046,6 +1046,22 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             source[key] = value
         return TensorDict._new_unsafe(source, self._batch_size, self.device, self.names)
 
+    def is_contiguous(self) -> bool:
+        """Returns False: a lazy stack's leaves are stacked on each read, never stored as one.
+
+        Returns:
+            False, whatever the members' leaves are.
+
+        Examples:
+            >>> lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(2))]).is_contiguous()
+            False
+        """
+        return False
+
+    def _as_dense(self) -> TensorDict:
+        # The ops along a batch dim (softmax, cummax, quantile, ...) need the stacked leaves.
+        return self.contiguous()
+
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
         """Returns a dense :class:`TensorDict` copy (see :meth:`contiguous`), plain at every depth.
 
@@ -1091,6 +1107,33 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
     def _stored_tensors(self):
         for member in self.tensordicts:
             yield from member._stored_tensors()
+
+    def _write_matching_leaves(self, fn, other) -> None:
+        # ``get`` gives stacked copies: apply_ reaches each member's own tensors.
+        self.apply_(fn, other)
+
+    def data_ptr(self, *, storage: bool = False):
+        """Returns the data pointers of each member, in a sub-tensordict keyed by its index.
+
+        A lazy stack's leaves have no single data pointer, so each member gives its own
+        :meth:`TensorDictBase.data_ptr`, under the key ``"0"``, ``"1"``, ...
+
+        Keyword Args:
+            storage (bool, optional): give the pointers of the leaves' untyped storages
+                rather than of their first elements. Defaults to False.
+
+        Returns:
+            A tensordict with ``batch_size=[]`` on the CPU, built by the first member.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(2))])
+            >>> int(stack.data_ptr()["1", "a"]) == stack.tensordicts[1]["a"].data_ptr()
+            True
+        """
+        source = {str(i): m.data_ptr(storage=storage) for i, m in enumerate(self.tensordicts)}
+        return self.tensordicts[0]._new_like(
+            source, torch.Size(()), names=None, device=torch.device("cpu")
+        )
 
     def _repr_items(self):
         items = []

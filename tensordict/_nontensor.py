@@ -247,6 +247,18 @@ class NonTensorDataBase:
         """
         return self.data
 
+    def _dict_entry(self, convert_tensors: bool):
+        # What ``to_dict`` of the tensordict holding this entry gives for it: the value.
+        return self.data
+
+    def _numpy_entry(self):
+        # What ``numpy()`` of the tensordict holding this entry gives for it: the value.
+        return self.data
+
+    def _leafwise_operand(self):
+        # As the operand of a tensordict's leafwise operation, this entry is itself.
+        return self
+
     def _with(self, batch_size) -> NonTensorDataBase:
         return type(self)(self.data, batch_size, self._device, metadata=self._metadata)
 

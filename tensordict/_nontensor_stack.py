@@ -355,6 +355,14 @@ class NonTensorStack(LazyStackedTensorDict):
         """
         return self.tolist()
 
+    def _dict_entry(self, convert_tensors: bool) -> list:
+        # What ``to_dict`` of the tensordict holding this stack gives for it: the values.
+        return self.tolist()
+
+    def _numpy_entry(self) -> list:
+        # What ``numpy()`` of the tensordict holding this stack gives for it: the values.
+        return self.tolist()
+
     def _read_value(self) -> LinkedList:
         """What ``td[key]`` gives: the values as a (nested) LinkedList that writes back here."""
         return self._linked(_nest(self._flat(), self._batch_size), ())

@@ -8,6 +8,7 @@ import torch
 
 from tensordict import _dim_names as dimnames
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._helpers import shape_of
 from tensordict._indexing import (
     batch_size_from_dummy,
     batch_size_from_leaf,
@@ -17,7 +18,6 @@ from tensordict._nested_tensors import nested_index
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops.apply import check_result
 from tensordict._ops.classes import CLASSES
-from tensordict._ops.convert import shape_of
 from tensordict._ops.entries import _as_value, _check_batch, _source_items, plain_tree
 from tensordict._torch_function import dispatch
 from tensordict._unbatched import UnbatchedTensor as _Unbatched

@@ -26,17 +26,17 @@ from tensordict._ops.autograd import AutogradMixin
 from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.consolidate import ConsolidateMixin
 from tensordict._ops.convert import ConvertMixin
+from tensordict._ops.device import DeviceMixin
 from tensordict._ops.distributed import DistributedMixin
 from tensordict._ops.entries import EntriesMixin
-from tensordict._ops.exchange import ExchangeMixin
 from tensordict._ops.keys import KeysMixin
+from tensordict._ops.math import MathMixin
 from tensordict._ops.memmap import MemmapMixin
 from tensordict._ops.pack import PackMixin
 from tensordict._ops.parallel import ParallelMixin
-from tensordict._ops.pointwise import PointwiseMixin
+from tensordict._ops.printing import PrintingMixin
 from tensordict._ops.rearrange import RearrangeMixin
 from tensordict._ops.split_stack import SplitStackMixin
-from tensordict._ops.values import ValuesMixin
 from tensordict._options import (
     capture_non_tensor_stack,
     get_defaults_to_none,
@@ -53,11 +53,10 @@ class TensorDictBase(
     BatchDimsMixin,
     RearrangeMixin,
     SplitStackMixin,
-    PointwiseMixin,
     ApplyMixin,
     AutogradMixin,
     ConvertMixin,
-    ExchangeMixin,
+    PrintingMixin,
     MemmapMixin,
     ParallelMixin,
     PackMixin,
@@ -65,7 +64,10 @@ class TensorDictBase(
     DistributedMixin,
     KeysMixin,
     EntriesMixin,
-    ValuesMixin,
+    # These two come after ApplyMixin and MemmapMixin: the primitives their generated
+    # methods call are declared in a common base that the MRO puts after both of them.
+    MathMixin,
+    DeviceMixin,
     abc.ABC,
     TensorCollection,
 ):

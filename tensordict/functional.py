@@ -25,7 +25,7 @@ from tensordict._keys import unravel_key
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
 from tensordict._nontensor_stack import _from_flat, _values_at
-from tensordict._ops.exchange import CONVERTERS
+from tensordict._ops.convert import CONVERTERS
 from tensordict._stack import stack
 from tensordict._td import TensorDict
 from tensordict._tensorclass.decorator import is_tensorclass

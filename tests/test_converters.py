@@ -715,3 +715,25 @@ def test_from_module_to_module_round_trip_after_apply():
         warnings.simplefilter("error")
         params.to_module(net)
     assert torch.equal(net(torch.ones(1, 2)), torch.zeros(1, 1))
+
+
+def test_to_dict_and_numpy_give_each_kind_of_entry_its_value():
+    """Sub-tensordicts and tensorclasses give dicts, non-tensor entries their value, stacks lists."""
+
+    @tensorclass
+    class Box:
+        x: torch.Tensor
+
+    td = TensorDict(
+        box=Box(x=torch.arange(2), batch_size=[2]),
+        sub=TensorDict(y=torch.ones(2), batch_size=[2]),
+        name="cart",
+        batch_size=[2],
+    )
+    td["labels"] = torch.stack([TensorDict(z="a"), TensorDict(z="b")]).get("z")
+    as_dict = td.to_dict(convert_tensors=True)
+    assert as_dict["box"] == {"x": [0, 1]} and as_dict["sub"] == {"y": [1.0, 1.0]}
+    assert as_dict["name"] == "cart" and as_dict["labels"] == ["a", "b"]
+    arrays = td.numpy()
+    assert arrays["box"]["x"].tolist() == [0, 1] and arrays["sub"]["y"].tolist() == [1.0, 1.0]
+    assert arrays["name"] == "cart" and arrays["labels"] == ["a", "b"]

@@ -692,3 +692,34 @@ def test_quantized_casts_raise(name):
         warnings.simplefilter("ignore", DeprecationWarning)
         with pytest.raises(RuntimeError, match="quantized"):
             getattr(td, name)()
+
+
+# ------------------------------------------------------------------------------ operand kinds
+def test_a_tensorclass_operand_gives_each_leaf_its_own():
+    """A tensorclass operand acts through its tensordict: each leaf meets the field of its key."""
+    td = TensorDict(a=torch.tensor([1.0, 2.0]), b=torch.tensor([4.0, 6.0]), batch_size=[2])
+    pair = Pair(a=torch.tensor([10.0, 20.0]), b=torch.tensor([1.0, 2.0]), batch_size=[2])
+    assert (td + pair)["a"].tolist() == [11.0, 22.0]
+    assert td.sub(pair)["b"].tolist() == [3.0, 4.0]
+    assert td.mod(pair)["b"].tolist() == [0.0, 0.0]
+    assert td.addcmul(pair, pair)["b"].tolist() == [5.0, 10.0]
+    assert td.new_tensor(pair)["a"].tolist() == [10.0, 20.0]
+    td.mul_(pair)
+    assert td["a"].tolist() == [10.0, 40.0]
+
+
+def test_in_place_with_a_tensordict_operand_writes_a_lazy_stack_s_members():
+    """stack.add_(td) writes into each member's own tensors, which the members then show."""
+    members = [TensorDict(a=torch.zeros(2)), TensorDict(a=torch.zeros(2))]
+    stack = lazy_stack(members)
+    stack.add_(TensorDict(a=torch.tensor([[1.0, 1.0], [2.0, 2.0]]), batch_size=[2]))
+    assert members[0]["a"].tolist() == [1.0, 1.0] and members[1]["a"].tolist() == [2.0, 2.0]
+
+
+def test_ops_along_a_batch_dim_of_a_lazy_stack_match_the_dense_ones():
+    """softmax, cummax and quantile of a lazy stack give what its contiguous copy gives."""
+    members = [TensorDict(a=torch.tensor([1.0, 3.0])), TensorDict(a=torch.tensor([2.0, 0.0]))]
+    stack, dense = lazy_stack(members), lazy_stack(members).contiguous()
+    assert torch.equal(stack.softmax(0)["a"], dense.softmax(0)["a"])
+    assert torch.equal(stack.cummax(0).values["a"], dense.cummax(0).values["a"])
+    assert torch.equal(stack.quantile(0.5, dim=0)["a"], dense.quantile(0.5, dim=0)["a"])

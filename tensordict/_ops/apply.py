@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
-from tensordict._ops.convert import shape_of
+from tensordict._helpers import shape_of
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import BatchSizeError
 

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._helpers import shape_of
 from tensordict._keys import NestedKey, _key_parts, unravel_key
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
-from tensordict._ops.convert import shape_of
 from tensordict._ops.keys import inner_tensordict, is_subtree, is_tensordict
 from tensordict._options import GET_DEFAULT, list_to_stack, resolve_get_default
 from tensordict._unbatched import is_unbatched

@@ -14,7 +14,7 @@ from tensordict import _dim_names as dimnames
 from tensordict._collection import is_tensor_collection
 from tensordict._nontensor import _dummy
 from tensordict._ops.batch_dims import as_ints, entrywise, norm_dim, shape_args
-from tensordict._ops.exchange import CONVERTERS
+from tensordict._ops.convert import CONVERTERS
 from tensordict.errors import ShapeArgumentError
 
 

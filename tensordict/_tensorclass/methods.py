@@ -618,6 +618,18 @@ class _TensorClassMethods:
             return self
         return type(self)._from_tensordict(result)
 
+    def _leafwise_operand(self):
+        # As the operand of a tensordict's leafwise operation (``td + tc``), its tensordict.
+        return self._tensordict
+
+    def _dict_entry(self, convert_tensors: bool) -> dict:
+        # What ``to_dict`` of the tensordict holding this instance gives for it.
+        return self.to_dict(convert_tensors=convert_tensors)
+
+    def _numpy_entry(self) -> dict:
+        # What ``numpy()`` of the tensordict holding this instance gives for it.
+        return self.detach().cpu().numpy()
+
     def _propagate_lock(self, locked: bool) -> None:
         self._tensordict._propagate_lock(locked)
 
