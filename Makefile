@@ -29,7 +29,9 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# Rewrites tensordict/_ops/_generated/ from the tables of scripts/generate_ops.py
-# (tests/test_generated_ops.py fails until the checked-in modules match them).
+# Rewrites tensordict/_ops/_generated/ from the tables of scripts/generate_ops.py, then
+# docs/methods.md, the index of where each method lives (tests/test_generated_ops.py and
+# tests/test_method_index.py fail until the checked-in files match).
 generate: $(STAMP)
 	$(PY) scripts/generate_ops.py
+	$(PY) scripts/method_index.py

@@ -7,9 +7,11 @@ A concrete class implements a small set of primitives on one level of the tree
 ``_batch_op_multi``, the lock) and the memmap hooks of :mod:`tensordict.memmap._io`;
 every abstract one is declared below. The public API is written once on top of
 them, by topic, in the mixins of :mod:`tensordict._ops` (keys, entries, batch dims,
-pointwise math, ...); a class specialises it through hooks (``_shallow_copy`` here,
-the others documented in their mixins). The few generic methods that belong to no
-topic (locking, truth value, hashing, copies, ``bytes``) are here.
+math, devices, ...); a class specialises it through hooks (``_shallow_copy`` here,
+the others declared by :class:`tensordict._ops._contract.Contract`, whose module says
+what a mixin may call). The few generic methods that belong to no topic (locking,
+truth value, hashing, copies, ``bytes``) are here. ``docs/methods.md`` maps each public
+method to the file that defines it.
 """
 
 from __future__ import annotations

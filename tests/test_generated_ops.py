@@ -14,6 +14,7 @@ import torch
 import tensordict
 from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDict, TensorDictBase
 from tensordict._ops import _generated
+from tensordict._ops._contract import Contract
 from tensordict._ops._generated.casts import CastOps
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
@@ -23,7 +24,7 @@ from tensordict._ops.memmap import MemmapMixin
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "generate_ops.py"
-GENERATED = (_generated.OpsPrimitives, ElementwiseOps, InplaceOps, ReductionOps, CastOps)
+GENERATED = (Contract, ElementwiseOps, InplaceOps, ReductionOps, CastOps)
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +67,19 @@ def _stubs() -> dict:
 
 
 def test_every_declared_primitive_is_listed():
-    """PRIMITIVES lists every stub of the generated classes, each of which only raises."""
+    """PRIMITIVES lists every stub of the generated classes (each of which only raises), and
+    the ones they share with other mixins, which the contract declares."""
     stubs = _stubs()
     assert set(stubs) == set(_generated.PRIMITIVES)
     declared = {
         name
-        for cls in GENERATED
+        for cls in GENERATED[1:]
         for name, value in vars(cls).items()
         if inspect.isfunction(value) and "raise NotImplementedError" in inspect.getsource(value)
     }
-    assert declared == set(_generated.PRIMITIVES)
+    shared = set(_generated.PRIMITIVES) - declared
+    assert declared <= set(_generated.PRIMITIVES)
+    assert shared == {"_fast_apply", "_stored_tensors"} and shared <= set(vars(Contract))
 
 
 @pytest.mark.parametrize(
@@ -94,7 +98,7 @@ def test_no_declared_primitive_hides_its_definition(cls):
 def test_the_declarations_come_after_the_mixins_that_define_them():
     """In TensorDictBase's MRO, the common base of the stubs follows ApplyMixin and MemmapMixin."""
     mro = TensorDictBase.__mro__
-    where = mro.index(_generated.OpsPrimitives)
+    where = mro.index(Contract)
     assert mro.index(ApplyMixin) < where and mro.index(MemmapMixin) < where
     for cls in GENERATED[1:]:
         assert mro.index(cls) < where

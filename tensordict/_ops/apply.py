@@ -12,6 +12,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._helpers import shape_of
+from tensordict._ops._contract import Contract
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import BatchSizeError
 
@@ -87,8 +88,12 @@ def _write(writes: list) -> None:
             td._set_str(key, res, inplace=False, validated=True)
 
 
-class ApplyMixin:
-    """The apply family of every tensordict class (see ``TensorDictBase``)."""
+class ApplyMixin(Contract):
+    """The apply family of every tensordict class (see ``TensorDictBase``).
+
+    Calls: ``_get_str``, ``_items_level``, ``_keys_level``, ``_new_like``, ``_set_str``,
+        ``_with``.
+    """
 
     __slots__ = ()
 

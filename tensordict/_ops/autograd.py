@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from tensordict._ops._contract import Contract
 from tensordict._ops.apply import tensor_leaves
 from tensordict._torch_function import implements
 from tensordict.errors import KeyMismatchError, NotDifferentiableError
@@ -40,8 +41,11 @@ def _check_differentiable(leaves: list) -> None:
             raise NotDifferentiableError(msg)
 
 
-class AutogradMixin:
-    """Gradient flags, gradients and backward passes of every tensordict class."""
+class AutogradMixin(Contract):
+    """Gradient flags, gradients and backward passes of every tensordict class.
+
+    Calls: ``_del_str``, ``_fast_apply``, ``_items_level``, ``_keys_level``.
+    """
 
     __slots__ = ()
 

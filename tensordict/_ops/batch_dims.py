@@ -22,6 +22,7 @@ import torch
 
 from tensordict import _dim_names as dimnames
 from tensordict._nontensor import NonTensorData, _dummy
+from tensordict._ops._contract import Contract
 from tensordict.errors import (
     AxisRangeError,
     DimensionError,
@@ -72,8 +73,11 @@ def entrywise(tensor_fn, td_fn):
     return op
 
 
-class BatchDimsMixin:
-    """Reshape, view, flatten, permute, move, swap, squeeze, unsqueeze, expand, broadcast and narrow."""
+class BatchDimsMixin(Contract):
+    """Reshape, view, flatten, permute, move, swap, squeeze, unsqueeze, expand, broadcast and narrow.
+
+    Calls: ``_batch_op``, ``_reshaped``.
+    """
 
     __slots__ = ()
 

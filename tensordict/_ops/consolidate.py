@@ -574,7 +574,11 @@ def _check_flags(pin_memory, return_early, num_threads, use_buffer, non_blocking
 
 
 class ConsolidateMixin(tree.TreeMixin):
-    """``consolidate``, ``is_consolidated``, ``from_consolidated`` and the pickling of the result."""
+    """``consolidate``, ``is_consolidated``, ``from_consolidated`` and the pickling of the result.
+
+    Calls: ``_store_entry``, ``_tree_info``, ``_tree_inner``, ``_tree_items``, ``_tree_like``,
+        ``_tree_value``.
+    """
 
     __slots__ = ("_consolidated",)
 

@@ -29,6 +29,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
 from tensordict._nontensor import NonTensorData
+from tensordict._ops._contract import Contract
 from tensordict.errors import (
     EntryTypeError,
     InvalidArgumentError,
@@ -75,8 +76,11 @@ def _field_dtype(key: str, value, batch_dims: int, batch_size: torch.Size):
     return array.dtype, tuple(array.shape[batch_dims:]), array
 
 
-class ConvertMixin:
-    """Conversions between every tensordict class and other containers (see ``TensorDictBase``)."""
+class ConvertMixin(Contract):
+    """Conversions between every tensordict class and other containers (see ``TensorDictBase``).
+
+    Calls: ``_items_level``.
+    """
 
     __slots__ = ()
 

@@ -46,6 +46,9 @@ class DeviceMixin(CastOps):
     classes are used: ``_reset_device(device)`` records a device on a tensordict and its
     sub-tensordicts without moving any tensor, and the lazy stack overrides
     :meth:`data_ptr` and :meth:`is_contiguous`.
+
+    Calls: ``_fast_apply``, ``_items_level``, ``_leafwise_operand``, ``_new_like``,
+        ``_reset_device``, ``_set_str``, ``_shallow_copy``.
     """
 
     __slots__ = ()

@@ -577,7 +577,11 @@ def _broadcast_impl(td, src, group, device, tensorclass_type):
 
 # ====================================================================== the methods
 class DistributedMixin(tree.TreeMixin):
-    """Sending, receiving and reducing tensordicts over :mod:`torch.distributed`."""
+    """Sending, receiving and reducing tensordicts over :mod:`torch.distributed`.
+
+    Calls: ``_from_tensordict``, ``_get_str``, ``_keys_level``, ``_tensordict``,
+        ``_tree_inner``, ``_tree_value``, ``_tree_write_back``, ``_wrap``.
+    """
 
     __slots__ = ()
 

@@ -22,6 +22,7 @@ from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collecti
 from tensordict._helpers import shape_of
 from tensordict._keys import NestedKey, _key_parts, unravel_key
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
+from tensordict._ops._contract import Contract
 from tensordict._ops.keys import inner_tensordict, is_subtree, is_tensordict
 from tensordict._options import GET_DEFAULT, list_to_stack, resolve_get_default
 from tensordict._unbatched import is_unbatched
@@ -139,8 +140,12 @@ def plain_tree(td, retain_none: bool | None):
     return td
 
 
-class EntriesMixin:
-    """Entry methods of :class:`~tensordict.TensorDictBase` (see the module docstring)."""
+class EntriesMixin(Contract):
+    """Entry methods of :class:`~tensordict.TensorDictBase` (see the module docstring).
+
+    Calls: ``_del_str``, ``_get_str``, ``_index``, ``_items_level``, ``_keys_level``,
+        ``_new_like``, ``_read_value``, ``_set_at``, ``_set_str``, ``_shallow_copy``.
+    """
 
     __slots__ = ()
 

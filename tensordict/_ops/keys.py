@@ -23,6 +23,7 @@ from tensordict._collection import (
     is_tensor_collection,
 )
 from tensordict._keys import NestedKey, _key_parts, unravel_key
+from tensordict._ops._contract import Contract
 from tensordict.errors import LockedError, MissingKeyError, RenameDestinationError, warn
 
 
@@ -148,8 +149,13 @@ class _KeysView:
         return f"_KeysView({list(self)})"
 
 
-class KeysMixin:
-    """Key views and key algebra of :class:`~tensordict.TensorDictBase` (see the module docstring)."""
+class KeysMixin(Contract):
+    """Key views and key algebra of :class:`~tensordict.TensorDictBase` (see the module docstring).
+
+    Calls: ``_check_can_remove``, ``_del_str``, ``_get_str``, ``_items_level``, ``_keys_level``,
+        ``_missing``, ``_new_like``, ``_set_str``, ``_shallow_copy``, ``_tensordict``,
+        ``_walk_to_parent``.
+    """
 
     __slots__ = ()
 

@@ -244,6 +244,8 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
 
     The methods made from tables (``cos``, ``add_``, ``sum``, ...) are spelled out in
     :mod:`tensordict._ops._generated`; this class defines the primitives they call.
+
+    Calls: ``_fast_apply``, ``_items_level``, ``_new_like``, ``_stored_tensors``.
     """
 
     __slots__ = ()

@@ -16,6 +16,7 @@ import torch
 
 from tensordict._collection import is_non_tensor
 from tensordict._keys import _key_parts
+from tensordict._ops._contract import Contract
 from tensordict.errors import EntryExistsError, NotMemmapError, warn
 from tensordict.memmap import _archive, _fs, _io
 from tensordict.memmap import format as fmt
@@ -151,8 +152,13 @@ def warn_storage_without_file(key, path: str) -> None:
     warn(STORAGE_WARNING.format(key=key, path=path), FutureWarning)
 
 
-class MemmapMixin:
-    """Memory-mapping methods shared by every tensordict class."""
+class MemmapMixin(Contract):
+    """Memory-mapping methods shared by every tensordict class.
+
+    Calls: ``_del_str``, ``_get_str``, ``_items_level``, ``_memmap_load_into``,
+        ``_memmap_record``, ``_memmap_record_type``, ``_memmap_refresh``, ``_mm``,
+        ``_new_like``, ``_store_entry``, ``_tensordict``.
+    """
 
     __slots__ = ()
 

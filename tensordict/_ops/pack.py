@@ -16,6 +16,7 @@ import torch
 
 from tensordict._collection import is_non_tensor, is_tensor_collection
 from tensordict._keys import _key_parts
+from tensordict._ops._contract import Contract
 from tensordict._ops.classes import CLASSES
 from tensordict.errors import KeyMismatchError
 
@@ -147,8 +148,11 @@ def _norm_pack_dim(dim: int, batch_dims: int) -> int:
     return dim - (batch_dims + 1) if dim >= 0 else dim
 
 
-class PackMixin:
-    """``pack``."""
+class PackMixin(Contract):
+    """``pack``.
+
+    Calls: ``_tree_build``, ``_tree_inner``.
+    """
 
     __slots__ = ()
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
+from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import norm_dim
 from tensordict._ops.split_stack import STACKERS
 from tensordict._options import set_capture_non_tensor_stack
@@ -241,7 +242,7 @@ def _worker_threads(threads) -> int:
     return threads
 
 
-class ParallelMixin:
+class ParallelMixin(Contract):
     """``map`` and ``map_iter``."""
 
     __slots__ = ()

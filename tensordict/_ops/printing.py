@@ -6,11 +6,15 @@ override the ones where they differ.
 
 from __future__ import annotations
 
+from tensordict._ops._contract import Contract
 from tensordict._printing import collection_repr, compact_fields
 
 
-class PrintingMixin:
-    """``__repr__`` and the hooks the compact and detailed layouts call."""
+class PrintingMixin(Contract):
+    """``__repr__`` and the hooks the compact and detailed layouts call.
+
+    Calls: ``_items_level``.
+    """
 
     __slots__ = ()
 

@@ -13,6 +13,7 @@ import torch
 from tensordict import _dim_names as dimnames
 from tensordict._collection import is_tensor_collection
 from tensordict._nontensor import _dummy
+from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import as_ints, entrywise, norm_dim, shape_args
 from tensordict._ops.convert import CONVERTERS
 from tensordict.errors import ShapeArgumentError
@@ -25,8 +26,11 @@ def _trailing(mask: torch.Tensor, value) -> torch.Tensor:
     return mask.reshape(mask.shape + (1,) * extra) if extra > 0 else mask
 
 
-class RearrangeMixin:
-    """Repeat, tile, roll, flip, rotate, gather, select and fill by mask along the batch dims."""
+class RearrangeMixin(Contract):
+    """Repeat, tile, roll, flip, rotate, gather, select and fill by mask along the batch dims.
+
+    Calls: ``_batch_op``, ``_fast_apply``, ``_maybe_inplace``.
+    """
 
     __slots__ = ()
 

@@ -20,6 +20,7 @@ from tensordict import _dim_names as dimnames
 from tensordict._collection import is_tensor_collection
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, _dummy
+from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import norm_dim
 from tensordict.errors import InvalidArgumentError, PaddingError
 
@@ -32,8 +33,11 @@ def _sorted_keys(keys) -> list:
     return sorted(keys, key=lambda k: (k,) if isinstance(k, str) else k)
 
 
-class SplitStackMixin:
-    """Split, chunk, unbind, tensor_split; stack and cat tensordicts and entries; densify ragged stacks."""
+class SplitStackMixin(Contract):
+    """Split, chunk, unbind, tensor_split; stack and cat tensordicts and entries; densify ragged stacks.
+
+    Calls: ``_batch_op_multi``, ``_fast_apply``, ``_items_level``, ``_new_like``.
+    """
 
     __slots__ = ()
 

@@ -51,6 +51,7 @@ import torch
 
 from tensordict._collection import is_tensor_collection
 from tensordict._nontensor import NonTensorData
+from tensordict._ops._contract import Contract
 from tensordict._ops.classes import CLASSES
 from tensordict.errors import ConsolidatedFormatError
 
@@ -60,12 +61,14 @@ LEVEL_FIELDS = ("cls", "non_tensors", "leaves", "cls_metadata")
 _Tensor = torch.Tensor
 
 
-class TreeMixin:
+class TreeMixin(Contract):
     """The hooks of the walk, as a dense tensordict level answers them.
 
     Needs the primitives of :class:`~tensordict.TensorDictBase`: ``_items_level``,
     ``_keys_level``, ``_get_str``, ``_new_like``, and the ``device``, ``names``,
     ``batch_size`` and ``is_locked`` properties.
+
+    Calls: ``_get_str``, ``_items_level``, ``_keys_level``, ``_new_like``.
     """
 
     __slots__ = ()

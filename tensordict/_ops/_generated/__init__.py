@@ -6,11 +6,10 @@ One module per mixin: :mod:`.elementwise` (new tensordicts of elementwise math, 
 and pairwise operations), :mod:`.inplace` (the same math written into the leaves),
 :mod:`.reductions` and :mod:`.casts`. Each mixin opens by declaring the primitives its
 methods call, raising NotImplementedError; the hand-written mixin that subclasses it
-(``MathMixin`` or ``DeviceMixin``) defines them, so the method
-resolution order always puts the definition first. The two primitives that other mixins
-define, ``_fast_apply`` and ``_stored_tensors``, are declared in :class:`OpsPrimitives`,
-the common base of the four: the method resolution order puts it after all of them, and
-``TensorDictBase`` lists them after ``ApplyMixin`` and ``MemmapMixin``.
+(``MathMixin`` or ``DeviceMixin``) defines them, so the method resolution order always
+puts the definition first. The two that other mixins define, ``_fast_apply`` and
+``_stored_tensors``, are declared by :class:`~tensordict._ops._contract.Contract`, the
+common base of every mixin, which the method resolution order puts after all of them.
 """
 
 PRIMITIVES = (
@@ -23,18 +22,4 @@ PRIMITIVES = (
     "type",
     "_refuse_quantized",
 )
-"""The names the generated mixins declare: every tensordict class must define each of them."""
-
-
-class OpsPrimitives:
-    """Declares ``_fast_apply`` and ``_stored_tensors``, which every tensordict class defines."""
-
-    __slots__ = ()
-
-    def _fast_apply(self, fn, *others, **kwargs):
-        """``fn`` over every leaf, into a new tensordict (or in place with ``inplace=True``)."""
-        raise NotImplementedError
-
-    def _stored_tensors(self):
-        """The tensors this tensordict stores (a lazy stack's are its members' own)."""
-        raise NotImplementedError
+"""The names the generated mixins call: every tensordict class must define each of them."""

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import torch
 
-from tensordict._ops._generated import OpsPrimitives
+from tensordict._ops._contract import Contract
 
 
-class CastOps(OpsPrimitives):
+class CastOps(Contract):
     """The casts made from a table; ``DeviceMixin`` defines the primitives."""
 
     __slots__ = ()

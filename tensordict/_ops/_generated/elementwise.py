@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import torch
 
-from tensordict._ops._generated import OpsPrimitives
+from tensordict._ops._contract import Contract
 
 
-class ElementwiseOps(OpsPrimitives):
-    """The out-of-place methods made from tables; ``MathMixin`` defines the primitives."""
+class ElementwiseOps(Contract):
+    """The out-of-place methods made from tables; ``MathMixin`` defines the primitives.
+
+    Calls: ``_fast_apply``.
+    """
 
     __slots__ = ()
 

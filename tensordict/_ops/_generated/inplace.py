@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import torch
 
-from tensordict._ops._generated import OpsPrimitives
+from tensordict._ops._contract import Contract
 
 
-class InplaceOps(OpsPrimitives):
-    """The in-place methods made from tables; ``MathMixin`` defines the primitive."""
+class InplaceOps(Contract):
+    """The in-place methods made from tables; ``MathMixin`` defines the primitive.
+
+    Calls: ``_stored_tensors``.
+    """
 
     __slots__ = ()
 

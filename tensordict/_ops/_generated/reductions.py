@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
-from tensordict._ops._generated import OpsPrimitives
+from tensordict._ops._contract import Contract
 
 
-class ReductionOps(OpsPrimitives):
+class ReductionOps(Contract):
     """The reductions made from a table; ``MathMixin`` defines the primitive."""
 
     __slots__ = ()
