@@ -35,19 +35,23 @@ KEY_SEPARATOR = "."
 def unravel_key_to_tuple(key: NestedKey) -> tuple[str, ...]:
     """Returns a nested key as a flat tuple of strings; a string gives a 1-tuple.
 
+    Anything that is not a key gives ``()``, as with the well-known implementation, so
+    that code can test a value with it.
+
     Args:
         key (NestedKey): a string or a (nested) tuple of strings.
 
     Returns:
-        tuple of str: the parts of the key.
-
-    Raises:
-        TypeError: if the key is not a string or a tuple of strings.
+        tuple of str: the parts of the key, or ``()`` when ``key`` is not a key.
 
     Examples:
         >>> unravel_key_to_tuple("a"), unravel_key_to_tuple(("a", ("b", "c")))
         (('a',), ('a', 'b', 'c'))
+        >>> unravel_key_to_tuple(("a", 0)), unravel_key_to_tuple(0)
+        ((), ())
     """
+    if not isinstance(key, (str, tuple)):
+        return ()
     flat = unravel_key(key)
     return (flat,) if isinstance(flat, str) else flat
 

@@ -37,6 +37,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidSourceError",
     "KeyMismatchError",
+    "KeyTypeError",
     "LockedError",
     "MaskError",
     "MemberBatchSizeError",
@@ -95,6 +96,10 @@ class MemberBatchSizeError(BatchSizeError, ValueError):
 
 class KeyMismatchError(_Sentence, TensorDictError, KeyError, RuntimeError):
     """Two tensordicts that must have the same keys do not (stacking, concatenating, arithmetic)."""
+
+
+class KeyTypeError(TensorDictError, TypeError, RuntimeError):
+    """A key is not a string or a tuple of strings (the reference raises RuntimeError)."""
 
 
 class MissingKeyError(_Sentence, TensorDictError, KeyError):

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch.utils.data import default_collate
 
 from tensordict._collection import is_leaf_nontensor, is_non_tensor, is_tensor_collection
-from tensordict._keys import unravel_key
+from tensordict._keys import canonical_key
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
 from tensordict._nontensor_stack import _from_flat, _values_at
@@ -77,7 +77,7 @@ def _check_same_kind(entries: list, key, what: str, error: type[Exception]) -> N
 
 
 def _as_tuple(key) -> tuple:
-    key = unravel_key(key)
+    key = canonical_key(key)
     return key if isinstance(key, tuple) else (key,)
 
 

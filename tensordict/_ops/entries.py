@@ -20,7 +20,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._helpers import shape_of
-from tensordict._keys import NestedKey, _key_parts, unravel_key
+from tensordict._keys import NestedKey, _key_parts, canonical_key
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
 from tensordict._ops._contract import Contract
 from tensordict._ops.keys import inner_tensordict, is_subtree, is_tensordict
@@ -310,7 +310,7 @@ class EntriesMixin(Contract):
         elif "index" in kwargs or "idx" in kwargs:
             index = kwargs.pop("index", kwargs.pop("idx", None))
         else:
-            msg = f"get_at({unravel_key(key)!r}) needs an index: get_at(key, index)"
+            msg = f"get_at({canonical_key(key)!r}) needs an index: get_at(key, index)"
             raise TypeError(msg)
         default = args.pop(0) if args else kwargs.pop("default", None)
         value = self.get(key, None)
@@ -598,7 +598,7 @@ class EntriesMixin(Contract):
         """
         parts = _key_parts(key)
         if self.is_locked:
-            msg = f"cannot create the nested tensordict {unravel_key(key)!r}: the tensordict is locked"
+            msg = f"cannot create the nested tensordict {canonical_key(key)!r}: the tensordict is locked"
             raise LockedError(msg)
         level = inner_tensordict(self)
         for part in parts[:-1]:
@@ -717,8 +717,8 @@ class EntriesMixin(Contract):
         """
         for key, value in _source_items(input_dict_or_td):
             parts = _key_parts(key)
-            if keys_to_update is not None and unravel_key(parts) not in {
-                unravel_key(k) for k in keys_to_update
+            if keys_to_update is not None and canonical_key(parts) not in {
+                canonical_key(k) for k in keys_to_update
             }:
                 if not isinstance(value, Mapping) or is_tensordict(value):
                     continue
@@ -1019,10 +1019,10 @@ class EntriesMixin(Contract):
         """
         value = self.get(old_key, NO_DEFAULT)
         if safe and self.get(new_key, None) is not None:
-            msg = f"key {unravel_key(new_key)!r} already exists; pass safe=False to overwrite it"
+            msg = f"key {canonical_key(new_key)!r} already exists; pass safe=False to overwrite it"
             raise KeyError(msg)
         if self.is_locked:
-            msg = f"cannot rename {unravel_key(old_key)!r}: the tensordict is locked; call unlock_() first"
+            msg = f"cannot rename {canonical_key(old_key)!r}: the tensordict is locked; call unlock_() first"
             raise LockedError(msg)
         self.del_(old_key)
         self.set(new_key, value)

@@ -22,7 +22,7 @@ from tensordict._collection import (
     is_non_tensor,
     is_tensor_collection,
 )
-from tensordict._keys import NestedKey, _key_parts, unravel_key
+from tensordict._keys import NestedKey, _key_parts, canonical_key
 from tensordict._ops._contract import Contract
 from tensordict.errors import LockedError, MissingKeyError, RenameDestinationError, warn
 
@@ -55,7 +55,7 @@ def _is_leaf_nontensor(cls: type) -> bool:
 
 
 def _as_tuple(key) -> tuple:
-    flat = unravel_key(key)
+    flat = canonical_key(key)
     return (flat,) if isinstance(flat, str) else flat
 
 
@@ -546,9 +546,7 @@ class KeysMixin(Contract):
         outs = [self._split_take(work, key_set, strict, default, taken) for key_set in key_sets]
         if inplace:
             if taken and self.is_locked:
-                msg = (
-                    f"cannot split {unravel_key(taken[0])!r} out in place: the tensordict is locked"
-                )
+                msg = f"cannot split {canonical_key(taken[0])!r} out in place: the tensordict is locked"
                 raise LockedError(msg)
             self.exclude(*taken, inplace=True)
             work = self
@@ -610,14 +608,14 @@ class KeysMixin(Contract):
                     out.set(parts, fill)
                 else:
                     warn(
-                        f"separates() stored None under the missing key {unravel_key(parts)!r}: "
+                        f"separates() stored None under the missing key {canonical_key(parts)!r}: "
                         "its default does not fit the batch size. Starting with TensorDict 0.17, "
                         "this will raise the error of split_keys()",
                         FutureWarning,
                     )
                     out.set(parts, None)
         if present and self.is_locked:
-            msg = f"cannot separate {unravel_key(present[0])!r}: the tensordict is locked"
+            msg = f"cannot separate {canonical_key(present[0])!r}: the tensordict is locked"
             raise LockedError(msg)
         for parts in present:
             out.set(parts, self.get(parts))

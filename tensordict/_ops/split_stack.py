@@ -18,7 +18,7 @@ import torch
 
 from tensordict import _dim_names as dimnames
 from tensordict._collection import is_tensor_collection
-from tensordict._keys import unravel_key
+from tensordict._keys import canonical_key
 from tensordict._nontensor import NonTensorData, _dummy
 from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import norm_dim
@@ -411,7 +411,7 @@ class SplitStackMixin(Contract):
         self.set(out_key, result)
         if not keep_entries:
             for key in keys:
-                if unravel_key(key) != unravel_key(out_key):
+                if canonical_key(key) != canonical_key(out_key):
                     self.del_(key)
         return self
 
