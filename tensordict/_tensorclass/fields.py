@@ -62,7 +62,7 @@ def count_batch_dims(batch_size: ShapeType | int | None) -> int:
     return len(batch_size)
 
 
-def unknown_field(cls, name: str, what: str) -> UnknownFieldError:
+def unknown_field(cls: type, name: str, what: str) -> UnknownFieldError:
     """The error for ``name``, which is no field of ``cls``; ``what`` says what was tried."""
     msg = (
         f"{what} {name!r}: {cls.__name__} has no such field; its fields are "

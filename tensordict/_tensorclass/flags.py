@@ -87,7 +87,7 @@ def is_flag_item(item: Any) -> bool:
 
 
 # ====================================================================== annotations
-def field_hints(cls) -> dict:
+def field_hints(cls: type) -> dict:
     """Field name to its annotation, resolved once (on first use) and cached on ``cls``.
 
     An annotation that cannot be resolved (a forward reference to a class local to
@@ -142,7 +142,7 @@ def _is_tensorish(hint) -> bool:
     return isinstance(hint, type) and (issubclass(hint, torch.Tensor) or is_tensor_collection(hint))
 
 
-def check_tensor_only(cls) -> None:
+def check_tensor_only(cls: type) -> None:
     """Raises ``ClassFlagError`` if a field of a ``tensor_only`` class is not annotated with a tensor type."""
     for name, hint in field_hints(cls).items():
         if not _is_tensorish(hint):

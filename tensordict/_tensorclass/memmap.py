@@ -127,7 +127,7 @@ def wrap_loaded(cls: type, inner_folder: str, inner: TensorDictBase) -> Any:
     return cls._from_tensordict(inner)
 
 
-def register(cls, key: str) -> None:
+def register(cls: type, key: str) -> None:
     """Makes folders and archive members whose ``_type`` is ``key`` load as the tensorclass ``cls``."""
     _io.LOADERS[key] = functools.partial(load_as, cls)
     _archive.BUILDERS[key] = functools.partial(wrap_loaded, cls)
