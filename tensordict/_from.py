@@ -359,12 +359,12 @@ def _state_dict_source(module: nn.Module) -> dict:
 
 
 def from_module(
-    module,
+    module: nn.Module,
     as_module: bool = False,
     lock: bool = True,
     use_state_dict: bool = False,
     filter_empty: bool = True,
-):
+) -> TensorDict:
     """Collects the parameters and buffers of a module in a :class:`TensorDict`, nested by sub-module.
 
     The same as :meth:`TensorDict.from_module <tensordict.TensorDictBase.from_module>`,

@@ -125,7 +125,7 @@ def _is_key(key) -> bool:
     return True
 
 
-def unravel_key_list(keys) -> list:
+def unravel_key_list(keys: list[NestedKey] | tuple[NestedKey, ...]) -> list[NestedKey]:
     """Returns each key of ``keys`` in its canonical form (see :func:`unravel_key`).
 
     Args:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import torch
 
+from tensordict._typing import IndexType
+
 
 def _whole(item) -> bool:
     return type(item) is slice and item == slice(None)
 
 
-def nested_index(value: torch.Tensor, index) -> torch.Tensor:
+def nested_index(value: torch.Tensor, index: IndexType) -> torch.Tensor:
     """``value[index]`` for a jagged nested tensor indexed along its first dim.
 
     Args:

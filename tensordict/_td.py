@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from types import EllipsisType
+from typing import Any
 
 import torch
 
 from tensordict import _dim_names as dimnames
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, TensorCollection, is_non_tensor, is_tensor_collection
 from tensordict._helpers import shape_of
 from tensordict._indexing import (
     batch_size_from_dummy,
     batch_size_from_leaf,
     normalize_index,
 )
+from tensordict._keys import NestedKey
 from tensordict._nested_tensors import nested_index
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops.apply import check_result
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.entries import _as_value, _check_batch, _source_items, plain_tree
 from tensordict._torch_function import dispatch
+from tensordict._typing import DeviceType, ShapeType, T
 from tensordict._unbatched import UnbatchedTensor as _Unbatched
 from tensordict._unbatched import is_unbatched
 from tensordict.base import TensorDictBase
@@ -181,13 +185,13 @@ class TensorDict(TensorDictBase):
 
     def __init__(
         self,
-        source=None,
-        batch_size=None,
-        device=None,
-        names=None,
+        source: Mapping | TensorCollection | None = None,
+        batch_size: ShapeType | int | None = None,
+        device: DeviceType | None = None,
+        names: Sequence[str | None] | None = None,
         non_blocking: bool | None = None,
         lock: bool = False,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         if type(batch_size) is not _Size:
             if (
@@ -297,7 +301,7 @@ class TensorDict(TensorDictBase):
         return self._batch_size
 
     @batch_size.setter
-    def batch_size(self, value) -> None:
+    def batch_size(self, value: ShapeType) -> None:
         new = _as_batch_size(value)
         if new == self._batch_size:
             return
@@ -318,7 +322,7 @@ class TensorDict(TensorDictBase):
             self._names = kept if any(name is not None for name in kept) else None
 
     @property
-    def device(self):
+    def device(self) -> torch.device | None:
         """The device of every tensor, or ``None`` when the tensordict was built without one.
 
         With ``None``, tensors stay wherever they were and may be on different
@@ -339,12 +343,12 @@ class TensorDict(TensorDictBase):
         return self._device
 
     @device.setter
-    def device(self, value) -> None:
+    def device(self, value: Any) -> None:
         msg = "the device of a tensordict cannot be set; use td.to(device) instead"
         raise RuntimeError(msg)
 
     @property
-    def names(self):
+    def names(self) -> list[str | None]:
         """The names of the batch dimensions: a list with ``None`` for each unnamed one.
 
         The list always has one item per batch dimension. Assigning a list (one
@@ -373,7 +377,7 @@ class TensorDict(TensorDictBase):
         return list(names)
 
     @names.setter
-    def names(self, value) -> None:
+    def names(self, value: Sequence[str | None] | None) -> None:
         self._names = None if value is None else _check_names(value, self._batch_size)
         self._propagate_names()
 
@@ -392,7 +396,7 @@ class TensorDict(TensorDictBase):
                 )
                 value._propagate_names()
 
-    def refine_names(self, *names):
+    def refine_names(self: T, *names: str | EllipsisType | None) -> T:
         """Sets the names of the batch dimensions in place, and returns the tensordict.
 
         The names replace the current ones as an assignment to :attr:`names`
@@ -423,7 +427,7 @@ class TensorDict(TensorDictBase):
         self.names = names
         return self
 
-    def rename(self, *names, **rename_map):
+    def rename(self, *names: str | None, **rename_map: str) -> TensorDict:
         """Returns a shallow copy whose batch dimensions carry new names; the original keeps its own.
 
         Either give the new names by position, one per batch dimension (a first
@@ -558,7 +562,7 @@ class TensorDict(TensorDictBase):
             elif type(value) is not _Tensor and hasattr(value, "_propagate_lock"):
                 value._propagate_lock(locked)
 
-    def unlock_(self):
+    def unlock_(self: T) -> T:
         """Unlocks the tensordict and its sub-tensordicts, and returns it.
 
         A sub-tensordict stays locked while another locked tensordict holds it;
@@ -825,16 +829,16 @@ class TensorDict(TensorDictBase):
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_dict(
-        cls,
-        input_dict,
-        batch_size=None,
-        device=None,
-        batch_dims=None,
-        names=None,
+        cls: type[T],
+        input_dict: Mapping | TensorCollection,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
+        batch_dims: int | None = None,
+        names: Sequence[str | None] | None = None,
         *,
         auto_batch_size: bool | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T:
         """Builds a tensordict from a (nested) dict, with a given or an inferred batch size.
 
         Without ``batch_size``, and with ``auto_batch_size`` or ``batch_dims``, the
@@ -889,7 +893,14 @@ class TensorDict(TensorDictBase):
         return td
 
     @classmethod
-    def fromkeys(cls, keys, value=0, *, batch_size=None, device=None):
+    def fromkeys(
+        cls: type[T],
+        keys: Iterable[NestedKey],
+        value: Any = 0,
+        *,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
+    ) -> T:
         """Builds a tensordict with every key of ``keys`` set to ``value``.
 
         A tensor value is cloned for each key. Any other value is stored for
@@ -927,7 +938,7 @@ class TensorDict(TensorDictBase):
             td.set(key, value.clone() if isinstance(value, _Tensor) else value)
         return td
 
-    def auto_batch_size_(self, batch_dims: int | None = None):
+    def auto_batch_size_(self: T, batch_dims: int | None = None) -> T:
         """Sets the batch size to the longest leading shape every entry shares, and returns the tensordict.
 
         Each sub-:class:`TensorDict` first gets its own inferred batch size (with

@@ -14,14 +14,20 @@ an entry that no function changes is kept as it is.
 from __future__ import annotations
 
 import collections.abc
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch.utils.data import default_collate
 
-from tensordict._collection import is_leaf_nontensor, is_non_tensor, is_tensor_collection
-from tensordict._keys import canonical_key
+from tensordict._collection import (
+    TensorCollection,
+    is_leaf_nontensor,
+    is_non_tensor,
+    is_tensor_collection,
+)
+from tensordict._keys import NestedKey, canonical_key
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
 from tensordict._nontensor_stack import _from_flat, _values_at
@@ -29,6 +35,7 @@ from tensordict._ops.convert import CONVERTERS
 from tensordict._stack import stack
 from tensordict._td import TensorDict
 from tensordict._tensorclass.decorator import is_tensorclass
+from tensordict._typing import DeviceType, ShapeType
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     DimensionError,
@@ -235,7 +242,13 @@ def _pad_inplace(td, padded) -> None:
         td.set(key, new)
 
 
-def pad(tensordict, pad_size, value: float = 0.0, inplace: bool = False, safe: bool = True):
+def pad(
+    tensordict: TensorCollection,
+    pad_size: Sequence[int],
+    value: float = 0.0,
+    inplace: bool = False,
+    safe: bool = True,
+) -> TensorCollection:
     """Pads (or crops) every entry of a tensordict along its batch dimensions with a constant.
 
     Args:
@@ -338,13 +351,13 @@ def _mask_key(return_mask):
 
 
 def pad_sequence(
-    list_of_tensordicts,
+    list_of_tensordicts: Sequence[TensorCollection],
     pad_dim: int = 0,
-    padding_value=0.0,
-    out=None,
-    return_mask=False,
+    padding_value: float | Mapping[NestedKey, float] = 0.0,
+    out: TensorCollection | None = None,
+    return_mask: bool | NestedKey = False,
     padding_side: str = "right",
-):
+) -> TensorCollection:
     """Pads tensordicts to a common length along one dimension and stacks them along a new first one.
 
     Every tensor entry is padded along ``pad_dim`` to the longest length that
@@ -574,7 +587,12 @@ def _run(row: torch.Tensor, key) -> tuple:
     return start, stop - start
 
 
-def unpad_sequence(padded, mask=None, *, pad_dim: int = 0) -> LazyStackedTensorDict:
+def unpad_sequence(
+    padded: TensorCollection,
+    mask: TensorCollection | torch.Tensor | None = None,
+    *,
+    pad_dim: int = 0,
+) -> LazyStackedTensorDict:
     """Splits a padded batch back into its variable-length samples: the inverse of :func:`pad_sequence`.
 
     Each row of ``padded`` keeps, in every tensor entry, the positions its mask
@@ -688,7 +706,9 @@ def _rows(entry, n: int) -> list:
     return entry.tolist()
 
 
-def group_by(tensordict, key):
+def group_by(
+    tensordict: TensorCollection, key: NestedKey
+) -> tuple[torch.Tensor | list, tuple[TensorCollection, ...]]:
     """Splits a tensordict into groups of rows (along the first batch dimension) that share an entry's value.
 
     Args:
@@ -764,7 +784,10 @@ def _occupied(result, key: tuple) -> bool:
     return True
 
 
-def merge_tensordicts(*tensordicts, callback_exist=None):
+def merge_tensordicts(
+    *tensordicts: TensorCollection,
+    callback_exist: Callable | Mapping[NestedKey, Callable] | None = None,
+) -> TensorDict:
     """Merges the entries of several tensordicts into a new one, without copying the values.
 
     The result has the batch size and device of the first tensordict and every
@@ -826,7 +849,11 @@ def merge_tensordicts(*tensordicts, callback_exist=None):
 
 
 def make_tensordict(
-    input_dict=None, batch_size=None, device=None, auto_batch_size: bool | None = None, **kwargs
+    input_dict: Mapping | TensorCollection | None = None,
+    batch_size: ShapeType | None = None,
+    device: DeviceType | None = None,
+    auto_batch_size: bool | None = None,
+    **kwargs: Any,
 ) -> TensorDict:
     """Builds a tensordict from a dict and keyword arguments, as :meth:`TensorDict.from_dict` does.
 
@@ -871,7 +898,13 @@ def make_tensordict(
 
 
 # ---------------------------------------------------------------------- stacking
-def maybe_dense_stack(input, dim: int = 0, *, out=None, **kwargs):  # noqa: A002 - the reference's name
+def maybe_dense_stack(
+    input: Sequence[TensorCollection],  # noqa: A002 - the reference's name
+    dim: int = 0,
+    *,
+    out: TensorCollection | None = None,
+    **kwargs: Any,
+) -> TensorCollection:
     """Stacks tensordicts densely when they have the same keys and shapes, lazily otherwise.
 
     Args:
@@ -921,7 +954,9 @@ def maybe_dense_stack(input, dim: int = 0, *, out=None, **kwargs):  # noqa: A002
     return stacked
 
 
-def dense_stack_tds(td_list, dim: int | None = None):
+def dense_stack_tds(
+    td_list: Sequence[TensorCollection] | LazyStackedTensorDict, dim: int | None = None
+) -> TensorCollection:
     """Stacks tensordicts (or a lazy stack's members) densely wherever their shapes allow.
 
     Unlike :func:`maybe_dense_stack`, sub-entries that are lazy stacks of the same
@@ -1012,7 +1047,13 @@ def _dense_stack(tds: list, dim: int):
 
 
 # ---------------------------------------------------------------------- collate
-def collate(batch: Any, *, pad_keys=None, nested_keys=None, mask_key=None) -> Any:
+def collate(
+    batch: Any,
+    *,
+    pad_keys: Mapping[NestedKey, float] | None = None,
+    nested_keys: Sequence[NestedKey] | None = None,
+    mask_key: NestedKey | None = None,
+) -> Any:
     """Collates a list of samples into a batch: a ``collate_fn`` for ``torch.utils.data.DataLoader``.
 
     The samples are collated by the type of the first one: tensordicts and

@@ -5,19 +5,27 @@ Classes specialise ``_fast_apply`` (one level at a time) for their own layouts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_non_tensor,
+    is_tensor_collection,
+)
 from tensordict._helpers import shape_of
+from tensordict._keys import NestedKey
 from tensordict._ops._contract import Contract
+from tensordict._typing import DeviceType, ShapeType, T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import BatchSizeError
 
 
-def check_result(key, result, batch_size: torch.Size) -> None:
+def check_result(key: NestedKey, result: Any, batch_size: torch.Size) -> None:
     """Raises when ``result`` (what ``fn`` returned for ``key``) does not start with ``batch_size``.
 
     Shared with the classes' fast paths, so that every ``apply`` refuses the same results.
@@ -41,7 +49,7 @@ def check_result(key, result, batch_size: torch.Size) -> None:
     raise BatchSizeError(msg)
 
 
-def tensor_leaves(td) -> list:
+def tensor_leaves(td: TensorCollection) -> list:
     """``(key, tensor)`` of every tensor leaf of ``td``, nested keys as tuples, in walk order.
 
     The walk is ``apply``'s, so a lazy stack gives its members' own tensors, never
@@ -98,19 +106,19 @@ class ApplyMixin(Contract):
     __slots__ = ()
 
     def apply(
-        self,
+        self: T,
         fn: Callable,
-        *others,
-        batch_size=None,
-        device=NO_DEFAULT,
-        names=NO_DEFAULT,
+        *others: TensorCollection,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = NO_DEFAULT,
+        names: Sequence[str | None] | None = NO_DEFAULT,
         inplace: bool = False,
-        default=NO_DEFAULT,
+        default: Any = NO_DEFAULT,
         filter_empty: bool | None = None,
         call_on_nested: bool = False,
         num_threads: int | None = None,
-        **constructor_kwargs,
-    ):
+        **constructor_kwargs: Any,
+    ) -> T | None:
         """Applies ``fn`` to every leaf tensor and returns a tensordict of the results.
 
         Sub-tensordicts are walked and rebuilt; non-tensor entries are kept as they are.
@@ -185,7 +193,7 @@ class ApplyMixin(Contract):
             return None  # fn returned None for every leaf
         return out
 
-    def apply_(self, fn: Callable, *others, **kwargs):
+    def apply_(self: T, fn: Callable, *others: TensorCollection, **kwargs: Any) -> T:
         """Applies ``fn`` to every leaf and writes the results into this tensordict; returns it.
 
         Every result is checked against the batch size before the first one is written, so a
@@ -213,19 +221,19 @@ class ApplyMixin(Contract):
         return self.apply(fn, *others, inplace=True, **kwargs)
 
     def named_apply(
-        self,
+        self: T,
         fn: Callable,
-        *others,
+        *others: TensorCollection,
         nested_keys: bool = False,
-        batch_size=None,
-        names=NO_DEFAULT,
-        device=NO_DEFAULT,
+        batch_size: ShapeType | None = None,
+        names: Sequence[str | None] | None = NO_DEFAULT,
+        device: DeviceType | None = NO_DEFAULT,
         inplace: bool = False,
-        default=NO_DEFAULT,
+        default: Any = NO_DEFAULT,
         call_on_nested: bool = False,
         num_threads: int | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T:
         """Applies ``fn`` to each leaf and its key, and returns a tensordict of the results.
 
         The results are checked against the batch size as in :meth:`apply`.

@@ -13,18 +13,25 @@ turn a user value into a stored one with ``_as_value`` and check it with
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_non_tensor,
+    is_tensor_collection,
+)
 from tensordict._helpers import shape_of
 from tensordict._keys import NestedKey, _key_parts, canonical_key
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
 from tensordict._ops._contract import Contract
 from tensordict._ops.keys import inner_tensordict, is_subtree, is_tensordict
 from tensordict._options import GET_DEFAULT, list_to_stack, resolve_get_default
+from tensordict._typing import IndexType, T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     BatchSizeError,
@@ -121,7 +128,7 @@ def _refusal_of(value) -> str | None:
     return None if hook is None else hook()
 
 
-def plain_tree(td, retain_none: bool | None):
+def plain_tree(td: T, retain_none: bool | None) -> T:
     """Turns, in place, the tensorclasses, typed tensordicts and lazy stacks inside ``td`` into
     plain tensordicts (their ``to_tensordict``), and returns ``td``.
 
@@ -161,7 +168,7 @@ class EntriesMixin(Contract):
         msg = f"key {full!r} not found in {type(self).__name__}{where}; existing keys at that level: {existing}"
         return MissingKeyError(msg)
 
-    def get(self, key: NestedKey, default=GET_DEFAULT):
+    def get(self, key: NestedKey, default: Any = GET_DEFAULT) -> Any:
         """Returns the entry at ``key``, or ``default`` when the key is missing, like ``dict.get``.
 
         Unlike ``td[key]``, a missing key is no error and a non-tensor entry comes as NonTensorData.
@@ -260,7 +267,7 @@ class EntriesMixin(Contract):
             indices = torch.as_tensor(list(indices), dtype=torch.long)
         return self[indices]
 
-    def get_non_tensor(self, key: NestedKey, default=None):
+    def get_non_tensor(self, key: NestedKey, default: Any = None) -> Any:
         """Returns the Python value of the non-tensor entry at ``key`` (other entries as they are).
 
         Args:
@@ -282,7 +289,7 @@ class EntriesMixin(Contract):
         value = self.get(key, default)
         return _read_value(value) if is_non_tensor(value) else value
 
-    def get_at(self, key: NestedKey, *args, **kwargs):
+    def get_at(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
         """Returns the entry at ``key`` indexed along the batch dims: ``td.get(key)[index]``.
 
         Args:
@@ -425,8 +432,14 @@ class EntriesMixin(Contract):
         return inner_tensordict(level)
 
     def set(
-        self, key: NestedKey, item, inplace: bool = False, *, non_blocking: bool = False, **kwargs
-    ):
+        self: T,
+        key: NestedKey,
+        item: Any,
+        inplace: bool = False,
+        *,
+        non_blocking: bool = False,
+        **kwargs: Any,
+    ) -> T:
         """Stores ``item`` at ``key`` and returns the tensordict.
 
         A tuple key creates the missing sub-tensordicts on its path once the value is accepted.
@@ -481,7 +494,7 @@ class EntriesMixin(Contract):
             level = nxt
         return inner_tensordict(level)
 
-    def set_(self, key: NestedKey, item):
+    def set_(self: T, key: NestedKey, item: Any) -> T:
         """Copies ``item`` into the entry at ``key`` (even when locked) and returns the tensordict.
 
         Args:
@@ -514,7 +527,7 @@ class EntriesMixin(Contract):
             return
         self._set_at(index, value)
 
-    def setdefault(self, key: NestedKey, default):
+    def setdefault(self, key: NestedKey, default: Any) -> Any:
         """Returns the entry at ``key``, storing ``default`` there first if the key is missing.
 
         Args:
@@ -540,7 +553,7 @@ class EntriesMixin(Contract):
             value = self.get(key, NO_DEFAULT)
         return value
 
-    def set_non_tensor(self, key: NestedKey, value):
+    def set_non_tensor(self: T, key: NestedKey, value: Any) -> T:
         """Stores ``value`` as one non-tensor entry at ``key`` and returns the tensordict.
 
         The value is wrapped in a :class:`~tensordict.NonTensorData` of the batch size and
@@ -574,7 +587,7 @@ class EntriesMixin(Contract):
         level.set(parts[-1], NonTensorData(value, level.batch_size, level.device))
         return self
 
-    def create_nested(self, key: NestedKey):
+    def create_nested(self: T, key: NestedKey) -> T:
         """Adds an empty nested tensordict at ``key`` and returns the tensordict.
 
         The new tensordict has the batch size, device and names of its parent. An existing
@@ -623,15 +636,15 @@ class EntriesMixin(Contract):
 
     # ------------------------------------------------------------------ updating
     def update(
-        self,
-        input_dict_or_td,
+        self: T,
+        input_dict_or_td: Mapping | TensorCollection,
         clone: bool = False,
         inplace: bool = False,
         *,
-        keys_to_update=None,
+        keys_to_update: Sequence[NestedKey] | None = None,
         non_blocking: bool = False,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T:
         """Writes every entry of a mapping or tensordict into this one and returns it.
 
         A nested mapping updates a sub-tensordict key by key. ``td.update(td)`` is a no-op.
@@ -688,7 +701,14 @@ class EntriesMixin(Contract):
                 parts[-1], value, inplace=inplace and current is not None, validated=False
             )
 
-    def update_(self, input_dict_or_td, clone: bool = False, *, keys_to_update=None, **kwargs):
+    def update_(
+        self: T,
+        input_dict_or_td: Mapping | TensorCollection,
+        clone: bool = False,
+        *,
+        keys_to_update: Sequence[NestedKey] | None = None,
+        **kwargs: Any,
+    ) -> T:
         """Copies every entry of a mapping or tensordict into the existing entries, in place.
 
         Nested mappings update the matching sub-tensordicts. Nothing is rebound: it works if locked.
@@ -729,7 +749,7 @@ class EntriesMixin(Contract):
             self.set_(parts, value.clone() if clone else value)
         return self
 
-    def set_at_(self, key: NestedKey, value, index):
+    def set_at_(self: T, key: NestedKey, value: Any, index: IndexType) -> T:
         """Writes ``value`` into the rows ``index`` of the entry at ``key``, even when locked.
 
         Args:
@@ -752,7 +772,12 @@ class EntriesMixin(Contract):
         self.get(key, NO_DEFAULT)[index] = value
         return self
 
-    def update_at_(self, input_dict_or_td, index, clone: bool = False):
+    def update_at_(
+        self: T,
+        input_dict_or_td: Mapping | TensorCollection,
+        index: IndexType,
+        clone: bool = False,
+    ) -> T:
         """Writes each entry of a mapping or tensordict into the rows ``index`` of the same entry.
 
         Nested mappings go into the matching sub-tensordicts, in place, so this works when locked.
@@ -783,7 +808,14 @@ class EntriesMixin(Contract):
                 self.set_at_(key, value.clone() if clone else value, index)
         return self
 
-    def copy_at_(self, tensordict, idx, non_blocking: bool = False, *, fast: bool = True):
+    def copy_at_(
+        self: T,
+        tensordict: TensorCollection,
+        idx: IndexType,
+        non_blocking: bool = False,
+        *,
+        fast: bool = True,
+    ) -> T:
         """Copies the tensors of ``tensordict`` into the existing entries at ``idx``; returns self.
 
         A faster :meth:`update_at_` for when every key of ``tensordict`` is a tensor entry of
@@ -889,7 +921,7 @@ class EntriesMixin(Contract):
             msg = f"cannot {action} {key!r}: the tensordict is locked; call unlock_() first"
             raise LockedError(msg)
 
-    def pop(self, key: NestedKey, default=NO_DEFAULT):
+    def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         """Removes the entry at ``key`` and returns it (or ``default`` if the key is missing).
 
         Args:
@@ -948,7 +980,7 @@ class EntriesMixin(Contract):
         self._del_str(key)
         return key, value
 
-    def del_(self, key: NestedKey):
+    def del_(self: T, key: NestedKey) -> T:
         """Removes the entry at ``key`` and returns the tensordict.
 
         Args:
@@ -977,7 +1009,7 @@ class EntriesMixin(Contract):
     def __delitem__(self, key: NestedKey) -> None:
         self.del_(key)
 
-    def clear(self):
+    def clear(self: T) -> T:
         """Removes every entry and returns the tensordict.
 
         Returns:
@@ -996,7 +1028,7 @@ class EntriesMixin(Contract):
             self._del_str(key)
         return self
 
-    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False):
+    def rename_key_(self: T, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> T:
         """Moves the entry at ``old_key`` to ``new_key`` (deletes it, then :meth:`set` stores it).
 
         Args:
@@ -1029,7 +1061,7 @@ class EntriesMixin(Contract):
         return self
 
     # ------------------------------------------------------------------ copies
-    def copy(self):
+    def copy(self: T) -> T:
         """Returns a shallow copy: a new tree of tensordicts that holds the same leaves.
 
         Every nested tensordict is a new object, so adding or removing keys in the copy does not
@@ -1051,7 +1083,7 @@ class EntriesMixin(Contract):
                 out._set_str(key, value.copy(), inplace=False, validated=True)
         return out
 
-    def replace(self, *args, **kwargs):
+    def replace(self: T, *args: Mapping | TensorCollection, **kwargs: Any) -> T:
         """Returns a shallow copy (see :meth:`copy`) with some entries replaced.
 
         The new entries are written into the copy with :meth:`update`, so nested tensordicts are

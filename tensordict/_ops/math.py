@@ -4,29 +4,32 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
+from tensordict._keys import NestedKey
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
+from tensordict._typing import T
 from tensordict.errors import DimensionError, DimTypeError, KeyMismatchError
 
 
 # ---------------------------------------------------------------------- shared with device.py
-def leaf_keys(td) -> set:
+def leaf_keys(td: TensorCollection) -> set:
     """The keys of every leaf of ``td``, nested ones as tuples."""
     return set(td.keys(True, True))
 
 
-def leaf_tensors(td) -> list:
+def leaf_tensors(td: TensorCollection) -> list:
     """The tensor leaves of ``td`` as ``values(True, True)`` gives them (a lazy stack's stacked)."""
     return [v for v in td.values(True, True) if isinstance(v, torch.Tensor)]
 
 
-def tensors_only(td):
+def tensors_only(td: T) -> T:
     """``td`` without its non-tensor entries (itself when it has none)."""
     dropped = _non_tensor_keys(td)
     return td.exclude(*dropped) if dropped else td
@@ -166,12 +169,12 @@ class ValuesIndices(tuple):
         return super().__new__(cls, (values, indices))
 
     @property
-    def values(self):
+    def values(self) -> TensorCollection:
         """The tensordict of extreme values."""
         return self[0]
 
     @property
-    def indices(self):
+    def indices(self) -> TensorCollection:
         """The tensordict of their indices along the reduced dimension."""
         return self[1]
 
@@ -377,7 +380,11 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         return self
 
     # ------------------------------------------------------------------ elementwise
-    def clamp(self, min=None, max=None):  # noqa: A002 - torch's argument names
+    def clamp(
+        self: T,
+        min: float | torch.Tensor | None = None,  # noqa: A002 - torch's argument names
+        max: float | torch.Tensor | None = None,  # noqa: A002
+    ) -> T:
         """Returns a tensordict with every tensor leaf clamped to ``[min, max]``.
 
         Each leaf goes through ``Tensor.clamp(min, max)``; a bound left at None is not applied.
@@ -402,7 +409,11 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return self._fast_apply(lambda x: x.clamp(min, max))
 
-    def clamp_(self, min=None, max=None):  # noqa: A002
+    def clamp_(
+        self: T,
+        min: float | torch.Tensor | None = None,  # noqa: A002
+        max: float | torch.Tensor | None = None,  # noqa: A002
+    ) -> T:
         """Clamps every tensor leaf to ``[min, max]`` in place and returns the tensordict.
 
         Each leaf goes through ``Tensor.clamp_(min, max)``, nested ones included; non-tensor
@@ -428,7 +439,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return self.apply_(lambda x: x.clamp_(min, max))
 
-    def zero_(self):
+    def zero_(self: T) -> T:
         """Fills every tensor leaf with zeros in place and returns the tensordict.
 
         Each leaf, nested ones included, goes through ``Tensor.zero_``; non-tensor entries are
@@ -447,7 +458,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
                 leaf.zero_()
         return self
 
-    def fill_(self, key, value):
+    def fill_(self: T, key: NestedKey, value: float | torch.Tensor) -> T:
         """Fills the entry at ``key`` with ``value`` in place and returns the tensordict.
 
         A tensor entry is filled whole; for a sub-tensordict, each of its tensor leaves is. The
@@ -481,7 +492,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             target.fill_(value)
         return self
 
-    def addcmul(self, other1, other2, *, value: float | None = 1):
+    def addcmul(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        *,
+        value: float | None = 1,
+    ) -> T:
         """Returns ``leaf + value * other1 * other2`` for every leaf (``torch.addcmul``).
 
         Args:
@@ -506,7 +523,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _ternary(self, torch.addcmul, other1, other2, value, "addcmul")
 
-    def addcmul_(self, other1, other2, *, value: float | None = 1):
+    def addcmul_(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        *,
+        value: float | None = 1,
+    ) -> T:
         """Writes ``leaf + value * other1 * other2`` into every leaf in place; returns the tensordict.
 
         Each leaf keeps its dtype and memory (a memory-mapped leaf is written in its file).
@@ -532,7 +555,12 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _ternary_(self, torch.Tensor.addcmul_, other1, other2, value, "addcmul_")
 
-    def addcdiv(self, other1, other2, value: float | None = 1):
+    def addcdiv(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        value: float | None = 1,
+    ) -> T:
         """Returns ``leaf + value * other1 / other2`` for every leaf (``torch.addcdiv``).
 
         Args:
@@ -556,7 +584,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _ternary(self, torch.addcdiv, other1, other2, value, "addcdiv")
 
-    def addcdiv_(self, other1, other2, *, value: float | None = 1):
+    def addcdiv_(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        *,
+        value: float | None = 1,
+    ) -> T:
         """Writes ``leaf + value * other1 / other2`` into every leaf in place; returns the tensordict.
 
         Each leaf keeps its dtype and memory (a memory-mapped leaf is written in its file).
@@ -583,7 +617,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         return _ternary_(self, torch.Tensor.addcdiv_, other1, other2, value, "addcdiv_")
 
     # ------------------------------------------------------------------ reductions
-    def norm(self, *args, **kwargs):
+    def norm(self: T, *args: Any, **kwargs: Any) -> T:
         """Returns the vector norm of every tensor leaf, as a tensordict with ``batch_size=[]``.
 
         Each leaf goes through ``torch.linalg.vector_norm``, integer and boolean ones cast to
@@ -615,7 +649,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             names=None,
         )
 
-    def all(self, dim: int | None = None):
+    def all(self: T, dim: int | None = None) -> bool | T:
         """Returns True if every element of every tensor leaf is nonzero; with ``dim``, reduces that batch dim.
 
         Without ``dim`` the answer is a Python bool, True when there is no tensor leaf. With
@@ -646,7 +680,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             )
         return self._bool_reduce("all", dim)
 
-    def any(self, dim: int | None = None):
+    def any(self: T, dim: int | None = None) -> bool | T:
         """Returns True if any element of any tensor leaf is nonzero; with ``dim``, reduces that batch dim.
 
         Without ``dim`` the answer is a Python bool, False when there is no tensor leaf. With
@@ -686,7 +720,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         new = self.batch_size[:d] + self.batch_size[d + 1 :]
         return self._fast_apply(lambda x: getattr(x, name)(d), batch_size=new, names=None)
 
-    def softmax(self, dim: int, dtype: torch.dtype | None = None):
+    def softmax(self: T, dim: int, dtype: torch.dtype | None = None) -> T:
         """Returns the softmax of every leaf along the batch dim ``dim``.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -714,7 +748,9 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         d = _batch_dim(self, dim, "softmax")
         return self._as_dense()._fast_apply(lambda x: torch.softmax(x, d, dtype=dtype))
 
-    def cummax(self, dim: int, *, reduce: bool | None = None, return_indices: bool = True):
+    def cummax(
+        self: T, dim: int, *, reduce: bool | None = None, return_indices: bool = True
+    ) -> T | tuple:
         """Returns the running maximum of every leaf along the batch dim ``dim``, with indices.
 
         Non-tensor entries are left out of the result.
@@ -746,7 +782,9 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _cumulative(tensors_only(self._as_dense()), "cummax", dim, reduce, return_indices)
 
-    def cummin(self, dim: int, *, reduce: bool | None = None, return_indices: bool = True):
+    def cummin(
+        self: T, dim: int, *, reduce: bool | None = None, return_indices: bool = True
+    ) -> T | tuple:
         """Returns the running minimum of every leaf along the batch dim ``dim``, with indices.
 
         It works as :meth:`cummax` does, with minima.
@@ -778,15 +816,15 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         return _cumulative(tensors_only(self._as_dense()), "cummin", dim, reduce, return_indices)
 
     def quantile(
-        self,
-        q,
-        dim=NO_DEFAULT,
+        self: T,
+        q: float | torch.Tensor,
+        dim: int | str = NO_DEFAULT,
         keepdim: bool = NO_DEFAULT,
         *,
         interpolation: str = "linear",
         reduce: bool | None = None,
         key_transform: Callable | None = None,
-    ):
+    ) -> T | torch.Tensor:
         """Returns the ``q``-quantiles of every leaf (``torch.quantile``).
 
         Without ``dim`` each leaf is reduced over all its elements into a tensordict with

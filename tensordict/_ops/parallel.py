@@ -17,6 +17,7 @@ numbers. Workers that replace retired ones (``max_tasks_per_child``) take the ne
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.pool
 import pickle
 import signal
 import warnings
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import norm_dim
 from tensordict._ops.split_stack import STACKERS
@@ -253,17 +255,17 @@ class ParallelMixin(Contract):
         dim: int = 0,
         num_workers: int | None = None,
         *,
-        out=None,
+        out: TensorCollection | None = None,
         chunksize: int | None = None,
         num_chunks: int | None = None,
-        pool=None,
+        pool: multiprocessing.pool.Pool | None = None,
         generator: torch.Generator | None = None,
         max_tasks_per_child: int | None = None,
         worker_threads: int = 1,
         index_with_generator: bool = False,
         pbar: bool = False,
         mp_start_method: str | None = None,
-    ):
+    ) -> TensorCollection | torch.Tensor | None:
         """Calls ``fn`` on chunks of the tensordict in worker processes and joins the results.
 
         The tensordict is cut along batch dim ``dim`` into chunks (views, not copies),
@@ -362,7 +364,7 @@ class ParallelMixin(Contract):
         shuffle: bool = False,
         chunksize: int | None = None,
         num_chunks: int | None = None,
-        pool=None,
+        pool: multiprocessing.pool.Pool | None = None,
         generator: torch.Generator | None = None,
         max_tasks_per_child: int | None = None,
         worker_threads: int = 1,
