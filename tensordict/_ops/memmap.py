@@ -711,7 +711,7 @@ class MemmapMixin:
             sub._mm = _io.Level(sub_folder, robust_key=robust_key)
             if sub_folder is not None:
                 parent_level.claim(part)  # another writer's entry of that key: refused
-                sub._mm.update(fmt.level_meta(sub.batch_size, sub.device))
+                sub._mm.update(fmt.level_meta(sub.batch_size, sub.device, names=sub._names))
                 parent_level.add(part, {"type": sub._memmap_record_type()})
             if parent_level.taken is not None:
                 parent_level.taken[fmt.file_name(part, "", robust_key)] = part

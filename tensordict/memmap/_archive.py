@@ -105,7 +105,8 @@ PAD_EXTRA_ID = 0x5444  # the extra block that pads a local header (b"DT" little-
 BUILDERS: dict = {}
 """How this layer builds the loaded objects, filled by the modules that define the classes:
 
-* ``BUILDERS[fmt.KIND_TD](data, batch_size, device)``: a TensorDict over checked entries;
+* ``BUILDERS[fmt.KIND_TD](data, batch_size, device, names)``: a TensorDict over checked
+  entries (``names``: of its batch dimensions, ``None`` when none is named);
 * ``BUILDERS[fmt.KIND_LAZY](where, members, stack_dim, stack_dim_name)``: a lazy stack;
 * ``BUILDERS[fmt.KIND_NONTENSOR_STACK](values, device=...)``: a NonTensorStack;
 * ``BUILDERS[type_str]`` for each tensorclass (``"<class 'm.Frame'>"``):
@@ -560,6 +561,7 @@ def _load_kind(reader: ArchiveReader, folder: str, meta: dict, options):
 def _load_td(reader: ArchiveReader, folder: str, meta: dict, options):
     where = reader.label(folder)
     batch_size, device = fmt.parse_td_level(where, meta)
+    dim_names = fmt.parse_names(where, meta, batch_size)
     if options.device is not None:
         device = options.device
     names = reader.children[folder]
@@ -595,7 +597,7 @@ def _load_td(reader: ArchiveReader, folder: str, meta: dict, options):
                 data[key] = torch.empty(shape, dtype=dtype)  # the format keeps no file for it
             continue
         data[key] = reader.tensor(entry, dtype, shape)
-    return BUILDERS[fmt.KIND_TD](data, batch_size, device)
+    return BUILDERS[fmt.KIND_TD](data, batch_size, device, dim_names)
 
 
 def _nested(reader: ArchiveReader, folder: str, key, entry: str, dtype, shape, robust_key):

@@ -98,7 +98,9 @@ class Level:
         self.clean = False  # dead writers' temporary files removed (once per level)
         if loaded is not None and meta:
             # Entries dropped at load (a missing file) were never this tensordict's to delete.
-            fields = sum(1 for field in fmt.LEVEL_FIELDS if field in meta)
+            fields = sum(
+                1 for field in fmt.FIELD_NAMES if field in meta and fmt.is_field(field, meta[field])
+            )
             if len(meta) - fields != len(loaded):
                 self.view = {k: v for k, v in meta.items() if k in loaded}
 
@@ -128,7 +130,7 @@ class Level:
     def ours(self) -> dict:
         """The records this tensordict loaded or wrote (not other writers' it re-read since)."""
         if self.view is None:
-            return {k: v for k, v in self.meta.items() if k not in fmt.LEVEL_FIELDS}
+            return dict(fmt.entries(self.meta))
         return self.view
 
     @contextlib.contextmanager
@@ -364,15 +366,31 @@ def entry_kind(value) -> str:
 
 
 def plan_entries(
-    obj, items, folder: str | None, plan: Plan, robust_key, existsok: bool, like: bool
+    obj,
+    items,
+    folder: str | None,
+    plan: Plan,
+    robust_key,
+    existsok: bool,
+    like: bool,
+    names=None,
 ) -> None:
-    """Plans the entries of one dense level ``obj`` (its ``items``) into ``folder``."""
+    """Plans the entries of one dense level ``obj`` (its ``items``) into ``folder``.
+
+    ``names`` are the level's names of batch dimensions (written as its ``"_names"``
+    field), so that an entry of that name is refused.
+    """
     items = list(items)
     if plan.depth >= fmt.MAX_DEPTH:
         raise _too_deep(folder)
     plan.depth += 1
     if folder is not None:
-        fmt.check_level_keys(folder, {k: entry_kind(v) for k, v in items}, robust_key)
+        fmt.check_level_keys(
+            folder,
+            {k: entry_kind(v) for k, v in items},
+            robust_key,
+            named=names is not None and any(n is not None for n in names),
+        )
     for key, value in items:
         if isinstance(value, _Tensor):
             if value.device.type == "meta":
@@ -923,16 +941,18 @@ def load_child(path: str, options: Options, previous=None):
 
 
 def load_entries(folder: str, meta: dict, options: Options) -> tuple:
-    """Reads a dense level: ``(batch_size, device, data, inodes)``.
+    """Reads a dense level: ``(batch_size, device, names, data, inodes)``.
 
+    ``names`` are the names of the batch dimensions (``None`` when none is named).
     Entries whose file is missing are left out (the format's rule); every other
     problem raises naming the path. Non-tensor entries get the level's batch size.
     """
     batch_size, device = fmt.parse_td_level(folder, meta)
+    names = fmt.parse_names(folder, meta, batch_size)
     if options.device is not None:
         device = options.device
     data, inodes = _read_entries(folder, meta, options, batch_size, None)
-    return batch_size, device, data, inodes
+    return batch_size, device, names, data, inodes
 
 
 def _read_entries(folder, meta, options, batch_size, previous, old=None):
@@ -945,9 +965,9 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
     parse, file_name, suffix = fmt.parse_tensor_record, fmt.file_name, fmt.MEMMAP_SUFFIX
     n = len(batch_size)
     b0 = batch_size[0] if n else 0
-    fields = fmt.LEVEL_FIELDS
+    fields, is_field = fmt.FIELD_NAMES, fmt.is_field
     for key, record in meta.items():
-        if key in fields:
+        if key in fields and is_field(key, record):
             continue
         if (type(record) is not dict or "type" in record) and fmt.parse_record(
             folder, key, record
@@ -1082,7 +1102,8 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
             ``meta.json`` is checked and read when it changed.
 
     Returns:
-        ``None`` when nothing changed at this level, else ``(batch_size, new_level)``.
+        ``None`` when nothing changed at this level, else ``(batch_size, names,
+        new_level)`` (``names``: of the batch dimensions, ``None`` when none is named).
 
     Raises:
         FileNotFoundError: if the folder's ``meta.json`` is gone.
@@ -1111,6 +1132,7 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
         return None
     meta, stat = read
     batch_size, _ = fmt.parse_td_level(level.path, meta)
+    names = fmt.parse_names(level.path, meta, batch_size)
     fresh, inodes = _read_entries(level.path, meta, options, batch_size, data, level)
     data.clear()
     data.update(fresh)
@@ -1121,7 +1143,7 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
                 inodes[key] = os.stat(filename).st_ino
             except OSError:
                 pass
-    return batch_size, Level(level.path, meta, stat, level.robust_key, inodes, fresh)
+    return batch_size, names, Level(level.path, meta, stat, level.robust_key, inodes, fresh)
 
 
 def _still_same_file(tensor, inode) -> bool:
