@@ -87,9 +87,13 @@ Writing and reading
 folder, then renamed over. Each read-change-write of one folder's ``meta.json``
 holds an exclusive ``flock`` on ``meta%lock`` in that folder. Readers never write.
 A tree whose root folder holds ``meta%writer`` (a JSON object: ``host``, ``pid``,
-``token``; created exclusively by :func:`tensordict.memmap.claim_writer`) has one
-writer: a process without that token MUST NOT change any ``meta.json`` of the tree,
-and this library refuses to. Readers ignore the file.
+``token``; at most 4096 bytes) has one writer: a process without that token MUST NOT
+change any ``meta.json`` of the tree, and this library refuses to. A claimer MUST
+make the file visible only whole and only if no claim is there
+(:func:`tensordict.memmap.claim_writer` writes it to a temporary file and links
+that to ``meta%writer``, which fails when the name exists). A ``meta%writer`` that
+is not such an object (empty, not JSON) is nobody's claim: no process may change
+the tree until it is replaced. Readers ignore the file.
 Nothing is unpickled unless asked; nothing is imported.
 
 The temporary names, the atomic replace of ``meta.json``, the exchange of folders,
