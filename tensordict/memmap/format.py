@@ -84,7 +84,10 @@ another host (a shared file system) or without a host are never removed.
 Writing and reading
 ~~~~~~~~~~~~~~~~~~~
 ``meta.json`` is replaced atomically: written to a temporary file in the same
-folder, then renamed over. Each read-change-write of one folder's ``meta.json``
+folder, then renamed over. It holds at most 64 MiB (:data:`MAX_META_BYTES`, some
+600,000 entries at one level): a reader refuses a larger one before reading it,
+so that no ``meta.json`` (an archive's, compressed, least of all) can take more
+memory than that. Each read-change-write of one folder's ``meta.json``
 holds an exclusive ``flock`` on ``meta%lock`` in that folder. Readers never write.
 A tree whose root folder holds ``meta%writer`` (a JSON object: ``host``, ``pid``,
 ``token``; at most 4096 bytes) has one writer: a process without that token MUST NOT
@@ -141,6 +144,7 @@ PICKLE_FILE = "other.pickle"
 TENSORCLASS_DATA = "_tensordict"
 NAME_MAX = 255
 MAX_DEPTH = 128  # levels of folders below a root; deeper trees are refused on write and load
+MAX_META_BYTES = 64 << 20  # the largest meta.json a reader accepts (see "Writing and reading")
 _MAX_SIZE = (1 << 62) - 1  # a larger dimension cannot be a tensor's: its byte count overflows
 
 LEVEL_FIELDS = ("shape", "device", "_type", "_format_version", "_class")  # never entries' names
@@ -393,7 +397,8 @@ def read_meta_bytes(folder: str) -> tuple:
 
     Raises:
         FileNotFoundError: if the folder or its ``meta.json`` is missing.
-        ValueError: if ``meta.json`` is a symlink or not a regular file.
+        ValueError: if ``meta.json`` is a symlink, not a regular file, or larger
+            than :data:`MAX_META_BYTES`.
     """
     path = meta_path(folder)
     try:
@@ -412,6 +417,12 @@ def read_meta_bytes(folder: str) -> tuple:
         stat = os.fstat(fd)
         if not _stat.S_ISREG(stat.st_mode):
             msg = f"refusing to read {path!r}: it is not a regular file"
+            raise MemmapFormatError(msg)
+        if stat.st_size > MAX_META_BYTES:
+            msg = (
+                f"refusing to read {path!r}: it holds {stat.st_size} bytes, more than the "
+                f"{MAX_META_BYTES} a meta.json may hold"
+            )
             raise MemmapFormatError(msg)
         with os.fdopen(fd, "rb", closefd=False) as handle:
             raw = handle.read()
