@@ -71,7 +71,9 @@ An archive is written to a temporary file beside its final path and renamed
 over it, so that a crash leaves either the old archive or the new one. Writing
 a tensordict stages its folder next to the archive first (the ordinary
 :meth:`~tensordict.TensorDictBase.memmap` writer, so an archive holds exactly
-the files a folder would), packs it, then removes the staging folder.
+the files a folder would), packs it, then removes the staging folder. Both carry
+the format's temporary names; a writer first removes those that a dead writer of
+this host left in the folder (by host and process id, as for folders).
 
 Hooks
 -----
@@ -90,7 +92,6 @@ import pickle
 import shutil
 import stat as _stat
 import struct
-import tempfile
 import zipfile
 import zlib
 
@@ -967,6 +968,11 @@ def write_archive(
 ):
     """Writes the tree ``obj`` as the archive ``archive_path`` (staged as a folder beside it).
 
+    The staging folder and the archive's temporary file carry the format's temporary
+    names (``%tmp.<host>.<pid>.<random>``), so that what a killed writer left beside
+    the archive is removed by the next writer there (see
+    :func:`~tensordict.memmap._fs.remove_stale_temporaries`).
+
     Raises:
         FileExistsError: with ``existsok=False``, if a file is at ``archive_path``.
         ValueError: if a folder is at ``archive_path``, or a key cannot be stored.
@@ -979,7 +985,9 @@ def write_archive(
     _compression(compression)  # refused before anything is written
     parent = os.path.dirname(target)
     os.makedirs(parent, exist_ok=True)
-    stage = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(target)[:200]}.%stage.")
+    _fs.remove_stale_temporaries(parent)  # what killed writers left: staging folders, archives
+    stage = _fs.temporary_name(target)
+    os.mkdir(stage)
     try:
         tree = os.path.join(stage, "tree")
         write = obj.memmap_like if like else obj.memmap
