@@ -702,22 +702,19 @@ class MemmapMixin:
         """
         for part in parts[depth:-1]:
             inner = node._tensordict_of()
-            parent_level = inner._mm
-            sub = inner._new_like({}, inner.batch_size)
-            sub_folder = None
-            if parent_level.path is not None:
-                sub_folder = os.path.join(parent_level.path, fmt.file_name(part, "", robust_key))
-                os.makedirs(sub_folder, exist_ok=True)
-            sub._mm = _io.Level(sub_folder, robust_key=robust_key)
-            if sub_folder is not None:
-                parent_level.claim(part)  # another writer's entry of that key: refused
-                sub._mm.update(fmt.level_meta(sub.batch_size, sub.device, names=sub._names))
-                parent_level.add(part, {"type": sub._memmap_record_type()})
-            if parent_level.taken is not None:
-                parent_level.taken[fmt.file_name(part, "", robust_key)] = part
-            inner._store_entry(part, sub)
-            node = sub
+            adopted = inner._get_str(part, None)  # a level an adopted one brought along
+            if adopted is not None:
+                if not isinstance(adopted, MemmapMixin):
+                    raise _taken_by_another(parts, part, inner._mm.path, "a tensor")
+                node = adopted
+                continue
+            node = self._new_level(parts, inner, part, robust_key)
         inner = node._tensordict_of()
+        if depth < len(parts) - 1:  # the last level may be another writer's: check it again
+            if inner._get_str(parts[-1], None) is not None:
+                raise _taken_by_another(parts, parts[-1], inner._mm.path, "an entry")
+            if not tensor.is_nested:
+                self._check_feature_shape(parts, node, len(parts) - 1, tensor.shape)
         level = inner._mm
         if level.path is not None and record is not None:
             level.add(parts[-1], record, renames)
@@ -730,6 +727,39 @@ class MemmapMixin:
             for name in fmt.entry_names(parts[-1], kind, robust_key):
                 level.taken[name] = parts[-1]
         inner._store_entry(parts[-1], tensor)
+
+    def _new_level(self, parts: tuple, inner, part: str, robust_key):
+        """The new sub-tensordict ``part`` of ``inner``, created on disk too, and stored.
+
+        When another writer created a sub-tensordict of that key meanwhile (two
+        processes adding ``("grp", "a")`` and ``("grp", "b")`` at once), it is the same
+        level: it is read again under its lock and adopted, so that the new entry goes
+        in beside the other writer's.
+
+        Raises:
+            EntryExistsError: if another writer recorded a tensor, or another kind of
+                entry, under that key meanwhile.
+        """
+        parent_level = inner._mm
+        sub = inner._new_like({}, inner.batch_size)
+        sub_folder = None
+        if parent_level.path is not None:
+            sub_folder = os.path.join(parent_level.path, fmt.file_name(part, "", robust_key))
+        sub._mm = _io.Level(sub_folder, robust_key=robust_key)
+        if sub_folder is not None:
+            record = {"type": sub._memmap_record_type()}
+
+            def create() -> None:
+                os.makedirs(sub_folder, exist_ok=True)
+                sub._mm.update(fmt.level_meta(sub.batch_size, sub.device, names=sub._names))
+
+            found = parent_level.add_level(part, record, create)
+            if found is not None:
+                sub = _adopt_level(parts, inner, part, sub_folder, found, record, robust_key)
+        if parent_level.taken is not None:
+            parent_level.taken[fmt.file_name(part, "", robust_key)] = part
+        inner._store_entry(part, sub)
+        return sub
 
     def _check_feature_shape(self, parts, node, depth, shape) -> None:
         batch_size = node._tensordict_of().batch_size
@@ -1042,6 +1072,32 @@ class MemmapMixin:
                 yield from value._tensordict._stored_tensors()
             elif hasattr(value, "_stored_tensors"):
                 yield from value._stored_tensors()
+
+
+def _taken_by_another(parts: tuple, part: str, folder, what: str) -> EntryExistsError:
+    msg = (
+        f"cannot add {parts!r}: another writer added {part!r} in {folder!r} meanwhile as "
+        f"{what}, not a sub-tensordict to add to (refresh with memmap_refresh_() to see it)"
+    )
+    return EntryExistsError(msg)
+
+
+def _adopt_level(parts, inner, part: str, folder: str, found, record: dict, robust_key):
+    """The sub-tensordict another writer recorded as ``found`` at ``part``, read again under its lock.
+
+    Raises:
+        EntryExistsError: if ``found`` is not a level of the class the caller would
+            have created (a tensor, a non-tensor value, another class).
+    """
+    if type(found) is not dict or found.get("type") != record["type"]:
+        kind = found.get("type") if type(found) is dict else None
+        raise _taken_by_another(parts, part, inner._mm.path, "a tensor" if kind is None else kind)
+    with _fs.locked(folder):
+        sub = _io.load_child(folder, _io.Options(robust_key, False, None))
+    if type(sub) is not type(inner._new_like({}, inner.batch_size)):
+        raise _taken_by_another(parts, part, inner._mm.path, type(sub).__name__)
+    fmt.check_batch_prefix(inner._mm.path, part, sub.batch_size, inner.batch_size)
+    return sub
 
 
 def _taken_names(td) -> dict:

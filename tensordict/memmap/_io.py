@@ -164,6 +164,27 @@ class Level:
                     self.inodes[key] = os.stat(renames[0][1]).st_ino
             self._apply({key: record})
 
+    def add_level(self, key: str, record: dict, create) -> dict | None:
+        """Records the new sub-level ``key``, made by ``create()``, unless another writer recorded ``key``.
+
+        Under the folder lock, after re-reading ``meta.json``: when ``key`` is not
+        recorded, ``create()`` writes the sub-level's folder and ``meta.json`` and the
+        level is recorded, both before another writer can look; otherwise nothing is
+        written and the record another writer made is returned, for the caller to adopt
+        the level it names or to refuse it.
+
+        Returns:
+            None when the level was created and recorded here, else the record found.
+        """
+        with self._locked():
+            self._reread()
+            found = self.meta.get(key)
+            if found is not None and not fmt.is_field(key, found):
+                return found
+            create()
+            self._apply({key: record})
+        return None
+
     def claim(self, key: str) -> None:
         """Refuses, before anything is written, a key another writer recorded meanwhile.
 
