@@ -993,6 +993,14 @@ def write_archive(
         write = obj.memmap_like if like else obj.memmap
         write(tree, num_threads=num_threads, robust_key=robust_key)
         pack_memmap(tree, target, compression=compression)
+    except OSError as err:
+        if err.errno is None:
+            raise
+        msg = (
+            f"cannot write the archive {target!r}: {os.strerror(err.errno)} (while staging it "
+            f"in {stage!r}: {err}; nothing was kept)"
+        )
+        raise OSError(err.errno, msg) from err
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 

@@ -739,12 +739,35 @@ def write_tree(
                 _put_in_place(stage, folder)
             else:
                 _merge_into(stage, folder)
-    except BaseException:
+    except BaseException as err:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
+            if isinstance(err, OSError) and err.errno is not None:
+                raise _at_destination(err, folder, stage) from err
         raise
     out.lock_()
     return out
+
+
+def _at_destination(err: OSError, folder: str, stage: str) -> OSError:
+    """``err`` of a file in the staging folder, told of the path the user asked for (the file's
+    place in ``folder``), the staged path after it; the same error when it names no staged file."""
+    staged = next(
+        (
+            p
+            for p in (err.filename, err.filename2)
+            if isinstance(p, str) and (p == stage or p.startswith(stage + os.sep))
+        ),
+        None,
+    )
+    if staged is None:
+        return err
+    final = folder + staged[len(stage) :]
+    msg = (
+        f"cannot write {final!r} of the memory-mapped folder {folder!r}: "
+        f"{os.strerror(err.errno)} (it was staged as {staged!r}; the folder was left as it was)"
+    )
+    return OSError(err.errno, msg)
 
 
 def _staging_folder(folder: str) -> tuple:
