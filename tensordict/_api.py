@@ -27,6 +27,7 @@ def save(
     robust_key: bool | None = None,
     archive: bool | None = None,
     compression: str | int | None = None,
+    atomic: bool = False,
 ):
     """Saves a tensordict to a folder, as :func:`tensordict.memmap` does; returns the mapped copy.
 
@@ -44,6 +45,8 @@ def save(
             ends with ``".tdz"``).
         compression (str or int, optional): how an archive's tensor payloads are
             compressed. Defaults to None (stored, so that they load as views).
+        atomic (bool, optional): accepted for compatibility: every write is atomic (a
+            crash leaves the old tree or the new one), whatever its value.
 
     Returns:
         The memory-mapped copy, locked (for an archive, the archive loaded back).
@@ -68,6 +71,7 @@ def save(
         robust_key=robust_key,
         archive=archive,
         compression=compression,
+        atomic=atomic,
     )
 
 
@@ -78,6 +82,9 @@ def load_memmap(
     *,
     out=None,
     robust_key: bool | None = None,
+    subpath=None,
+    mode: str | None = None,
+    num_threads: int = 0,
     allow_pickle: bool = False,
 ):
     """Loads a memory-mapped folder (or ``.tdz`` archive) written by this library or the well-known one.
@@ -93,6 +100,13 @@ def load_memmap(
     Keyword Args:
         out (TensorDictBase, optional): load into this tensordict instead.
         robust_key (bool, optional): how keys were encoded in file names (None: either).
+        subpath (NestedKey or str, optional): load only the nested tensordict at this
+            key (a nested key, or its parts joined by ``"/"``). Defaults to the root.
+        mode (str, optional): ``"r"`` maps every file copy-on-write and the result
+            refuses to change its folder; ``"r+"`` maps every file shared; ``None``
+            (default) shares the files this process may write.
+        num_threads (int, optional): accepted for compatibility, without effect (files
+            are mapped, compressed leaves inflated one after the other). Defaults to 0.
         allow_pickle (bool, optional): unpickle values stored as pickles. Defaults to False.
 
     Returns:
@@ -101,7 +115,8 @@ def load_memmap(
     Raises:
         FileNotFoundError: if the folder or its ``meta.json`` is missing.
         NotADirectoryError: if ``prefix`` is a file.
-        ValueError: if the folder is not a valid memory-mapped tensordict.
+        ValueError: if the folder is not a valid memory-mapped tensordict, ``mode`` is
+            unknown or ``subpath`` names no sub-tensordict.
 
     Examples:
         >>> import tempfile, tensordict, torch
@@ -111,7 +126,15 @@ def load_memmap(
         MemoryMappedTensor([1., 1.])
     """
     return TensorDict.load_memmap(
-        prefix, device, non_blocking, out=out, robust_key=robust_key, allow_pickle=allow_pickle
+        prefix,
+        device,
+        non_blocking,
+        out=out,
+        robust_key=robust_key,
+        subpath=subpath,
+        mode=mode,
+        num_threads=num_threads,
+        allow_pickle=allow_pickle,
     )
 
 

@@ -16,7 +16,13 @@ import torch
 
 from tensordict._collection import is_non_tensor
 from tensordict._keys import _key_parts
-from tensordict.errors import EntryExistsError, NotMemmapError, warn
+from tensordict.errors import (
+    EntryExistsError,
+    ExistingFileError,
+    InvalidArgumentError,
+    NotMemmapError,
+    warn,
+)
 from tensordict.memmap import _archive, _fs, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor, _storage_filename
@@ -146,6 +152,26 @@ def check_storage(key, storage, shape, dtype) -> tuple:
     return storage, shape, dtype, needed, nested, _storage_filename(storage)
 
 
+def _load_options(robust_key, allow_pickle, mode, num_threads) -> _io.Options:
+    """The options of a load, its arguments checked.
+
+    Raises:
+        ValueError: if ``mode`` is not ``None``, ``"r"`` or ``"r+"``, or ``num_threads``
+            is negative.
+        TypeError: if ``num_threads`` is not an int.
+    """
+    if mode not in (None, "r", "r+"):
+        msg = f"mode must be None, 'r' or 'r+', got {mode!r}"
+        raise InvalidArgumentError(msg)
+    if type(num_threads) is not int:
+        msg = f"num_threads must be an int, got {type(num_threads).__name__}"
+        raise TypeError(msg)
+    if num_threads < 0:
+        msg = f"num_threads must be 0 or more, got {num_threads}"
+        raise InvalidArgumentError(msg)
+    return _io.Options(robust_key, allow_pickle, None, mode)
+
+
 def warn_storage_without_file(key, path: str) -> None:
     """The ``FutureWarning`` of a file-less storage added to a tensordict with a directory."""
     warn(STORAGE_WARNING.format(key=key, path=path), FutureWarning)
@@ -223,6 +249,7 @@ class MemmapMixin:
         robust_key: bool | None = None,
         archive: bool | None = None,
         compression: str | int | None = None,
+        atomic: bool = False,
     ):
         """Returns a memory-mapped copy of the tensordict, written to ``prefix`` (or shared memory).
 
@@ -255,6 +282,12 @@ class MemmapMixin:
             compression (str or int, optional): for an archive, how tensor payloads
                 are compressed (``"deflate"``, ``"bzip2"``, ``"lzma"``); compressed
                 leaves load as copies. Defaults to ``None`` (stored, mapped).
+            atomic (bool, optional): accepted for compatibility. Every write is atomic
+                here, whatever its value: the tree is built under temporary names and
+                put in place in one step (entry by entry, each whole, where the folder
+                cannot be swapped), so that a failure or a crash leaves ``prefix`` as
+                it was or holding the new tree; ``atomic=False`` is as safe. An archive
+                is written to a temporary file and renamed. Defaults to ``False``.
 
         Returns:
             The memory-mapped tensordict (or a ``Future`` of it with ``return_early``).
@@ -289,6 +322,7 @@ class MemmapMixin:
         share_non_tensor: bool = False,
         existsok: bool = True,
         robust_key: bool | None = None,
+        atomic: bool = False,
     ):
         """Memory-maps the tensordict in place and locks it.
 
@@ -314,6 +348,8 @@ class MemmapMixin:
                 raises ``FileExistsError``. Defaults to True.
             robust_key (bool, optional): percent-encode keys in file names (``None`` is
                 True). Defaults to ``None``.
+            atomic (bool, optional): accepted for compatibility; every write is atomic
+                (see :meth:`memmap`), whatever its value. Defaults to ``False``.
 
         Returns:
             The tensordict itself (or a ``Future`` of it with ``return_early``).
@@ -322,7 +358,8 @@ class MemmapMixin:
             ValueError: if a key cannot be stored (see :meth:`memmap`).
             FileExistsError: with ``existsok=False``, if an entry's file exists.
             RuntimeError: in its own folder, if another writer added a key this
-                tensordict adds, or rewrote a value it changed, since it was loaded.
+                tensordict adds, or rewrote a value it changed, since it was loaded, or
+                if it was loaded with ``mode="r"`` and has something to write there.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2)}, [2])
@@ -404,6 +441,9 @@ class MemmapMixin:
         *,
         out=None,
         robust_key: bool | None = None,
+        subpath=None,
+        mode: str | None = None,
+        num_threads: int = 0,
         allow_pickle: bool = False,
     ):
         """Opens a memory-mapped folder (or ``.tdz`` archive) without copying and returns its tensordict.
@@ -432,6 +472,25 @@ class MemmapMixin:
             out (TensorDictBase, optional): copy the loaded entries into this tensordict.
             robust_key (bool, optional): the key encoding used when the folder was
                 written (``None`` is True).
+            subpath (NestedKey or str, optional): load only the nested tensordict at
+                this key, given as a nested key (``("module", "0")``) or as its parts
+                joined by ``"/"`` (``"module/0"``); only that level and those below it
+                are read. A tensorclass level is passed through to its fields, as
+                ``obj.get(key)`` does. Defaults to ``None`` (the whole tree).
+            mode (str, optional): how the files are mapped. ``"r"``: copy-on-write, read
+                only as far as the folder goes: writes into the leaves stay in this
+                process and the files never change, and every change of the folder
+                through the result (``make_memmap*``, ``memmap_()`` of new entries)
+                raises :class:`~tensordict.errors.ReadOnlyMemmapError`. ``"r+"``:
+                shared, writes into the leaves reach the files, and a file this
+                process may not write raises ``PermissionError`` (for an archive:
+                mapped writable, see ``memmap_like``). Defaults to ``None``: each file
+                shared when this process may write it, copy-on-write otherwise (an
+                archive: copy-on-write).
+            num_threads (int, optional): accepted for compatibility, and without
+                effect here: a folder's files are mapped, not read, and an archive's
+                compressed leaves are inflated one after the other, each in bounded
+                chunks. Defaults to ``0``.
             allow_pickle (bool, optional): unpickle non-tensor values that JSON could not
                 hold. Only for folders you trust. Defaults to False.
 
@@ -440,18 +499,30 @@ class MemmapMixin:
 
         Raises:
             FileNotFoundError: if the folder or its ``meta.json`` is missing.
-            ValueError: if the folder breaks the format (see above).
+            ValueError: if the folder breaks the format (see above), ``mode`` is not
+                ``None``, ``"r"`` or ``"r+"``, or ``subpath`` names no sub-tensordict.
+            PermissionError: with ``mode="r+"``, if a file is read-only.
 
         Examples:
-            >>> td = TensorDict({"a": torch.arange(3)}, [3]).memmap("ckpt")
+            >>> td = TensorDict({"a": torch.arange(3), "sub": {"b": torch.ones(3)}}, [3]).memmap("ckpt")
             >>> TensorDict.load_memmap("ckpt")["a"]
             MemoryMappedTensor([0, 1, 2])
+            >>> TensorDict.load_memmap("ckpt", subpath="sub")["b"]
+            MemoryMappedTensor([1., 1., 1.])
+            >>> frozen = TensorDict.load_memmap("ckpt", mode="r")
+            >>> frozen["a"][0] = 7  # stays in this process: the file is not changed
+            >>> TensorDict.load_memmap("ckpt")["a"][0]
+            MemoryMappedTensor(0)
         """
-        options = _io.Options(robust_key, allow_pickle, None)
+        options = _load_options(robust_key, allow_pickle, mode, num_threads)
+        parts = () if subpath is None else fmt.subpath_parts(subpath)
         if _archive.is_archive_file(prefix):
-            loaded = _archive.load_archive(prefix, options)
+            loaded = _archive.load_archive(prefix, options, writable=mode == "r+", subpath=parts)
         else:
-            loaded = cls._memmap_load_as(*_io.open_folder(prefix), options)
+            folder, meta, stat = _io.open_folder(prefix)
+            if parts:
+                folder, meta, stat = _io.open_subpath(folder, meta, stat, parts, robust_key)
+            loaded = cls._memmap_load_as(folder, meta, stat, options)
         if device is not None and torch.device(device).type != "cpu":
             loaded = loaded.to(device, non_blocking=non_blocking)
         if out is not None:
@@ -543,7 +614,8 @@ class MemmapMixin:
     def save(self, prefix=None, copy_existing: bool = False, *, num_threads: int = 0, **kwargs):
         """Writes the tensordict to the folder ``prefix``: the same as :meth:`memmap`, with its arguments.
 
-        ``dumps`` is another name for it.
+        ``dumps`` is another name for it. As with :meth:`memmap`, every write is atomic
+        (``atomic`` is accepted, whatever its value).
 
         Returns:
             The memory-mapped, locked copy.
@@ -559,13 +631,18 @@ class MemmapMixin:
 
     dumps = save
 
-    def memmap_refresh_(self):
+    def memmap_refresh_(self, *, allow_pickle: bool = False):
         """Re-reads the folder in place, so that entries added by others appear, and returns the tensordict.
 
         Only levels whose ``meta.json`` changed are parsed and re-mapped; the
         tensordict and its sub-tensordicts keep their identity. Entries that
         ``meta.json`` does not record (a storage without a file) are dropped.
-        Nothing is written.
+        Nothing is written. New files are mapped as the tensordict was loaded
+        (``mode`` of :meth:`load_memmap`).
+
+        Keyword Args:
+            allow_pickle (bool, optional): unpickle non-tensor values that JSON could
+                not hold, written since. Defaults to False.
 
         Returns:
             The tensordict itself.
@@ -584,10 +661,12 @@ class MemmapMixin:
         """
         level = self._require_memmap("memmap_refresh_()")
         if level.path is not None:
-            self._memmap_refresh(_io.Options(level.robust_key, False, None))
+            self._memmap_refresh(_io.Options(level.robust_key, allow_pickle, None, level.mode))
         return self
 
-    def load_memmap_(self, prefix=None, *, robust_key=None, allow_pickle: bool = False):
+    def load_memmap_(
+        self, prefix=None, robust_key=None, *, allow_pickle: bool = False, mode: str | None = None
+    ):
         """Loads the folder ``prefix`` into this tensordict in place and returns it.
 
         The tensordict takes the folder's entries and state (it becomes memory-mapped
@@ -597,10 +676,12 @@ class MemmapMixin:
 
         Args:
             prefix (str or path, optional): the folder. Defaults to the tensordict's own.
+            robust_key (bool, optional): the key encoding of the folder (``None`` is True).
 
         Keyword Args:
-            robust_key (bool, optional): the key encoding of the folder (``None`` is True).
             allow_pickle (bool, optional): unpickle non-tensor values JSON could not hold.
+            mode (str, optional): how the files are mapped: ``None``, ``"r"`` or
+                ``"r+"``, as for :meth:`load_memmap`. Defaults to ``None``.
 
         Returns:
             The tensordict itself.
@@ -608,7 +689,7 @@ class MemmapMixin:
         Raises:
             TypeError: if the folder holds another class than this tensordict's.
             FileNotFoundError: if the folder or its ``meta.json`` is missing.
-            ValueError: if the folder breaks the format.
+            ValueError: if the folder breaks the format, or ``mode`` is unknown.
 
         Examples:
             >>> _ = TensorDict({"a": torch.arange(2)}, [2]).memmap("ckpt")
@@ -616,11 +697,11 @@ class MemmapMixin:
             >>> td.load_memmap_("ckpt") is td, td["a"].tolist()
             (True, [0, 1])
         """
+        options = _load_options(robust_key, allow_pickle, mode, 0)
         if prefix is None:
-            return self.memmap_refresh_()
-        options = _io.Options(robust_key, allow_pickle, None)
+            return self.memmap_refresh_(allow_pickle=allow_pickle)
         if _archive.is_archive_file(prefix):
-            loaded = _archive.load_archive(prefix, options)
+            loaded = _archive.load_archive(prefix, options, writable=mode == "r+")
         else:
             loaded = type(self)._memmap_load_as(*_io.open_folder(prefix), options)
         if type(loaded) is not type(self):
@@ -639,6 +720,7 @@ class MemmapMixin:
         the caller. Nothing is changed.
         """
         level = self._require_memmap(what)
+        level.check_writable(what)
         parts = _key_parts(key)
         node = self
         folder = level.path
@@ -812,7 +894,13 @@ class MemmapMixin:
         return self._make_entry(key, "make_memmap()", robust_key, shape, dtype, None)
 
     def make_memmap_from_tensor(
-        self, key, tensor: torch.Tensor, *, copy_data: bool = True, robust_key: bool | None = None
+        self,
+        key,
+        tensor: torch.Tensor,
+        *,
+        copy_data: bool = True,
+        existsok: bool = True,
+        robust_key: bool | None = None,
     ):
         """Adds a memory-mapped copy of ``tensor`` at ``key`` and returns it.
 
@@ -826,12 +914,18 @@ class MemmapMixin:
         Keyword Args:
             copy_data (bool, optional): if False, only the shape and dtype are used and
                 the new tensor reads zeros. Defaults to True.
+            existsok (bool, optional): if False, a file already at the entry's path (one
+                that no entry records, say a leftover) raises instead of being replaced.
+                Defaults to True.
+            robust_key (bool, optional): accepted for compatibility; the tensordict's
+                own key encoding is used.
 
         Returns:
             The new ``MemoryMappedTensor``.
 
         Raises:
             RuntimeError: if the tensordict is not memory-mapped or the key exists.
+            FileExistsError: with ``existsok=False``, if a file is at the entry's path.
 
         Examples:
             >>> td = TensorDict({}, [2]).memmap("grow2")
@@ -846,10 +940,10 @@ class MemmapMixin:
             source = torch.zeros_like(source) if not source.is_nested else source.clone().zero_()
         shape = source._nested_tensor_size() if source.is_nested else source.shape
         return self._make_entry(
-            key, "make_memmap_from_tensor()", robust_key, shape, source.dtype, source
+            key, "make_memmap_from_tensor()", robust_key, shape, source.dtype, source, existsok
         )
 
-    def _make_entry(self, key, what: str, robust_key, shape, dtype, source):
+    def _make_entry(self, key, what: str, robust_key, shape, dtype, source, existsok=True):
         """Adds a new entry of ``shape`` and ``dtype``: zeros, or a copy of ``source``."""
         level = self._require_memmap(what)
         robust_key = level.robust_key if robust_key is None else robust_key
@@ -869,12 +963,19 @@ class MemmapMixin:
             lambda path, shape_path: _new_entry_tensor(path, shape_path, shape, dtype, source),
             robust_key,
             "nested" if nested else "tensor",
+            existsok,
         )
 
-    def _add_file_entry(self, parts, node, depth, folder, create, robust_key, kind: str):
+    def _add_file_entry(
+        self, parts, node, depth, folder, create, robust_key, kind: str, existsok: bool = True
+    ):
         """Creates the new entry's file(s) with ``create(path, shape_path)``, records and stores it."""
         self._check_new_names(parts, node, depth, folder, kind, robust_key)
         path = os.path.join(folder, fmt.file_name(parts[-1], fmt.MEMMAP_SUFFIX, robust_key))
+        if not existsok and os.path.lexists(path):
+            full = parts[0] if len(parts) == 1 else parts
+            msg = f"cannot add {full!r}: {path!r} already exists and existsok=False"
+            raise ExistingFileError(msg)
         shape_path = None
         if kind == "nested":
             shape_path = os.path.join(

@@ -103,6 +103,7 @@ from tensordict.errors import (
     ArchiveFormatError,
     ArchiveTargetError,
     ExistingFileError,
+    InvalidArgumentError,
     MemmapFormatError,
     MemmapNotFoundError,
     SymlinkError,
@@ -639,7 +640,7 @@ def _decompressor(path: str, entry: _Entry, buf, pos: int, end: int) -> tuple:
 
 
 # ====================================================================== loading
-def load_archive(path, options, *, writable: bool = False):
+def load_archive(path, options, *, writable: bool = False, subpath: tuple = ()):
     """Loads the tree stored in the archive ``path`` (see the module docstring).
 
     Args:
@@ -648,6 +649,8 @@ def load_archive(path, options, *, writable: bool = False):
 
     Keyword Args:
         writable (bool, optional): map it shared, so that writes reach the file.
+        subpath (tuple of str, optional): the keys of the nested tensordict to load
+            (see :func:`~tensordict.memmap.format.subpath_parts`). Defaults to the root.
 
     Returns:
         The loaded tensordict, of the class the archive records.
@@ -655,9 +658,31 @@ def load_archive(path, options, *, writable: bool = False):
     Raises:
         ArchiveFormatError: if the archive breaks the format (naming the entry).
         FileNotFoundError: if the archive or its root ``meta.json`` is missing.
+        ValueError: if ``subpath`` names no sub-tensordict.
     """
     with ArchiveReader(path, writable=writable) as reader:
-        return _load_level(reader, "", options)
+        return _load_level(reader, _subpath_folder(reader, subpath, options.robust_key), options)
+
+
+def _subpath_folder(reader: ArchiveReader, subpath: tuple, robust_key) -> str:
+    """The folder (in the archive) of the nested tensordict at the keys ``subpath``."""
+    folder = ""
+    for key in subpath:
+        meta = reader.meta(folder)
+        kind = fmt.level_kind(reader.label(folder), meta)
+        if kind == fmt.KIND_TENSORCLASS:
+            folder = _join(folder, fmt.TENSORCLASS_DATA)
+            meta = reader.meta(folder)
+            kind = fmt.level_kind(reader.label(folder), meta)
+        if kind != fmt.KIND_TD:
+            msg = f"subpath {subpath!r}: {reader.label(folder)!r} holds a {kind}, whose entries no key reaches"
+            raise InvalidArgumentError(msg)
+        fmt.check_subpath_step(reader.label(folder), meta, key, subpath)
+        names = reader.children[folder]
+        folder = _join(
+            folder, fmt.entry_name(reader.label(folder), key, "", robust_key, names.__contains__)
+        )
+    return folder
 
 
 def _load_level(reader: ArchiveReader, folder: str, options):

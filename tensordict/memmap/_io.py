@@ -48,9 +48,11 @@ from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict.errors import (
     EntryExistsError,
     ExistingFileError,
+    InvalidArgumentError,
     MemmapFormatError,
     MemmapNotFoundError,
     NotAFolderError,
+    ReadOnlyMemmapError,
     SymlinkError,
 )
 from tensordict.memmap import _fs
@@ -76,7 +78,18 @@ class Level:
     ``meta``'s entries, set aside when a re-read brings in other writers' records.
     """
 
-    __slots__ = ("path", "meta", "text", "stat", "robust_key", "taken", "inodes", "view", "clean")
+    __slots__ = (
+        "path",
+        "meta",
+        "text",
+        "stat",
+        "robust_key",
+        "taken",
+        "inodes",
+        "view",
+        "clean",
+        "mode",
+    )
 
     def __init__(
         self,
@@ -86,8 +99,10 @@ class Level:
         robust_key=None,
         inodes=None,
         loaded=None,
+        mode: str | None = None,
     ) -> None:
         self.path = path
+        self.mode = mode  # "r": loaded read-only, its folder is never changed through it
         self.meta = {} if meta is None else meta
         self.text: str | None = None
         self.taken: dict | None = None  # file name -> key, built on the first added entry
@@ -105,10 +120,17 @@ class Level:
                 self.view = {k: v for k, v in meta.items() if k in loaded}
 
     def __getstate__(self):
-        return {"path": self.path, "meta": self.meta, "robust_key": self.robust_key}
+        return {
+            "path": self.path,
+            "meta": self.meta,
+            "robust_key": self.robust_key,
+            "mode": self.mode,
+        }
 
     def __setstate__(self, state) -> None:
-        self.__init__(state["path"], state["meta"], None, state["robust_key"])
+        self.__init__(
+            state["path"], state["meta"], None, state["robust_key"], mode=state.get("mode")
+        )
 
     def body(self) -> str:
         """The members of meta.json, serialised and joined (cached until a key is replaced)."""
@@ -133,9 +155,23 @@ class Level:
             return dict(fmt.entries(self.meta))
         return self.view
 
+    def check_writable(self, what: str) -> None:
+        """Refuses a change of the folder of a level loaded with ``mode="r"``.
+
+        Raises:
+            ReadOnlyMemmapError: naming ``what`` and the folder.
+        """
+        if self.mode == "r":
+            msg = (
+                f"{what} cannot change {self.path!r}: it was loaded with mode='r' (read-only); "
+                "load it without mode='r' to write to it"
+            )
+            raise ReadOnlyMemmapError(msg)
+
     @contextlib.contextmanager
     def _locked(self):
         """The folder's lock; the first time, dead writers' temporary files are removed."""
+        self.check_writable("this tensordict")
         with _fs.locked(self.path):
             if not self.clean:
                 _fs.remove_stale_temporaries(self.path)
@@ -339,14 +375,22 @@ def _inode(path: str):
 
 
 class Options:
-    """What a load or refresh was asked for: key encoding, unpickling, device; and how deep it is."""
+    """What a load or refresh was asked for: key encoding, unpickling, device, mapping mode; and how deep it is.
 
-    __slots__ = ("robust_key", "allow_pickle", "device", "depth")
+    ``mode`` is ``None`` (each file shared when this process may write it, else
+    copy-on-write), ``"r"`` (every file copy-on-write, and the levels refuse to change
+    their folders) or ``"r+"`` (every file shared; a read-only file raises).
+    """
 
-    def __init__(self, robust_key=None, allow_pickle: bool = False, device=None) -> None:
+    __slots__ = ("robust_key", "allow_pickle", "device", "depth", "mode")
+
+    def __init__(
+        self, robust_key=None, allow_pickle: bool = False, device=None, mode: str | None = None
+    ) -> None:
         self.robust_key = robust_key
         self.allow_pickle = allow_pickle
         self.device = device
+        self.mode = mode
         self.depth = 0  # folders being loaded, root included
 
 
@@ -946,15 +990,45 @@ def open_folder(prefix) -> tuple:
     return folder, meta, stat
 
 
+def open_subpath(folder: str, meta: dict, stat, subpath: tuple, robust_key) -> tuple:
+    """``(folder, meta, stat)`` of the nested tensordict at the keys ``subpath`` below ``folder``.
+
+    A tensorclass level is passed through to its data (``_tensordict/``), as
+    ``obj.get(key)`` reaches its entries.
+
+    Raises:
+        ValueError: if a key names no sub-tensordict, or a level on the way is a lazy
+            stack or a non-tensor value, naming the subpath and the folder.
+    """
+    for key in subpath:
+        kind = fmt.level_kind(folder, meta)
+        if kind == fmt.KIND_TENSORCLASS:
+            folder = fmt.child_path(folder, fmt.TENSORCLASS_DATA)
+            meta, stat = fmt.read_meta(folder)
+            kind = fmt.level_kind(folder, meta)
+        if kind != fmt.KIND_TD:
+            msg = f"subpath {subpath!r}: {folder!r} holds a {kind}, whose entries no key reaches"
+            raise InvalidArgumentError(msg)
+        fmt.check_subpath_step(folder, meta, key, subpath)
+        folder = fmt.entry_path(folder, key, "", robust_key)
+        meta, stat = fmt.read_meta(folder)
+    return folder, meta, stat
+
+
 def load_folder(folder: str, meta: dict, stat, options: Options):
     """Loads one folder whose ``meta.json`` is already parsed, with the loader of its class."""
     if options.depth >= fmt.MAX_DEPTH:
         raise _too_deep(folder)
     options.depth += 1
     try:
-        return _load_kind(folder, meta, stat, options)
+        loaded = _load_kind(folder, meta, stat, options)
     finally:
         options.depth -= 1
+    if options.mode is not None:
+        level = getattr(loaded, "_mm", None)
+        if isinstance(level, Level):
+            level.mode = options.mode
+    return loaded
 
 
 def _load_kind(folder: str, meta: dict, stat, options: Options):
@@ -1004,7 +1078,8 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
     data: dict = {}
     inodes: dict = {}
     prefix = folder + os.sep
-    robust_key = options.robust_key
+    robust_key, mode = options.robust_key, options.mode
+    shared = mode != "r"
     lstat, from_file, S_ISREG, mmt = os.lstat, torch.from_file, _stat.S_ISREG, MemoryMappedTensor
     parse, file_name, suffix = fmt.parse_tensor_record, fmt.file_name, fmt.MEMMAP_SUFFIX
     n = len(batch_size)
@@ -1037,7 +1112,7 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
         ):
             fmt.check_batch_prefix(folder, key, shape, batch_size)
         if nested or robust_key is False:
-            value = _load_tensor(folder, key, dtype, shape, nested, robust_key)
+            value = _load_tensor(folder, key, dtype, shape, nested, robust_key, mode)
             if value is not None:
                 data[key] = value
             continue
@@ -1048,23 +1123,25 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
             info = lstat(path)
         except (FileNotFoundError, ValueError):
             # A legacy unencoded name, or a key that is no file name (entry_path says which).
-            value = _load_tensor(folder, key, dtype, shape, nested, robust_key)
+            value = _load_tensor(folder, key, dtype, shape, nested, robust_key, mode)
             if value is not None:
                 data[key] = value
             continue
         numel = shape.numel()
         if info.st_size != numel * dtype.itemsize or not S_ISREG(info.st_mode) or numel == 0:
-            data[key] = _open_file(path, dtype, shape)  # it raises the precise error
+            data[key] = _open_file(path, dtype, shape, mode)  # it raises the precise error
             continue
         try:
-            flat = from_file(path, True, numel, dtype=dtype)
-        except RuntimeError:  # a read-only file: _open_file maps it copy-on-write
-            data[key] = _open_file(path, dtype, shape)
+            flat = from_file(path, shared, numel, dtype=dtype)
+        except RuntimeError:  # a read-only file: _open_file maps it copy-on-write (or raises)
+            data[key] = _open_file(path, dtype, shape, mode)
             continue
         if len(shape) != 1:  # view(*shape): faster than view(shape) for a torch.Size
             flat = flat.view(*shape) if shape else flat.view(shape)
         tensor = flat.as_subclass(mmt)
         tensor._filename = path
+        if not shared:
+            tensor._cow = True
         data[key] = tensor
         inodes[key] = info.st_ino
     return data, inodes
@@ -1090,7 +1167,7 @@ def _load_sub(folder: str, key: str, record: dict, options: Options, previous, b
     return value
 
 
-def _load_tensor(folder: str, key: str, dtype, shape, nested: bool, robust_key):
+def _load_tensor(folder: str, key: str, dtype, shape, nested: bool, robust_key, mode=None):
     """Maps one tensor entry found through :func:`format.entry_path`; None when its file is missing."""
     path = fmt.entry_path(folder, key, fmt.MEMMAP_SUFFIX, robust_key)
     if nested:
@@ -1102,9 +1179,9 @@ def _load_tensor(folder: str, key: str, dtype, shape, nested: bool, robust_key):
         except FileNotFoundError as err:
             msg = f"{fmt.meta_path(folder)!r}, entry {key!r}: the nested tensor's shape file {shape_path!r} is missing"
             raise MemmapFormatError(msg) from err
-        return _open_file(path, dtype, sizes)
+        return _open_file(path, dtype, sizes, mode)
     try:
-        return _open_file(path, dtype, shape)
+        return _open_file(path, dtype, shape, mode)
     except FileNotFoundError:
         if fmt.nbytes(shape, dtype) == 0:
             return MemoryMappedTensor.empty(shape, dtype=dtype)  # the format keeps no file for it
@@ -1187,7 +1264,11 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
                 inodes[key] = os.stat(filename).st_ino
             except OSError:
                 pass
-    return batch_size, names, Level(level.path, meta, stat, level.robust_key, inodes, fresh)
+    return (
+        batch_size,
+        names,
+        Level(level.path, meta, stat, level.robust_key, inodes, fresh, level.mode),
+    )
 
 
 def _still_same_file(tensor, inode) -> bool:

@@ -130,7 +130,12 @@ from collections.abc import Iterator
 
 import torch
 
-from tensordict.errors import MemmapFormatError, MemmapNotFoundError, SymlinkError
+from tensordict.errors import (
+    InvalidArgumentError,
+    MemmapFormatError,
+    MemmapNotFoundError,
+    SymlinkError,
+)
 
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
@@ -738,6 +743,47 @@ def is_field(key: str, record) -> bool:
         (True, True, False)
     """
     return key in LEVEL_FIELDS or (key == NAMES_FIELD and type(record) is not dict)
+
+
+def subpath_parts(subpath) -> tuple:
+    """The keys of the ``subpath`` of a load: a nested key, or its parts joined by ``"/"``.
+
+    Raises:
+        TypeError: if ``subpath`` is neither a string nor a tuple of strings.
+        ValueError: if it is empty or has an empty part.
+
+    Examples:
+        >>> subpath_parts("module/0"), subpath_parts(("a", "b/c"))
+        (('module', '0'), ('a', 'b/c'))
+    """
+    if isinstance(subpath, str):
+        parts = tuple(subpath.split("/"))
+    elif isinstance(subpath, tuple) and all(isinstance(p, str) for p in subpath):
+        parts = subpath
+    else:
+        msg = f"subpath must be a nested key or a '/'-separated string, got {subpath!r}"
+        raise TypeError(msg)
+    if not parts or "" in parts:
+        msg = f"subpath {subpath!r} has an empty part; give the keys of a nested tensordict"
+        raise InvalidArgumentError(msg)
+    return parts
+
+
+def check_subpath_step(where: str, meta: dict, key: str, subpath: tuple) -> None:
+    """Refuses a step of a ``subpath`` that is not a sub-tensordict of the level ``meta`` of ``where``.
+
+    Raises:
+        ValueError: if the level records no entry ``key``, or records a tensor or a
+            non-tensor value there, naming the subpath and the folder.
+    """
+    record = meta.get(key)
+    kind = None
+    if record is not None and not is_field(key, record):
+        kind = parse_record(where, key, record)
+    if kind is None or kind in (KIND_NONTENSOR, "MetaData", KIND_NONTENSOR_STACK):
+        what = "no entry" if record is None else f"{kind or 'a tensor'}, not a tensordict,"
+        msg = f"subpath {subpath!r} names no saved tensordict: {where!r} holds {what} at {key!r}"
+        raise InvalidArgumentError(msg)
 
 
 def entries(meta: dict) -> Iterator:
