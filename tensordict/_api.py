@@ -11,9 +11,17 @@ import os
 import torch
 
 from tensordict._td import TensorDict
-from tensordict.memmap import memmap
+from tensordict.memmap import _append, memmap
 
-__all__ = ["from_consolidated", "from_dict", "fromkeys", "load", "load_memmap", "save"]
+__all__ = [
+    "append_memmap",
+    "from_consolidated",
+    "from_dict",
+    "fromkeys",
+    "load",
+    "load_memmap",
+    "save",
+]
 
 
 def save(
@@ -139,6 +147,61 @@ def load_memmap(
 
 
 load = load_memmap
+
+
+def append_memmap(prefix: str | os.PathLike, rows, *, allow_pickle: bool | None = None) -> None:
+    """Appends rows to a tensordict saved in a folder, along its first batch dimension, in one step.
+
+    Every leaf grows by the rows given, and so does the first batch dimension of every
+    level. The grown tree is built beside the folder (each leaf's file is its old
+    bytes, copied in the kernel, then the new rows'; every other file is hard-linked)
+    and exchanged with the folder in one step. So an append killed at any moment
+    leaves the old rows or the new ones, never part of them; a
+    :func:`~tensordict.load_memmap` during an append gets the old tree or the new
+    one, never levels of both (it reads the folder again when the folder was
+    exchanged while it read); and tensordicts that mapped the files before keep their
+    old rows (:meth:`~tensordict.TensorDictBase.memmap_refresh_` sees the new ones).
+    The price: an append writes the saved rows again, so its cost grows with the
+    saved size. Appends to one folder take turns (its lock); another writer adding
+    entries to a nested level meanwhile can lose them, so use one writer at a time
+    (:func:`~tensordict.memmap.claim_writer` makes it checked).
+
+    ``rows`` must have the keys, the classes, the dtypes and the trailing shapes of
+    the saved tensordict, and its batch size may differ from the saved one in its
+    first dimension only. A non-tensor entry stays as saved, and its value in
+    ``rows`` must be equal to it: one value, or a
+    :class:`~tensordict.NonTensorStack` of equal values. A saved
+    :class:`~tensordict.NonTensorStack`, a lazy stack, a nested tensor and an archive
+    cannot grow, and raise. Everything is checked before the first file is written.
+
+    Args:
+        prefix (str or path): the folder that :func:`~tensordict.save` or
+            :func:`~tensordict.memmap` wrote.
+        rows (TensorDictBase or tensorclass): the rows to append.
+
+    Keyword Args:
+        allow_pickle (bool, optional): unpickle the saved non-tensor values that are
+            pickled, to compare them with those of ``rows``; only for folders you
+            trust. Defaults to ``None`` (no).
+
+    Raises:
+        AppendError: if ``rows`` cannot be appended (naming the entry and why), the
+            tree cannot grow, ``prefix`` is an archive, or its folder cannot be
+            exchanged in one step (a mount point, the working directory, a file system
+            without ``renameat2``). A ``ValueError``.
+        FileNotFoundError: if ``prefix`` holds no saved tensordict.
+
+    Examples:
+        >>> import tempfile, tensordict, torch
+        >>> td = tensordict.TensorDict(a=torch.zeros(3, 2), batch_size=[3])
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     _ = tensordict.save(td, folder)
+        ...     rows = tensordict.TensorDict(a=torch.ones(2, 2), batch_size=[2])
+        ...     tensordict.append_memmap(folder, rows)
+        ...     print(tensordict.load_memmap(folder)["a"].sum(-1).tolist())
+        [0.0, 0.0, 0.0, 2.0, 2.0]
+    """
+    _append.append_rows(prefix, rows, allow_pickle=allow_pickle)
 
 
 def from_dict(

@@ -519,10 +519,7 @@ class MemmapMixin:
         if _archive.is_archive_file(prefix):
             loaded = _archive.load_archive(prefix, options, writable=mode == "r+", subpath=parts)
         else:
-            folder, meta, stat = _io.open_folder(prefix)
-            if parts:
-                folder, meta, stat = _io.open_subpath(folder, meta, stat, parts, robust_key)
-            loaded = cls._memmap_load_as(folder, meta, stat, options)
+            loaded = _io.load_tree(prefix, options, parts, cls._memmap_load_as)
         if device is not None and torch.device(device).type != "cpu":
             loaded = loaded.to(device, non_blocking=non_blocking)
         if out is not None:
@@ -703,7 +700,7 @@ class MemmapMixin:
         if _archive.is_archive_file(prefix):
             loaded = _archive.load_archive(prefix, options, writable=mode == "r+")
         else:
-            loaded = type(self)._memmap_load_as(*_io.open_folder(prefix), options)
+            loaded = _io.load_tree(prefix, options, (), type(self)._memmap_load_as)
         if type(loaded) is not type(self):
             msg = f"cannot load the {type(loaded).__name__} folder {os.fspath(prefix)!r} into a {type(self).__name__}"
             raise TypeError(msg)

@@ -841,7 +841,7 @@ def _staging_folder(folder: str) -> tuple:
         if (
             not _only_recorded_names(folder)
             or os.path.ismount(folder)
-            or _holds_cwd(folder)
+            or holds_cwd(folder)
             or not _fs.can_exchange(parent)
         ):
             stage = _fs.temporary_name(os.path.join(folder, fmt.META_FILE))
@@ -857,7 +857,7 @@ def _staging_folder(folder: str) -> tuple:
     return stage, _fs.can_exchange(parent)
 
 
-def _holds_cwd(folder: str) -> bool:
+def holds_cwd(folder: str) -> bool:
     """True when the working directory is ``folder`` or inside it."""
     try:
         cwd = os.getcwd()
@@ -1013,6 +1013,48 @@ def open_subpath(folder: str, meta: dict, stat, subpath: tuple, robust_key) -> t
         folder = fmt.entry_path(folder, key, "", robust_key)
         meta, stat = fmt.read_meta(folder)
     return folder, meta, stat
+
+
+RELOADS = 8  # reads of a folder exchanged meanwhile (a new tree, an append) before giving up
+
+
+def load_tree(prefix, options: Options, subpath: tuple, load):
+    """Loads the tree the user names with ``load(folder, meta, stat, options)``, whole and unmixed.
+
+    A writer that replaces the tree (``memmap(prefix)``, ``append_memmap``) exchanges
+    the folder with a new one in one step; a load that read some levels before that
+    step and some after would mix the two trees. So the folder's identity (its inode)
+    is noted before the root ``meta.json`` is read and checked after the last level
+    was: when it changed, the tree is read again (an error met meanwhile is then the
+    exchange's, not the folder's), at most :data:`RELOADS` times.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`open_folder`, :func:`open_subpath` and
+            the loaders raise them, for a folder that did not change while it was read.
+    """
+    path = os.path.abspath(os.fspath(prefix))
+    for attempt in range(RELOADS):
+        before = _identity(path)
+        try:
+            folder, meta, stat = open_folder(path)
+            if subpath:
+                folder, meta, stat = open_subpath(folder, meta, stat, subpath, options.robust_key)
+            loaded = load(folder, meta, stat, options)
+        except Exception:
+            if attempt + 1 == RELOADS or _identity(path) == before:
+                raise
+            continue
+        if _identity(path) == before:
+            return loaded
+    return loaded  # exchanged at every read: the last tree read, itself whole
+
+
+def _identity(path: str):
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
 
 
 def load_folder(folder: str, meta: dict, stat, options: Options):
