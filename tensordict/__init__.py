@@ -12,7 +12,15 @@ from tensordict import (
     tensordict,
     utils,
 )
-from tensordict._api import from_consolidated, from_dict, fromkeys, load, load_memmap, save
+from tensordict._api import (
+    append_memmap,
+    from_consolidated,
+    from_dict,
+    fromkeys,
+    load,
+    load_memmap,
+    save,
+)
 from tensordict._attrs import TensorAttrs
 from tensordict._collection import (
     NO_DEFAULT,
@@ -109,6 +117,7 @@ __all__ = [
     "TypedTensorDict",
     "UnbatchedTensor",
     "__version__",
+    "append_memmap",
     "assert_allclose_td",
     "assert_close",
     "base",

@@ -1021,7 +1021,9 @@ class TensorDict(TensorDictBase):
                     f"exclude it first, e.g. with td.exclude({key!r})"
                 )
                 raise UnbatchedMemmapError(msg)
-        _io.plan_entries(self, self._tensordict.items(), folder, plan, robust_key, existsok, like)
+        _io.plan_entries(
+            self, self._tensordict.items(), folder, plan, robust_key, existsok, like, self._names
+        )
 
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
         data = _io.rebuild_entries(
@@ -1039,20 +1041,20 @@ class TensorDict(TensorDictBase):
 
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
         meta = _io.records_of(self._tensordict.items(), folder, robust_key)
-        meta.update(fmt.level_meta(self._batch_size, self._device))
+        meta.update(fmt.level_meta(self._batch_size, self._device, names=self._names))
         self._mm.write(meta, folder)
 
     def _memmap_refresh(self, options) -> None:
         changed = _io.refresh_entries(self._mm, self._tensordict, options)
         if changed is not None:
-            self._batch_size, self._mm = changed
+            self._batch_size, self._names, self._mm = changed
 
     def _memmap_refresh_from(self, meta: dict, stat, options) -> bool:
         if self._mm is None or fmt.level_kind(self._mm.path, meta) != fmt.KIND_TD:
             return False
         changed = _io.refresh_entries(self._mm, self._tensordict, options, (meta, stat))
         if changed is not None:
-            self._batch_size, self._mm = changed
+            self._batch_size, self._names, self._mm = changed
         return True
 
     def _memmap_load_into(self, loaded) -> None:
@@ -1254,15 +1256,15 @@ def _source_dict(source) -> dict:
     return dict(_source_items(source))
 
 
-def _build(data: dict, batch_size, device) -> TensorDict:
+def _build(data: dict, batch_size, device, names) -> TensorDict:
     """A TensorDict over entries already checked against ``batch_size`` (an archive's level)."""
-    return TensorDict._new_unsafe(data, batch_size, device, None)
+    return TensorDict._new_unsafe(data, batch_size, device, names)
 
 
 def _load(folder: str, meta: dict, stat, options) -> TensorDict:
     """The loader of TensorDict folders, registered with the storage layer."""
-    batch_size, device, data, inodes = _io.load_entries(folder, meta, options)
-    td = TensorDict._new_unsafe(data, batch_size, device, None)
+    batch_size, device, names, data, inodes = _io.load_entries(folder, meta, options)
+    td = TensorDict._new_unsafe(data, batch_size, device, names)
     td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes, data)
     return td
 

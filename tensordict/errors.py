@@ -14,6 +14,7 @@ import warnings
 __all__ = [
     "AbstractClassError",
     "AcceleratorUnavailableError",
+    "AppendError",
     "ArchiveFormatError",
     "ArchiveTargetError",
     "AxisRangeError",
@@ -52,6 +53,7 @@ __all__ = [
     "PaddingError",
     "PathThroughLeafError",
     "ProcessGroupNotInitializedError",
+    "ReadOnlyMemmapError",
     "RenameDestinationError",
     "ReplaceArgumentError",
     "ReservedFieldError",
@@ -185,6 +187,14 @@ class NotDifferentiableError(TensorDictError, RuntimeError):
 
 class NotMemmapError(TensorDictError, RuntimeError):
     """A memory-mapping method was called on a tensordict that is not memory-mapped."""
+
+
+class ReadOnlyMemmapError(NotMemmapError):
+    """A tensordict loaded with ``mode="r"`` was asked to change its folder."""
+
+
+class AppendError(TensorDictError, ValueError):
+    """Rows cannot be appended to a saved tensordict (``append_memmap``): another structure, or a kind that cannot grow."""
 
 
 class UnknownFieldError(TensorDictError, AttributeError, TypeError, ValueError):
