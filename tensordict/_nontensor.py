@@ -17,12 +17,14 @@ nested lists of values).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
+from tensordict._collection import NO_DEFAULT
 from tensordict._options import capture_non_tensor_stack
-from tensordict.errors import EntryTypeError, UnknownFieldError
+from tensordict.errors import EntryTypeError, LockedError, UnknownFieldError
 
 STACK_BUILDERS: dict = {}
 """How this layer builds a NonTensorStack: filled by the module that defines it (see above)."""
@@ -92,6 +94,36 @@ def _dummy(batch_size: torch.Size) -> torch.Tensor:
     return torch.zeros((), dtype=torch.uint8).expand(batch_size)
 
 
+_FIELDS = frozenset(("data", "_batch_size", "_device", "_metadata", "_locked"))
+"""The attributes an entry may be given: its slots (``batch_size`` is a property over one)."""
+
+
+class _NoKeys:
+    """The keys of a non-tensor entry: none, with the interface of a tensordict's key view."""
+
+    __slots__ = ()
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __contains__(self, key) -> bool:
+        return False
+
+    def __eq__(self, other) -> bool:
+        try:
+            return not set(other)
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return "_KeysView([])"
+
+
 class NonTensorDataBase:
     """The common base of :class:`NonTensorData` and :class:`MetaData`: one Python value with a batch size.
 
@@ -118,7 +150,8 @@ class NonTensorDataBase:
     __slots__ = {
         "data": """The value held, shared by every entry derived from this one.
 
-        It may be reassigned; a plain attribute, with no check.
+        It may be reassigned, unless the entry is locked (see ``lock_``); the new
+        value is not checked.
 
         Examples:
             >>> entry = NonTensorData({"level": 3}, [2])
@@ -128,6 +161,10 @@ class NonTensorDataBase:
         "_batch_size": None,
         "_device": None,
         "_metadata": None,
+        "_locked": None,
+        # An entry has no attributes beyond its fields (see ``__setattr__``); the empty
+        # ``__dict__`` is there for code that reads ``vars(entry)``, as the reference allows.
+        "__dict__": None,
     }
     _is_tensor_collection = True
     _is_non_tensor = True
@@ -141,6 +178,7 @@ class NonTensorDataBase:
     ) -> None:
         if isinstance(data, NonTensorDataBase):
             data = data.data
+        self._locked = False
         self.data = data
         self._batch_size = torch.Size(() if batch_size is None else batch_size)
         self._device = None if device is None else torch.device(device)
@@ -157,15 +195,29 @@ class NonTensorDataBase:
         return NotImplemented
 
     def __setattr__(self, name: str, value) -> None:
-        try:
-            object.__setattr__(self, name, value)
-        except AttributeError:
+        if name not in _FIELDS and not isinstance(getattr(type(self), name, None), property):
             msg = (
                 f"cannot set the attribute {name!r} of a {type(self).__name__}: it has no such "
                 "field (its fields are 'data' and 'batch_size'); keep extra information in "
                 "metadata= or in another entry"
             )
-            raise UnknownFieldError(msg) from None
+            raise UnknownFieldError(msg)
+        if name == "data" and self._locked:
+            msg = (
+                f"cannot reassign the value of a locked {type(self).__name__} (it belongs to a "
+                "locked tensordict); write through the tensordict instead (td.set_(key, value)) "
+                "or unlock it first"
+            )
+            raise LockedError(msg)
+        object.__setattr__(self, name, value)
+
+    def __getstate__(self) -> dict:
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    def __setstate__(self, state: dict) -> None:
+        # The fields are restored as they were, a locked entry's value included.
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
 
     @property
     def batch_size(self) -> torch.Size:
@@ -233,6 +285,85 @@ class NonTensorDataBase:
             True
         """
         return self._device
+
+    def keys(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable | None = None,
+        *,
+        sort: bool = False,
+    ) -> _NoKeys:
+        """Returns the keys of the entry: none, whatever the arguments (the value is not a key).
+
+        A non-tensor entry is a leaf of the tensordict that holds it; code that walks a
+        tree through ``keys()`` finds nothing below it.
+
+        Args:
+            include_nested, leaves_only, is_leaf: as in ``TensorDict.keys``; ignored.
+
+        Keyword Args:
+            sort (bool, optional): as in ``TensorDict.keys``; ignored.
+
+        Returns:
+            An empty view: it iterates over nothing, has length 0 and contains no key.
+
+        Examples:
+            >>> entry = NonTensorData("a", [2])
+            >>> list(entry.keys()), len(entry.keys(True, True)), "data" in entry.keys()
+            ([], 0, False)
+        """
+        return _NoKeys()
+
+    def values(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable | None = None,
+        *,
+        sort: bool = False,
+    ) -> Iterator:
+        """Returns an iterator over the values of the entry's keys: none (see :meth:`keys`).
+
+        Args:
+            include_nested, leaves_only, is_leaf: as in ``TensorDict.values``; ignored.
+
+        Keyword Args:
+            sort (bool, optional): ignored.
+
+        Returns:
+            An empty iterator.
+
+        Examples:
+            >>> list(NonTensorData("a").values())
+            []
+        """
+        return iter(())
+
+    def items(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable | None = None,
+        *,
+        sort: bool = False,
+    ) -> Iterator:
+        """Returns an iterator over the ``(key, value)`` pairs of the entry: none (see :meth:`keys`).
+
+        Args:
+            include_nested, leaves_only, is_leaf: as in ``TensorDict.items``; ignored.
+
+        Keyword Args:
+            sort (bool, optional): ignored.
+
+        Returns:
+            An empty iterator.
+
+        Examples:
+            >>> list(NonTensorData("a").items(True, True))
+            []
+        """
+        return iter(())
 
     def tolist(self):
         """Returns the value held: the object itself, not one list item per batch element.
@@ -572,10 +703,15 @@ class NonTensorDataBase:
         """
         return self._split_like(lambda d: d.unbind(dim))
 
-    def _fast_apply(self, fn, *others, batch_size=None, **kwargs) -> NonTensorData:
-        if batch_size is None:
-            return self
-        return self._with(batch_size)
+    def _fast_apply(self, fn, *others, batch_size=None, device=NO_DEFAULT, **kwargs):
+        # What a tensordict's apply (and what is built on it: to, clone, ...) gives for this
+        # entry: functions map tensors, so the entry itself, or a new one with the new batch
+        # size or device.
+        if device is NO_DEFAULT or device is None or device == self._device:
+            return self if batch_size is None else self._with(batch_size)
+        out = self._with(self._batch_size if batch_size is None else batch_size)
+        out._device = torch.device(device)
+        return out
 
     def _tree_value(self) -> tuple:
         # what the walk of a tree (tensordict._ops.tree) records for a non-tensor entry
@@ -650,38 +786,60 @@ class NonTensorDataBase:
         return self.to("cpu")
 
     def lock_(self) -> NonTensorData:
-        """Does nothing and returns the entry (``lock_`` and ``unlock_`` are the same method).
+        """Locks the entry, and returns it: its value can no longer be reassigned.
 
-        A non-tensor entry holds no key that a lock could protect, so it has
-        no lock of its own; the lock of the tensordict that holds it applies.
+        A tensordict locks the non-tensor entries it holds with itself (``lock_``,
+        ``memmap``, ...) and unlocks them with itself. A locked entry refuses
+        ``entry.data = value``; writing through its tensordict (``td.set_``,
+        ``td.update_``, index assignment) still works, as it does for a tensor.
 
         Returns:
-            The entry itself, unchanged.
+            The entry itself.
 
         Examples:
-            >>> entry = NonTensorData("a")
-            >>> entry.lock_() is entry, entry.unlock_() is entry, entry.is_locked
-            (True, True, False)
+            >>> td = TensorDict({"name": "cartpole"}, [2]).lock_()
+            >>> td.get("name").is_locked, td.unlock_().get("name").is_locked
+            (True, False)
         """
+        self._locked = True
         return self
 
-    unlock_ = lock_
+    def unlock_(self) -> NonTensorData:
+        """Unlocks the entry, and returns it (see :meth:`lock_`).
+
+        Returns:
+            The entry itself.
+
+        Examples:
+            >>> NonTensorData("a").lock_().unlock_().is_locked
+            False
+        """
+        self._locked = False
+        return self
+
+    def _propagate_lock(self, locked: bool) -> None:
+        # The hook a tensordict's lock_ and unlock_ call on each of its entries.
+        self._locked = locked
 
     @property
     def is_locked(self) -> bool:
-        """Always False: a non-tensor entry has no lock of its own (see :meth:`lock_`).
+        """True when the entry is locked (see :meth:`lock_`); a new entry is not.
+
+        Entries derived from this one (by indexing, reshaping, :meth:`clone`, ...)
+        are not locked.
 
         Returns:
-            False.
+            True when locked.
 
         Raises:
             AttributeError: on assignment: the property is read-only.
 
         Examples:
-            >>> NonTensorData("a").lock_().is_locked
-            False
+            >>> entry = NonTensorData("a")
+            >>> entry.is_locked, entry.lock_().is_locked, entry[None].is_locked
+            (False, True, False)
         """
-        return False
+        return self._locked
 
     def is_memmap(self) -> bool:
         """Always True: with no tensor storage, the entry never keeps a tensordict from being memory-mapped.

@@ -188,7 +188,7 @@ class NonTensorStack(LazyStackedTensorDict):
         (torch.Size([2, 2]), ['b', 'd'], 'c')
     """
 
-    __slots__ = ()
+    __slots__ = ("_locked",)
     _is_non_tensor = True
     _memmap_record = "NonTensorStack"
 
@@ -202,6 +202,7 @@ class NonTensorStack(LazyStackedTensorDict):
             self._init_empty(torch.Size((0,)))
             return
         super().__init__(*members, stack_dim=stack_dim, stack_dim_name=stack_dim_name)
+        self._locked = False
 
     def _init_empty(self, shape: torch.Size) -> None:
         self.tensordicts = []
@@ -209,6 +210,7 @@ class NonTensorStack(LazyStackedTensorDict):
         self._stack_dim_name = None
         self._batch_size = torch.Size(shape)
         self._mm = None
+        self._locked = False
 
     @classmethod
     def _of(cls, members: list, stack_dim: int, shape=None) -> NonTensorStack:
@@ -218,6 +220,7 @@ class NonTensorStack(LazyStackedTensorDict):
             out._init_empty(shape)
             return out
         LazyStackedTensorDict.__init__(out, *members, stack_dim=stack_dim)
+        out._locked = False
         return out
 
     @classmethod
@@ -626,40 +629,34 @@ class NonTensorStack(LazyStackedTensorDict):
         """
         return True
 
-    def lock_(self) -> NonTensorStack:
-        """Does nothing and returns the stack (``lock_`` and ``unlock_`` are the same method).
-
-        Returns:
-            The stack itself.
-
-        Examples:
-            >>> stack = NonTensorStack("a")
-            >>> stack.lock_() is stack, stack.is_locked
-            (True, False)
-        """
-        return self
-
-    unlock_ = lock_
-
     @property
     def is_locked(self) -> bool:
-        """Always False: a stack has no keys to protect; its tensordict's lock applies.
+        """True when the stack is locked: ``lock_``, or the lock of the tensordict that holds it.
+
+        A stack locks, and unlocks, with the tensordict that holds it; ``memmap``
+        and ``consolidate`` lock the stack they return, as they lock a tensordict.
+        The lock is the stack's own: its members, values, are not locked, and
+        writing values into a locked stack (``stack[0] = value``) still works.
 
         Returns:
-            False.
+            True when locked.
 
         Examples:
-            >>> NonTensorStack("a").is_locked
-            False
+            >>> td = TensorDict({"names": NonTensorStack("a", "b")}, [2]).lock_()
+            >>> td.get("names").is_locked, td.unlock_().get("names").is_locked
+            (True, False)
         """
-        return False
+        return self._locked
 
     @is_locked.setter
     def is_locked(self, value: bool) -> None:
-        pass
+        self._locked = bool(value)
 
     def _propagate_lock(self, locked: bool) -> None:
-        pass
+        self._locked = locked
+
+    def _held_by_a_locked_parent(self) -> bool:
+        return False  # the stack's lock is its own: nothing else holds it locked
 
     # ------------------------------------------------------------------ memory mapping
     # A stack written on its own (the root of memmap(), memmap_like() or save()) is one

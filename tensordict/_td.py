@@ -248,9 +248,13 @@ class TensorDict(TensorDictBase):
             return TensorDict(value, batch_size, device)
         value = _as_value(key, value, device)
         if isinstance(value, NonTensorDataBase):
-            if value.batch_size != batch_size:
-                value = value._with(batch_size if not value.batch_size else value.batch_size)
+            if value.batch_size != batch_size and not value.batch_size:
+                value = value._with(batch_size)
             _check_batch(key, value, batch_size)
+            if device is not None and value.device != device:
+                value = value.to(device)
+            if self._locked:
+                value.lock_()
             return value
         if isinstance(value, _Tensor):
             if value.ndim == 0 and batch_size:
@@ -623,7 +627,7 @@ class TensorDict(TensorDictBase):
                 ):
                     check_result(prefix + (key,) if prefix else key, res, bs)
             elif isinstance(value, NonTensorDataBase):
-                res = value
+                res = value._fast_apply(fn, device=device)
             else:
                 res = value._fast_apply(fn, device=device, checked=checked, prefix=prefix + (key,))
             if res is not None:
