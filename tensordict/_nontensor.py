@@ -24,7 +24,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT
 from tensordict._options import capture_non_tensor_stack
-from tensordict.errors import EntryTypeError, LockedError, UnknownFieldError
+from tensordict.errors import EntryTypeError, LockedError, UnknownFieldError, ValueAtIndexError
 
 STACK_BUILDERS: dict = {}
 """How this layer builds a NonTensorStack: filled by the module that defines it (see above)."""
@@ -50,6 +50,14 @@ def stack_entries(items: list, dim: int):
 def cat_entries(items: list, dim: int):
     """Concatenates non-tensor entries along ``dim``: one entry when all hold one value, else a stack."""
     return STACK_BUILDERS["cat"](items, dim)
+
+
+def same_value(a, b) -> bool:
+    """True when two values held by entries are the same: ``==`` when it gives a truth value, else ``is``."""
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError, RuntimeError):
+        return a is b
 
 
 def _all_numbers(value) -> bool:
@@ -402,12 +410,37 @@ class NonTensorDataBase:
     def __setitem__(self, index, value) -> None:
         if isinstance(value, NonTensorDataBase):
             value = value.data
-        if value != self.data:
+        if not same_value(value, self.data):
             msg = (
                 f"cannot assign {value!r} to part of the non-tensor entry holding {self.data!r}: "
-                "a non-tensor entry holds one value for its whole batch; set the key instead"
+                "it holds one value for its whole batch; write through its tensordict "
+                "(td[index] = ...), which makes it a NonTensorStack, or index "
+                "NonTensorStack.maybe_to_stack(entry) instead"
             )
-            raise RuntimeError(msg)
+            raise ValueAtIndexError(msg)
+
+    def _written_at(self, index, value):
+        # The hook of a tensordict's index assignment (td[index] = ..., set_at_, update_at_,
+        # copy_at_): the entry that holds ``value`` at ``index`` and this entry's values
+        # elsewhere. The same value keeps this entry; another one cannot be held at an index
+        # by one value for the whole batch, so it gives a NonTensorStack of this entry's
+        # values, written at ``index`` (with this entry's device and lock).
+        if not getattr(type(value), "_is_non_tensor", False) or isinstance(
+            value, NonTensorDataBase
+        ):
+            new = value.data if isinstance(value, NonTensorDataBase) else value
+            if same_value(new, self.data):
+                return self
+            if not self._batch_size:
+                out = self._with(self._batch_size)
+                object.__setattr__(out, "data", new)
+                out._locked = self._locked
+                return out
+        stack = STACK_BUILDERS["from_entry"](self)
+        stack[index] = value
+        if self._locked:
+            stack.lock_()
+        return stack
 
     def __len__(self) -> int:
         return self._batch_size[0] if self._batch_size else 0

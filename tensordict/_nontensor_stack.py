@@ -27,7 +27,7 @@ import torch
 from tensordict import _nontensor
 from tensordict._collection import NO_DEFAULT, is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
-from tensordict._nontensor import NonTensorData, NonTensorDataBase
+from tensordict._nontensor import NonTensorData, NonTensorDataBase, same_value
 from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.classes import CLASSES
 from tensordict.errors import BatchSizeError, MemmapFormatError
@@ -390,7 +390,7 @@ class NonTensorStack(LazyStackedTensorDict):
             'a'
         """
         flat = self._flat()
-        if not flat or any(not _same(v, flat[0]) for v in flat[1:]):
+        if not flat or any(not same_value(v, flat[0]) for v in flat[1:]):
             msg = (
                 "the elements of this NonTensorStack hold different values, so it has no single "
                 "data; use tolist() to read them"
@@ -461,6 +461,12 @@ class NonTensorStack(LazyStackedTensorDict):
         for position, item in zip(targets, new):
             flat[position] = item
         self._replace(_from_flat(flat, self._batch_size, self.device))
+
+    def _written_at(self, index, value) -> NonTensorStack:
+        # The hook of a tensordict's index assignment (see NonTensorDataBase._written_at):
+        # a stack takes the values in place.
+        self._set_at(index, value)
+        return self
 
     @property
     def names(self):
@@ -588,9 +594,9 @@ class NonTensorStack(LazyStackedTensorDict):
         if other.batch_size != shape:
             other = other.expand(shape)
         theirs = _values_at(other, shape)
-        return torch.tensor([_same(a, b) for a, b in zip(mine, theirs)], dtype=torch.bool).reshape(
-            shape
-        )
+        return torch.tensor(
+            [same_value(a, b) for a, b in zip(mine, theirs)], dtype=torch.bool
+        ).reshape(shape)
 
     def __ne__(self, other):
         equal = self.__eq__(other)
@@ -684,13 +690,6 @@ class NonTensorStack(LazyStackedTensorDict):
         return meta, self.tolist()
 
 
-def _same(a, b) -> bool:
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError, RuntimeError):
-        return a is b
-
-
 def _list_shape(values: list) -> list:
     """The batch shape of nested lists: their common lengths, as deep as they agree."""
     shape = [len(values)]
@@ -728,7 +727,7 @@ def _stack_entries(items: list, dim: int) -> NonTensorStack:
 def _cat_entries(items: list, dim: int):
     """Concatenates non-tensor entries along ``dim``: one entry when they all hold one equal value."""
     if all(isinstance(i, NonTensorDataBase) for i in items) and all(
-        _same(i.data, items[0].data) for i in items
+        same_value(i.data, items[0].data) for i in items
     ):
         shape = torch.cat([_positions(i.batch_size) for i in items], dim).shape
         return items[0]._with(shape)
@@ -764,6 +763,7 @@ def _load_stack(folder: str, meta: dict, stat, options) -> NonTensorStack:
 _nontensor.STACK_BUILDERS["stack"] = _stack_entries
 _nontensor.STACK_BUILDERS["cat"] = _cat_entries
 _nontensor.STACK_BUILDERS["from_list"] = NonTensorStack.from_list
+_nontensor.STACK_BUILDERS["from_entry"] = NonTensorStack.from_nontensordata
 _io.LOADERS[fmt.NONTENSOR_STACK_CLASS] = _load_stack
 CLASSES["NonTensorStack"] = NonTensorStack
 _io.LOADERS[fmt.NONTENSOR_STACK_TYPE] = _load_stack

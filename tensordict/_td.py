@@ -716,7 +716,7 @@ class TensorDict(TensorDictBase):
                 elif type(sub) is _Tensor and isinstance(current, _Tensor):
                     current[leaf_index] = sub
                 elif is_non_tensor(current):
-                    current[leaf_index] = sub
+                    data[key] = current._written_at(leaf_index, sub)
                 else:
                     current[leaf_index] = sub.data if isinstance(sub, NonTensorDataBase) else sub
             return
@@ -748,7 +748,7 @@ class TensorDict(TensorDictBase):
                     current = _zeros_for(sub, self._batch_size, indexed)
                     data[key] = current
                 if is_non_tensor(current):
-                    current[leaf_index] = sub
+                    data[key] = current._written_at(leaf_index, sub)
                 elif is_unbatched(current):
                     current.copy_(sub)  # the whole batch shares it: written whole
                 elif isinstance(current, _Tensor):

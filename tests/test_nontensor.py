@@ -117,3 +117,89 @@ def test_locked_entry_pickles():
     entry = NonTensorData({"k": 1}, batch_size=[3]).lock_()
     out = pickle.loads(pickle.dumps(entry))
     assert out.data == {"k": 1} and out.batch_size == torch.Size([3]) and out.is_locked
+
+
+# ---------------------------------------------------------------------- writes at an index
+def test_another_value_at_an_index_makes_a_stack():
+    """td[index] = ... with another value turns the NonTensorData into a NonTensorStack."""
+    td = TensorDict(s="a", x=torch.zeros(3), batch_size=[3])
+    td[0] = TensorDict(s="b", x=torch.ones(()))
+    assert isinstance(td.get("s"), NonTensorStack)
+    assert td.get("s").tolist() == ["b", "a", "a"] and td["x"].tolist() == [1.0, 0.0, 0.0]
+
+
+def test_the_same_value_at_an_index_keeps_the_entry():
+    """Writing the value the entry already holds keeps one NonTensorData."""
+    td = TensorDict(s="a", batch_size=[3])
+    td[1:] = TensorDict(s="a", batch_size=[2])
+    assert type(td.get("s")) is NonTensorData and td["s"] == "a"
+
+
+@pytest.mark.parametrize(
+    ("index", "expected"),
+    [
+        (slice(1, None, 2), ["a", "b", "a", "b"]),
+        (torch.tensor([True, False, False, True]), ["b", "a", "a", "b"]),
+        (torch.tensor([2]), ["a", "a", "b", "a"]),
+    ],
+)
+def test_write_at_index_kinds(index, expected):
+    """Slices, masks and index tensors all write the new value at the rows they select."""
+    td = TensorDict(s=NonTensorData("a", batch_size=[4]), batch_size=[4])
+    rows = len(torch.arange(4)[index])
+    td[index] = TensorDict(s=NonTensorData("b", batch_size=[rows]), batch_size=[rows])
+    assert td.get("s").tolist() == expected
+
+
+def test_write_a_stack_at_an_index():
+    """A NonTensorStack written at a slice puts one value per row."""
+    td = TensorDict(s="a", batch_size=[3])
+    td[1:] = TensorDict(s=NonTensorStack("b", "c"), batch_size=[2])
+    assert td.get("s").tolist() == ["a", "b", "c"]
+
+
+def test_write_at_an_index_in_two_dims():
+    """An index over two batch dims writes one element of a [3, 2] entry."""
+    td = TensorDict(s="a", batch_size=[3, 2])
+    td[0, 1] = TensorDict(s="b", batch_size=[])
+    assert td.get("s").tolist() == [["a", "b"], ["a", "a"], ["a", "a"]]
+
+
+@pytest.mark.parametrize("method", ["update_at_", "copy_at_"])
+def test_update_at_and_copy_at_make_a_stack(method):
+    """update_at_ and copy_at_(fast=False) write another value as index assignment does."""
+    td = TensorDict(val=NonTensorData(0, batch_size=[6]), batch_size=[6])
+    new = TensorDict(val=NonTensorData(1, batch_size=[3]), batch_size=[3])
+    kwargs = {"fast": False} if method == "copy_at_" else {}
+    getattr(td, method)(new, slice(1, None, 2), **kwargs)
+    assert td.get("val").tolist() == [0, 1] * 3
+
+
+def test_set_at_makes_a_stack():
+    """set_at_ of another value at an index makes the entry a NonTensorStack."""
+    td = TensorDict(s="a", batch_size=[3])
+    td.set_at_("s", "b", 2)
+    assert td.get("s").tolist() == ["a", "a", "b"]
+
+
+def test_write_at_an_index_into_a_locked_tensordict():
+    """Index assignment works in a locked tensordict; the tensordict stays locked."""
+    td = TensorDict({"a": {"b": "1"}}, batch_size=[3]).lock_()
+    td[0] = TensorDict({"a": {"b": "0"}}, [])
+    assert td.is_locked and td["a"].is_locked
+    assert td[0]["a", "b"] == "0" and td[1]["a", "b"] == "1"
+
+
+def test_write_at_an_index_keeps_the_device():
+    """The stack made by a write at an index keeps the tensordict's device."""
+    td = TensorDict(s="a", batch_size=[2], device="cpu")
+    td[0] = TensorDict(s="b", batch_size=[])
+    assert td.get("s").device == torch.device("cpu")
+
+
+def test_entry_refuses_another_value_at_an_index():
+    """entry[index] = value on a NonTensorData itself raises ValueError: it cannot change class."""
+    entry = NonTensorData("a", batch_size=[3])
+    with pytest.raises(ValueError):
+        entry[0] = "b"
+    assert entry.data == "a"
