@@ -17,6 +17,7 @@ nested lists of values).
 from __future__ import annotations
 
 import copy
+import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -58,6 +59,60 @@ def same_value(a, b) -> bool:
         return bool(a == b)
     except (TypeError, ValueError, RuntimeError):
         return a is b
+
+
+def nest_values(flat: list, shape) -> list:
+    """Cuts the row-major list ``flat`` into nested lists of ``shape`` (one level per dimension)."""
+    if len(shape) <= 1:
+        return list(flat)
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [nest_values(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+# The operators that compare or combine the values of non-tensor entries element by element
+# (``==``, ``!=``, ``&``, ``|``, ``^`` of the tensordicts that hold them): the result is a
+# tensor of the batch shape.
+_VALUE_OPERATORS = {
+    operator.eq: same_value,
+    operator.ne: lambda a, b: not same_value(a, b),
+    operator.and_: operator.and_,
+    operator.or_: operator.or_,
+    operator.xor: operator.xor,
+}
+
+
+def combine_values(op, operands: list) -> torch.Tensor | None:
+    """``op`` over the values of non-tensor entries, element by element, as a tensor.
+
+    ``operands`` are a non-tensor entry and another one, or a tensor of its batch
+    size (or of no dimension), whose numbers are values. The entries broadcast
+    against each other as tensors of their batch sizes do. Returns ``None`` when
+    ``op`` is not one of the value operators, an operand is neither, or the values
+    do not take the operator (``"a" | "b"``).
+    """
+    pair = _VALUE_OPERATORS.get(op)
+    if pair is None or len(operands) != 2:
+        return None
+    entries = [o for o in operands if getattr(type(o), "_is_non_tensor", False)]
+    if not entries:
+        return None
+    shape = torch.broadcast_shapes(*(e.batch_size for e in entries))
+    flats = []
+    for operand in operands:
+        if getattr(type(operand), "_is_non_tensor", False):
+            same = operand.batch_size == shape
+            flats.append((operand if same else operand.expand(shape))._flat())
+        elif isinstance(operand, torch.Tensor) and operand.shape in (shape, torch.Size()):
+            flats.append(operand.expand(shape).reshape(-1).tolist())
+        else:
+            return None
+    try:
+        out = [pair(a, b) for a, b in zip(*flats)]
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if not out:
+        return torch.zeros(shape, dtype=torch.bool)
+    return torch.tensor(out).reshape(shape)
 
 
 def _all_numbers(value) -> bool:
@@ -180,6 +235,7 @@ class NonTensorDataBase:
     _is_lazy = False
     _memmap_record = "NonTensorData"
     _memmap_type = "<class 'tensordict.tensorclass.NonTensorData'>"
+    _spreads = True  # expand and unsqueeze give a NonTensorStack (see _spread)
 
     def __init__(
         self, data: Any, batch_size=None, device=None, *, metadata=None, names=None
@@ -374,17 +430,27 @@ class NonTensorDataBase:
         return iter(())
 
     def tolist(self):
-        """Returns the value held: the object itself, not one list item per batch element.
+        """Returns the value once per batch element, in nested lists of the batch size.
+
+        Without batch dimensions, the value itself.
 
         Returns:
-            ``data``, not a copy.
+            ``data`` (not copied) in one nested list per batch dimension, as
+            ``Tensor.tolist`` nests numbers.
 
         Examples:
-            >>> entry = NonTensorData([1, 2], batch_size=[3])
-            >>> entry.tolist(), entry.tolist() is entry.data
-            ([1, 2], True)
+            >>> NonTensorData("a", batch_size=[2, 3]).tolist()
+            [['a', 'a', 'a'], ['a', 'a', 'a']]
+            >>> NonTensorData([1, 2]).tolist()
+            [1, 2]
         """
-        return self.data
+        if not self._batch_size:
+            return self.data
+        return nest_values(self._flat(), self._batch_size)
+
+    def _flat(self) -> list:
+        """The value of every batch element, in row-major order (the same object each time)."""
+        return [self.data] * self._batch_size.numel()
 
     def _dict_entry(self, convert_tensors: bool):
         # What ``to_dict`` of the tensordict holding this entry gives for it: the value.
@@ -403,6 +469,15 @@ class NonTensorDataBase:
 
     def _reshaped(self, fn) -> NonTensorData:
         return self._with(fn(_dummy(self._batch_size)).shape)
+
+    def _spread(self, fn):
+        # expand and unsqueeze: a NonTensorData spread over more batch dims becomes a
+        # NonTensorStack of its value, one element per batch element, as in the reference
+        # (MetaData, one value for the whole batch, stays one entry).
+        shape = fn(_dummy(self._batch_size)).shape
+        if len(shape) == len(self._batch_size) or not self._spreads:
+            return self._with(shape)
+        return STACK_BUILDERS["from_entry"](self._with(shape))
 
     def __getitem__(self, index) -> NonTensorData:
         return self._reshaped(lambda d: d[index])
@@ -446,9 +521,31 @@ class NonTensorDataBase:
         return self._batch_size[0] if self._batch_size else 0
 
     def __eq__(self, other):
-        if isinstance(other, NonTensorDataBase):
-            other = other.data
-        return self.data == other
+        """Compares values: with another non-tensor entry, element by element (a bool tensor).
+
+        Entries compare as tensors of their batch sizes would, broadcast against each
+        other: the result is a ``torch.bool`` tensor of the broadcast batch size; so
+        does a tensor of the batch size, whose numbers are compared with the value.
+        Any other object is compared with the value held, giving one ``bool``.
+
+        Examples:
+            >>> NonTensorData("a", [2]) == NonTensorStack("a", "b")
+            tensor([ True, False])
+            >>> NonTensorData("a", [2]) == "a"
+            True
+        """
+        if getattr(type(other), "_is_non_tensor", False) or isinstance(other, torch.Tensor):
+            out = combine_values(operator.eq, [self, other])
+            if out is not None:
+                return out
+        return same_value(self.data, other)
+
+    def __ne__(self, other):
+        if getattr(type(other), "_is_non_tensor", False) or isinstance(other, torch.Tensor):
+            out = combine_values(operator.ne, [self, other])
+            if out is not None:
+                return out
+        return not same_value(self.data, other)
 
     def __hash__(self):
         return id(self)
@@ -459,9 +556,10 @@ class NonTensorDataBase:
             f"device={self._device})"
         )
 
-    def _shape_method(name, doc):  # noqa: N805 - a factory used in the class body only
+    def _shape_method(name, doc, spread=False):  # noqa: N805 - a factory used in the class body only
         def method(self, *args, **kwargs):
-            return self._reshaped(lambda d: getattr(d, name)(*args, **kwargs))
+            shaped = self._spread if spread else self._reshaped
+            return shaped(lambda d: getattr(d, name)(*args, **kwargs))
 
         method.__name__ = name
         method.__doc__ = doc
@@ -572,33 +670,44 @@ class NonTensorDataBase:
     )
     unsqueeze = _shape_method(
         "unsqueeze",
-        """Returns an entry with the same value and a batch dimension of size 1 inserted at ``dim``.
+        """Returns the value spread over the batch size with a dimension of size 1 inserted at ``dim``.
+
+        A :class:`NonTensorData` gives a ``NonTensorStack`` holding the value once per
+        element of the new batch size, as the well-known API does; a :class:`MetaData`
+        gives a :class:`MetaData` of the new batch size.
 
         Args:
             dim (int): the position of the new dimension; a negative one counts from
                 the end of the new batch size.
 
         Returns:
-            A new :class:`NonTensorData` sharing the value, device and metadata.
+            A new ``NonTensorStack`` (or :class:`MetaData`) sharing the value.
 
         Raises:
             IndexError: if ``dim`` is out of range.
 
         Examples:
-            >>> NonTensorData("a", [2, 3]).unsqueeze(-1).batch_size
-            torch.Size([2, 3, 1])
+            >>> out = NonTensorData("a", [2]).unsqueeze(-1)
+            >>> type(out).__name__, out.batch_size, out.tolist()
+            ('NonTensorStack', torch.Size([2, 1]), [['a'], ['a']])
+            >>> type(MetaData("a", [2]).unsqueeze(0)).__name__
+            'MetaData'
         """,
+        spread=True,
     )
-    flatten = _shape_method(
-        "flatten",
+
+    def flatten(self, start_dim: int | None = 0, end_dim: int | None = -1):
         """Returns an entry with the same value and batch dimensions ``start_dim`` to ``end_dim`` merged.
 
         Args:
-            start_dim (int, optional): the first dimension merged. Defaults to 0.
-            end_dim (int, optional): the last dimension merged. Defaults to -1.
+            start_dim (int, optional): the first dimension merged; ``None`` is 0.
+                Defaults to 0.
+            end_dim (int, optional): the last dimension merged; ``None`` is -1.
+                Defaults to -1.
 
         Returns:
-            A new :class:`NonTensorData` sharing the value, device and metadata.
+            A new :class:`NonTensorData` sharing the value, device and metadata
+            (without batch dimensions, one of batch size ``[1]``).
 
         Raises:
             IndexError: if a dimension is out of range.
@@ -607,8 +716,13 @@ class NonTensorDataBase:
         Examples:
             >>> NonTensorData("a", [2, 3, 4]).flatten(1).batch_size
             torch.Size([2, 12])
-        """,
-    )
+            >>> NonTensorData("a").flatten(None, None).tolist()
+            ['a']
+        """
+        start = 0 if start_dim is None else start_dim
+        end = -1 if end_dim is None else end_dim
+        return self._reshaped(lambda d: d.flatten(start, end))
+
     unflatten = _shape_method(
         "unflatten",
         """Returns an entry with the same value and batch dimension ``dim`` split into ``sizes``.
@@ -632,23 +746,32 @@ class NonTensorDataBase:
     )
     expand = _shape_method(
         "expand",
-        """Returns an entry with the same value and its batch size broadcast to ``shape``.
+        """Returns the value spread over its batch size broadcast to ``shape``.
+
+        New leading batch dims give, for a :class:`NonTensorData`, a ``NonTensorStack``
+        holding the value once per element, as the well-known API does (a
+        :class:`MetaData` gives a :class:`MetaData`); as many batch dims as before
+        give a new entry like this one.
 
         Args:
             *shape (int or sequence of int): the new batch size; dimensions of size 1
                 may grow, new leading dimensions may be added, and ``-1`` keeps a size.
 
         Returns:
-            A new :class:`NonTensorData` sharing the value, device and metadata.
+            A new ``NonTensorStack``, or an entry of this class, sharing the value.
 
         Raises:
             RuntimeError: if a dimension larger than 1 would change, or ``shape`` has
                 fewer dimensions than the batch size.
 
         Examples:
-            >>> NonTensorData("a", [1, 3]).expand(4, 3).batch_size
-            torch.Size([4, 3])
+            >>> out = NonTensorData("a", [3]).expand(2, 3)
+            >>> type(out).__name__, out.batch_size
+            ('NonTensorStack', torch.Size([2, 3]))
+            >>> type(NonTensorData("a", [1, 3]).expand(2, 3)).__name__
+            'NonTensorData'
         """,
+        spread=True,
     )
     repeat = _shape_method(
         "repeat",
@@ -739,7 +862,11 @@ class NonTensorDataBase:
     def _fast_apply(self, fn, *others, batch_size=None, device=NO_DEFAULT, **kwargs):
         # What a tensordict's apply (and what is built on it: to, clone, ...) gives for this
         # entry: functions map tensors, so the entry itself, or a new one with the new batch
-        # size or device.
+        # size or device. A comparison of tensordicts compares the values (combine_values).
+        if others:
+            combined = combine_values(fn, [self, *others])
+            if combined is not None:
+                return combined
         if device is NO_DEFAULT or device is None or device == self._device:
             return self if batch_size is None else self._with(batch_size)
         out = self._with(self._batch_size if batch_size is None else batch_size)
@@ -990,6 +1117,7 @@ class MetaData(NonTensorDataBase):
     """
 
     __slots__ = ()
+    _spreads = False  # one value for the whole batch, whatever its size
     _memmap_record = "MetaData"
     _memmap_type = "<class 'tensordict.tensorclass.MetaData'>"
     _typed: dict = {}

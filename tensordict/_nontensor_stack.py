@@ -19,6 +19,7 @@ stacks without importing it) and its loader in :data:`tensordict.memmap._io.LOAD
 from __future__ import annotations
 
 import itertools
+import operator
 import pickle
 import weakref
 
@@ -27,7 +28,7 @@ import torch
 from tensordict import _nontensor
 from tensordict._collection import NO_DEFAULT, is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
-from tensordict._nontensor import NonTensorData, NonTensorDataBase, same_value
+from tensordict._nontensor import NonTensorData, NonTensorDataBase, nest_values, same_value
 from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.classes import CLASSES
 from tensordict.errors import BatchSizeError, MemmapFormatError
@@ -35,21 +36,6 @@ from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 
 __all__ = ["LinkedList", "NonTensorStack"]
-
-
-def _values_at(entry, shape: torch.Size) -> list:
-    """The values of a non-tensor entry, one per element of its batch, in row-major order."""
-    if isinstance(entry, NonTensorDataBase):
-        return [entry.data] * shape.numel()
-    return entry._flat()
-
-
-def _nest(flat: list, shape) -> list:
-    """Cuts the row-major list ``flat`` into nested lists of ``shape``."""
-    if len(shape) <= 1:
-        return list(flat)
-    step = len(flat) // shape[0] if shape[0] else 0
-    return [_nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 def _from_flat(flat: list, shape: torch.Size, device=None):
@@ -288,7 +274,7 @@ class NonTensorStack(LazyStackedTensorDict):
         if not value.batch_size:
             msg = "from_nontensordata needs an entry with at least one batch dimension"
             raise ValueError(msg)
-        return _from_flat(_values_at(value, value.batch_size), value.batch_size, value.device)
+        return _from_flat(value._flat(), value.batch_size, value.device)
 
     @classmethod
     def maybe_to_stack(cls, value):
@@ -317,7 +303,7 @@ class NonTensorStack(LazyStackedTensorDict):
         if not self.tensordicts:
             return []
         d = self._stack_dim
-        per_member = [_values_at(m, m.batch_size) for m in self.tensordicts]
+        per_member = [m._flat() for m in self.tensordicts]
         inner = self.tensordicts[0].batch_size
         outer = inner[:d].numel()
         block = inner[d:].numel()
@@ -340,7 +326,7 @@ class NonTensorStack(LazyStackedTensorDict):
             >>> torch.stack([NonTensorStack("a", "b"), NonTensorStack("c", "d")], 1).tolist()
             [['a', 'c'], ['b', 'd']]
         """
-        return _nest(self._flat(), self._batch_size)
+        return nest_values(self._flat(), self._batch_size)
 
     def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> list:
         """Returns the values as nested plain lists, as :meth:`tolist` does: a stack has no keys.
@@ -368,7 +354,7 @@ class NonTensorStack(LazyStackedTensorDict):
 
     def _read_value(self) -> LinkedList:
         """What ``td[key]`` gives: the values as a (nested) LinkedList that writes back here."""
-        return self._linked(_nest(self._flat(), self._batch_size), ())
+        return self._linked(nest_values(self._flat(), self._batch_size), ())
 
     def _linked(self, values: list, prefix: tuple) -> LinkedList:
         if len(self._batch_size) - len(prefix) > 1:
@@ -446,7 +432,7 @@ class NonTensorStack(LazyStackedTensorDict):
                         f"to {list(positions.shape)} elements of a NonTensorStack"
                     )
                     raise BatchSizeError(msg) from err
-            new = _values_at(value, value.batch_size)
+            new = value._flat()
         elif isinstance(value, (list, tuple)) and positions.ndim and len(value) == len(positions):
             new = _flatten(list(value), positions.ndim)
             if len(new) != len(targets):
@@ -534,6 +520,11 @@ class NonTensorStack(LazyStackedTensorDict):
     # ------------------------------------------------------------------ values and devices
     def _fast_apply(self, fn, *others, batch_size=None, device=NO_DEFAULT, **kwargs):
         # Functions map tensors; a stack of values comes back as a copy, on the new device.
+        # A comparison of tensordicts compares the values (see _nontensor.combine_values).
+        if others:
+            combined = _nontensor.combine_values(fn, [self, *others])
+            if combined is not None:
+                return combined
         out = self.clone()
         return out if device is NO_DEFAULT or device is None else out.to(device)
 
@@ -589,18 +580,12 @@ class NonTensorStack(LazyStackedTensorDict):
     def __eq__(self, other):
         if not is_non_tensor(other):
             return False
-        shape = torch.broadcast_shapes(self._batch_size, other.batch_size)
-        mine = (self.expand(shape) if shape != self._batch_size else self)._flat()
-        if other.batch_size != shape:
-            other = other.expand(shape)
-        theirs = _values_at(other, shape)
-        return torch.tensor(
-            [same_value(a, b) for a, b in zip(mine, theirs)], dtype=torch.bool
-        ).reshape(shape)
+        return _nontensor.combine_values(operator.eq, [self, other])
 
     def __ne__(self, other):
-        equal = self.__eq__(other)
-        return ~equal if isinstance(equal, torch.Tensor) else True
+        if not is_non_tensor(other):
+            return True
+        return _nontensor.combine_values(operator.ne, [self, other])
 
     __hash__ = None
 
@@ -734,7 +719,7 @@ def _cat_entries(items: list, dim: int):
     flat, offset, positions = [], 0, []
     for item in items:
         positions.append(_positions(item.batch_size) + offset)
-        flat.extend(_values_at(item, item.batch_size))
+        flat.extend(item._flat())
         offset += item.batch_size.numel()
     return _gather(flat, torch.cat(positions, dim), items[0].device)
 

@@ -24,7 +24,7 @@ from tensordict._collection import is_leaf_nontensor, is_non_tensor, is_tensor_c
 from tensordict._keys import unravel_key
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
-from tensordict._nontensor_stack import _from_flat, _values_at
+from tensordict._nontensor_stack import _from_flat
 from tensordict._ops.convert import CONVERTERS
 from tensordict._stack import stack
 from tensordict._td import TensorDict
@@ -141,7 +141,7 @@ def _pad_non_tensor(entry, pairs: list):
     pairs = pairs[: entry.batch_dims]
     if not any(b or a for b, a in pairs):
         return entry
-    flat = _values_at(entry, entry.batch_size)
+    flat = entry._flat()
     positions = torch.arange(len(flat)).reshape(entry.batch_size)
     positions = _pad_tensor(positions, pairs, -1)
     values = [None if p < 0 else flat[p] for p in positions.reshape(-1).tolist()]

@@ -13,6 +13,8 @@ import torch
 
 from tensordict import MetaData, NonTensorData, NonTensorStack, TensorDict
 
+from conftest import ours_only
+
 
 # ---------------------------------------------------------------------- keys
 def test_entry_has_no_keys():
@@ -203,3 +205,106 @@ def test_entry_refuses_another_value_at_an_index():
     with pytest.raises(ValueError):
         entry[0] = "b"
     assert entry.data == "a"
+
+
+# ---------------------------------------------------------------------- tolist and shapes
+def test_tolist_gives_one_value_per_element():
+    """tolist() nests the value once per batch element; without batch dims it is the value."""
+    assert NonTensorData(0, batch_size=[2, 3]).tolist() == [[0, 0, 0], [0, 0, 0]]
+    assert NonTensorData([1, 2], batch_size=[2]).tolist() == [[1, 2], [1, 2]]
+    assert NonTensorData("a", batch_size=[0]).tolist() == []
+    assert NonTensorData("a").tolist() == "a"
+    assert MetaData("a", batch_size=[2]).tolist() == ["a", "a"]
+
+
+@pytest.mark.parametrize(
+    ("make", "shape"),
+    [
+        (lambda e: e.expand(2, 1, 3), (2, 1, 3)),
+        (lambda e: e.expand(4, 2, 3), (4, 2, 3)),
+        (lambda e: e.unsqueeze(0), (1, 1, 3)),
+        (lambda e: e.unsqueeze(-1), (1, 3, 1)),
+    ],
+)
+def test_expand_and_unsqueeze_give_a_stack(make, shape):
+    """expand() to more batch dims and unsqueeze() give a NonTensorStack of the value."""
+    out = make(NonTensorData(0, batch_size=[1, 3]))
+    assert isinstance(out, NonTensorStack) and out.batch_size == torch.Size(shape)
+    assert out.tolist() == torch.zeros(shape, dtype=torch.long).tolist()
+
+
+@pytest.mark.parametrize(("size", "shape"), [([2, 3], (-1, 3)), ([1, 3], (2, 3))])
+def test_expand_over_as_many_dims_keeps_the_entry(size, shape):
+    """expand() that adds no batch dim gives a NonTensorData."""
+    out = NonTensorData("a", batch_size=size).expand(*shape)
+    assert type(out) is NonTensorData and out.batch_size == torch.Size([2, 3])
+
+
+def test_metadata_stays_one_entry():
+    """MetaData spread by expand() or unsqueeze() stays one MetaData."""
+    entry = MetaData("a", batch_size=[2])
+    assert type(entry.expand(3, 2)) is MetaData and type(entry.unsqueeze(0)) is MetaData
+
+
+def test_tensordict_shapes_spread_entries():
+    """td.unsqueeze and td.expand give stacks of the entry's value; squeeze() brings one back."""
+    td = TensorDict(foo=NonTensorData(3))
+    tdu = td.unsqueeze(0)
+    assert isinstance(tdu.get("foo"), NonTensorStack) and tdu["foo"] == [3]
+    assert type(tdu.squeeze().get("foo")) is NonTensorData and tdu.squeeze()["foo"] == 3
+    assert type(tdu.squeeze(0).get("foo")) is NonTensorData
+    expanded = TensorDict(foo=NonTensorData(0, batch_size=(1,)), batch_size=(1,)).expand(2, 3)
+    assert expanded.get("foo").tolist() == [[0, 0, 0], [0, 0, 0]]
+
+
+@pytest.mark.parametrize("dims", [(None, None), (0, -1), (None, 0), (0, None)])
+def test_flatten_without_batch_dims(dims):
+    """flatten() of an entry without batch dims gives batch size [1]; None means the default dims."""
+    out = NonTensorData(0).flatten(*dims)
+    assert out.batch_size == torch.Size([1]) and out.tolist() == [0]
+
+
+# ---------------------------------------------------------------------- comparisons
+def test_entries_compare_element_by_element():
+    """== and != between non-tensor entries give bool tensors of the broadcast batch size."""
+    a = NonTensorData("a", batch_size=[2])
+    assert (a == NonTensorData("a", batch_size=[2])).tolist() == [True, True]
+    assert (a == NonTensorStack("a", "b")).tolist() == [True, False]
+    assert (NonTensorStack("a", "b") == a).tolist() == [True, False]
+    assert (a != NonTensorData("b", batch_size=[2])).tolist() == [True, True]
+    assert (NonTensorData("a") == NonTensorData("a")).item()
+
+
+def test_tensordict_comparison_compares_values():
+    """td == other compares the non-tensor entries: a differing string makes all() False."""
+    a = TensorDict(x=torch.zeros(2), s="a", batch_size=[2])
+    b = TensorDict(x=torch.zeros(2), s="b", batch_size=[2])
+    assert not (a == b).all() and (a == a.clone()).all()
+    assert (a == b).get("s").tolist() == [False, False]
+    assert (a != b).get("s").tolist() == [True, True]
+    assert (a != b).any()
+
+
+def test_tensordict_comparison_of_stacks():
+    """A stack compares element by element with another stack or a NonTensorData."""
+    a = TensorDict(s=NonTensorStack("a", "b"), batch_size=[2])
+    b = TensorDict(s=NonTensorStack("a", "c"), batch_size=[2])
+    c = TensorDict(s=NonTensorData("a", batch_size=[2]), batch_size=[2])
+    assert (a == b).get("s").tolist() == [True, False]
+    assert (c == b).get("s").tolist() == [True, False]
+
+
+def test_logical_operators_combine_values():
+    """|, ^ and & of tensordicts combine boolean non-tensor values into tensors."""
+    td = TensorDict(b=NonTensorData(True))
+    assert (td | td).get("b").item() and not (td ^ td).get("b").item()
+    assert (td == td).get("b").item() and not (td != td).get("b").item()
+
+
+@ours_only  # the reference gives an empty TensorDict for a value compared with a tensor
+def test_entry_compares_with_a_tensor_of_its_batch_size():
+    """A non-tensor entry compared with a tensor leaf compares the value with its numbers."""
+    a = TensorDict(b=NonTensorData(3))
+    b = TensorDict(b=torch.tensor(3))
+    assert (a == b).get("b").item() and (b == a).get("b").item()
+    assert not (a != b).get("b").item()

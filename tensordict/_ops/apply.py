@@ -304,7 +304,7 @@ class ApplyMixin:
                 # with a new batch size, sub-tensordicts get exactly that batch size (their
                 # own further dims are dropped), as in the well-known API
                 if is_non_tensor(value):  # the entry's own hook: no function maps a value
-                    res = value._fast_apply(fn, batch_size=batch_size, device=device)
+                    res = value._fast_apply(fn, *other_values, batch_size=batch_size, device=device)
                 else:
                     res = value._fast_apply(
                         fn,

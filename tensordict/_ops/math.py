@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, is_leaf_nontensor, is_tensor_collection
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
@@ -44,7 +44,9 @@ def _non_tensor_keys(td, prefix: tuple = ()) -> list:
 
 # ---------------------------------------------------------------------- operands
 def _check_same_keys(td, other, what: str) -> None:
-    mine, theirs = leaf_keys(td), leaf_keys(other)
+    # non-tensor entries count: a leafwise operation pairs them too (comparisons compare them)
+    mine = set(td.keys(True, True, is_leaf=is_leaf_nontensor))
+    theirs = set(other.keys(True, True, is_leaf=is_leaf_nontensor))
     if mine != theirs:
         only_mine = sorted(map(str, mine - theirs))
         only_theirs = sorted(map(str, theirs - mine))
