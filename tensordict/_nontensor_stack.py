@@ -40,14 +40,22 @@ __all__ = ["LinkedList", "NonTensorStack"]
 
 def _from_flat(flat: list, shape: torch.Size, device=None):
     """A canonical entry of batch size ``shape`` holding ``flat`` (row-major): a stack, or one NonTensorData."""
+    return _from_cells([NonTensorData(v, (), device) for v in flat], shape)
+
+
+def _from_cells(cells: list, shape: torch.Size):
+    """A canonical stack of batch size ``shape`` over ``cells``, 0-dim entries (row-major), not copied.
+
+    Without batch dims, the one cell itself.
+    """
     if not shape:
-        return NonTensorData(flat[0], (), device)
+        return cells[0]
     if len(shape) == 1:
-        members = [NonTensorData(v, (), device) for v in flat]
+        members = list(cells)
     else:
         step = shape[1:].numel()
         members = [
-            _from_flat(flat[i * step : (i + 1) * step], shape[1:], device) for i in range(shape[0])
+            _from_cells(cells[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])
         ]
     return NonTensorStack._of(members, 0, shape)
 
@@ -58,6 +66,20 @@ def _positions(shape: torch.Size) -> torch.Tensor:
 
 def _gather(flat: list, positions: torch.Tensor, device=None):
     return _from_flat([flat[i] for i in positions.reshape(-1).tolist()], positions.shape, device)
+
+
+def _interleave(per_member: list, stack_dim: int, inner: torch.Size) -> list:
+    """The row-major items of a stack along ``stack_dim`` of members of batch size ``inner``.
+
+    ``per_member`` holds each member's items in row-major order.
+    """
+    outer = inner[:stack_dim].numel()
+    block = inner[stack_dim:].numel()
+    out = []
+    for o in range(outer):
+        for items in per_member:
+            out.extend(items[o * block : (o + 1) * block])
+    return out
 
 
 class LinkedList(list):
@@ -146,7 +168,11 @@ class NonTensorStack(LazyStackedTensorDict):
     ``td[key]`` gives them as a :class:`LinkedList`; :attr:`data` gives the one
     value when every element holds the same. It has no keys. Indexing, reshaping
     and the other batch operations follow the same operation on a tensor; an
-    index of a single element gives a :class:`NonTensorData`.
+    index of a single element gives a :class:`NonTensorData`. As with a tensor,
+    ints and slices and the shape methods that keep each element once give views
+    (a write through one reaches the stack, and the other way round), and index
+    tensors give copies. A write into the stack also reaches the
+    :class:`NonTensorData` members it was built from.
 
     Args:
         *values: the members: non-tensor entries of one batch size, or plain
@@ -302,16 +328,45 @@ class NonTensorStack(LazyStackedTensorDict):
         """The values of every batch element, in row-major order."""
         if not self.tensordicts:
             return []
-        d = self._stack_dim
         per_member = [m._flat() for m in self.tensordicts]
-        inner = self.tensordicts[0].batch_size
-        outer = inner[:d].numel()
-        block = inner[d:].numel()
-        flat = []
-        for o in range(outer):
-            for values in per_member:
-                flat.extend(values[o * block : (o + 1) * block])
-        return flat
+        return _interleave(per_member, self._stack_dim, self.tensordicts[0].batch_size)
+
+    # Each element of a stack is held by a cell: a 0-dim entry, one of the members (or of
+    # the members of a member stack). A write into the stack sets the value of cells in
+    # place, and the views of a stack (an index or a shape method that keeps each element
+    # once) are stacks over the same cells: a write through a view reaches the stack it
+    # comes from, and the other way round, as with the views of a tensor. As in the
+    # reference, a member passed to the stack (by torch.stack, lazy_stack, ...) is a cell
+    # too. A member that holds one value for several elements (a NonTensorData with batch
+    # dims) is replaced by cells of its value on the first write or view.
+    def _cells(self) -> list:
+        """The cell of every batch element, in row-major order (see above)."""
+        cells = self._member_cells()
+        if cells is None:
+            self._replace(_from_flat(self._flat(), self._batch_size, self.device))
+            cells = self._member_cells()
+        return cells
+
+    def _member_cells(self) -> list | None:
+        if not self.tensordicts:
+            return []
+        per_member = []
+        for member in self.tensordicts:
+            if isinstance(member, NonTensorDataBase):
+                if member.batch_size:
+                    return None
+                per_member.append([member])
+            else:
+                per_member.append(member._cells())
+        return _interleave(per_member, self._stack_dim, self.tensordicts[0].batch_size)
+
+    def _view(self, positions: torch.Tensor):
+        """The elements at ``positions``: a view over their cells, or a copy if one repeats."""
+        flat = positions.reshape(-1).tolist()
+        if len(set(flat)) != len(flat):
+            return _gather(self._flat(), positions, self.device)
+        cells = self._cells()
+        return _from_cells([cells[i] for i in flat], positions.shape)
 
     def tolist(self, *args, **kwargs) -> list:
         """Returns the values as nested plain lists, one level per batch dimension.
@@ -417,6 +472,10 @@ class NonTensorStack(LazyStackedTensorDict):
     # ------------------------------------------------------------------ indexing and shapes
     def _index(self, index):
         positions = _positions(self._batch_size)[index]
+        parts = index if type(index) is tuple else (index,)
+        if all(p is None or p is Ellipsis or isinstance(p, (int, slice)) for p in parts):
+            return self._view(positions)
+        # an index tensor, list or mask copies, as advanced indexing of a tensor does
         return _gather(self._flat(), positions, self.device)
 
     def _set_at(self, index, value) -> None:
@@ -443,10 +502,11 @@ class NonTensorStack(LazyStackedTensorDict):
                 raise BatchSizeError(msg)
         else:
             new = [value] * len(targets)
-        flat = self._flat()
+        cells = self._cells()
         for position, item in zip(targets, new):
-            flat[position] = item
-        self._replace(_from_flat(flat, self._batch_size, self.device))
+            # in place, so that views see it; a write through the stack also reaches a
+            # cell that a locked tensordict holds, as it reaches a locked tensor
+            object.__setattr__(cells[position], "data", item)
 
     def _written_at(self, index, value) -> NonTensorStack:
         # The hook of a tensordict's index assignment (see NonTensorDataBase._written_at):
@@ -470,12 +530,11 @@ class NonTensorStack(LazyStackedTensorDict):
     expand = BatchDimsMixin.expand
 
     def _batch_op(self, op, batch_size: torch.Size, names=None):
-        return _gather(self._flat(), op(_positions(self._batch_size), torch.Size()), self.device)
+        return self._view(op(_positions(self._batch_size), torch.Size()))
 
     def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
-        flat, device = self._flat(), self.device
         pieces = op(_positions(self._batch_size), torch.Size())
-        return tuple(_gather(flat, p, device) for p in pieces)
+        return tuple(self._view(p) for p in pieces)
 
     def unbind(self, dim: int = 0) -> tuple:
         """Removes batch dimension ``dim``: one entry per index along it.
@@ -499,20 +558,43 @@ class NonTensorStack(LazyStackedTensorDict):
         d = dim + ndim if dim < 0 else dim
         if d == self._stack_dim and self.tensordicts:
             return tuple(self.tensordicts)
-        flat, device = self._flat(), self.device
-        return tuple(_gather(flat, p, device) for p in _positions(self._batch_size).unbind(dim))
+        return tuple(self._view(p) for p in _positions(self._batch_size).unbind(dim))
 
-    def contiguous(self) -> NonTensorStack:
-        """Returns a new stack with the same members (a stack is its own dense form).
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> NonTensorStack:
+        """Returns the stack itself: a stack of values is its own dense form.
+
+        Keyword Args:
+            canonical (bool, optional): accepted for compatibility; a stack of values
+                has one form. Defaults to False.
+            inplace (bool, optional): accepted for compatibility. Defaults to False.
 
         Returns:
-            A new :class:`NonTensorStack`.
+            This :class:`NonTensorStack`.
 
         Examples:
-            >>> NonTensorStack("a", "b").contiguous().tolist()
-            ['a', 'b']
+            >>> stack = NonTensorStack("a", "b")
+            >>> stack.contiguous() is stack
+            True
         """
-        return self._shallow_copy()
+        return self
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> NonTensorStack:
+        """Returns an independent copy: a stack of values has no keys a TensorDict could hold.
+
+        Keyword Args:
+            retain_none (bool, optional): accepted for compatibility. Defaults to ``None``.
+
+        Returns:
+            A new, unlocked :class:`NonTensorStack` of the same values (see :meth:`clone`).
+
+        Examples:
+            >>> stack = NonTensorStack("a", "b")
+            >>> copy = stack.to_tensordict()
+            >>> copy[0] = "z"
+            >>> stack.tolist(), copy.tolist()
+            (['a', 'b'], ['z', 'b'])
+        """
+        return self.clone()
 
     def _shallow_copy(self) -> NonTensorStack:
         return NonTensorStack._of(list(self.tensordicts), self._stack_dim, self._batch_size)

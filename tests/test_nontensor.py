@@ -308,3 +308,84 @@ def test_entry_compares_with_a_tensor_of_its_batch_size():
     b = TensorDict(b=torch.tensor(3))
     assert (a == b).get("b").item() and (b == a).get("b").item()
     assert not (a != b).get("b").item()
+
+
+# ---------------------------------------------------------------------- views of a stack
+def test_write_through_a_slice_reaches_the_stack():
+    """A write into a slice of a NonTensorStack reaches the stack, and the other way round."""
+    stack = NonTensorStack.from_list(["a", "b", "c"])
+    view = stack[1:3]
+    view[0] = "z"
+    assert stack.tolist() == ["a", "z", "c"]
+    stack[2] = "q"
+    assert view.tolist() == ["z", "q"]
+
+
+@pytest.mark.parametrize(
+    ("view", "index", "expected"),
+    [
+        (lambda s: s[:, 1], 0, [["a", "z"], ["c", "d"]]),
+        (lambda s: s.reshape(-1), 0, [["z", "b"], ["c", "d"]]),
+        (lambda s: s.permute(1, 0), (0, 1), [["a", "b"], ["z", "d"]]),
+        (lambda s: s.unsqueeze(0), (0, 1, 0), [["a", "b"], ["z", "d"]]),
+    ],
+)
+def test_write_through_a_shape_view_reaches_the_stack(view, index, expected):
+    """Column slices, reshape, permute and unsqueeze of a stack are views that take writes."""
+    stack = NonTensorStack.from_list([["a", "b"], ["c", "d"]])
+    view(stack)[index] = "z"
+    assert stack.tolist() == expected
+
+
+def test_element_of_a_stack_is_its_cell():
+    """stack[i] of a one-dim stack is the element's NonTensorData: a new value reaches the stack."""
+    stack = NonTensorStack.from_list(["a", "b", "c"])
+    stack[1].data = "z"
+    assert stack.tolist() == ["a", "z", "c"]
+
+
+def test_advanced_index_copies():
+    """An index tensor gives a copy, as with a tensor: a write into it leaves the stack alone."""
+    stack = NonTensorStack.from_list(["a", "b", "c"])
+    copy = stack[torch.tensor([1, 2])]
+    copy[0] = "z"
+    assert stack.tolist() == ["a", "b", "c"] and copy.tolist() == ["z", "c"]
+
+
+def test_write_through_a_tensordict_view():
+    """td[1:3][0] = ... writes both the tensor and the stack entry of td."""
+    td = TensorDict(v=NonTensorStack.from_list(["a", "b", "c"]), x=torch.zeros(3), batch_size=[3])
+    td[1:3][0] = TensorDict({"v": "z", "x": torch.ones(())}, [])
+    assert td["v"] == ["a", "z", "c"] and td["x"].tolist() == [0.0, 1.0, 0.0]
+
+
+def test_stack_of_entries_writes_into_them():
+    """A stack over entries given to it writes into those entries, as the reference does."""
+    first, second = NonTensorData("a"), NonTensorData("b")
+    stack = NonTensorStack(first, second)
+    stack[0] = "z"
+    assert first.data == "z" and stack.tolist() == ["z", "b"]
+
+
+def test_stack_of_batched_entries_takes_writes():
+    """Members that hold one value for several elements take a write at one element."""
+    stack = NonTensorStack(
+        NonTensorData("a", batch_size=(3,)), NonTensorData("b", batch_size=(3,)), stack_dim=1
+    )
+    stack[1, 0] = "z"
+    assert stack.tolist() == [["a", "b"], ["z", "b"], ["a", "b"]]
+
+
+def test_contiguous_is_the_stack():
+    """contiguous() of a stack is the stack itself: a stack of values is its own dense form."""
+    stack = NonTensorStack("a", "b")
+    assert stack.contiguous() is stack
+
+
+@ours_only  # the reference's to_tensordict() shares the elements: a write reaches the stack
+def test_to_tensordict_is_a_copy():
+    """to_tensordict() of a stack is an independent copy, as it is for every tensordict."""
+    stack = NonTensorStack("a", "b")
+    copy = stack.to_tensordict()
+    copy[0] = "z"
+    assert stack.tolist() == ["a", "b"]
