@@ -935,9 +935,10 @@ class TensorDict(TensorDictBase):
         """Sets the batch size to the longest leading shape every entry shares, and returns the tensordict.
 
         Each sub-:class:`TensorDict` first gets its own inferred batch size (with
-        no limit), then counts with it. Only tensors and sub-:class:`TensorDict`
-        entries are looked at; :class:`NonTensorData` entries take the new batch
-        size. The new size replaces the old one without checking the lock, and
+        no limit), then counts with it. Tensors, sub-:class:`TensorDict` entries and
+        the non-tensor entries that have batch dims are looked at; a
+        :class:`NonTensorData` whose batch size does not start with the new one
+        takes it. The new size replaces the old one without checking the lock, and
         clears :attr:`names`. Without any tensor, the batch size becomes empty.
 
         Args:
@@ -960,6 +961,9 @@ class TensorDict(TensorDictBase):
             if isinstance(value, TensorDict):
                 value.auto_batch_size_()
                 shapes.append(value.batch_size)
+            elif is_non_tensor(value):
+                if value.batch_size:  # one value for the whole batch sets no size
+                    shapes.append(value.batch_size)
             elif isinstance(value, _Tensor) and not is_unbatched(value):
                 shape = shape_of(value) if value.is_nested else value.shape
                 if -1 in shape:  # a strided nested tensor: its ragged dims cannot be batch dims
@@ -977,7 +981,8 @@ class TensorDict(TensorDictBase):
         new = torch.Size(common)
         for key, value in self._tensordict.items():
             if isinstance(value, NonTensorDataBase):
-                value.batch_size = new
+                if value.batch_size[: len(new)] != new:
+                    value.batch_size = new
             elif is_unbatched(value):
                 self._tensordict[key] = value.rebatched(new)
         self._batch_size = new

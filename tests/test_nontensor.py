@@ -10,6 +10,7 @@ import pickle
 
 import pytest
 import torch
+from torch.utils import _pytree
 
 from tensordict import MetaData, NonTensorData, NonTensorStack, TensorDict
 
@@ -389,3 +390,53 @@ def test_to_tensordict_is_a_copy():
     copy = stack.to_tensordict()
     copy[0] = "z"
     assert stack.tolist() == ["a", "b"]
+
+
+# ---------------------------------------------------------------------- entries in tensordict methods
+@pytest.mark.parametrize(
+    "method",
+    [
+        lambda td: td.flip(0),
+        lambda td: td.roll(1, 0),
+        lambda td: td.tile((2, 1)),
+        lambda td: td.narrow(0, 0, 2),
+        lambda td: td.rot90(),
+        lambda td: td.repeat_interleave(2, 0),
+        lambda td: td.gather(0, torch.tensor([[0, 1], [2, 2]])),
+    ],
+)
+def test_rearranging_methods_keep_single_values(method):
+    """flip, roll, tile, narrow, rot90, repeat_interleave and gather keep NonTensorData and MetaData."""
+    td = TensorDict(
+        a=torch.zeros(3, 2), s="x", m=MetaData("y", batch_size=[3, 2]), batch_size=[3, 2]
+    )
+    out = method(td)
+    assert type(out.get("s")) is NonTensorData and out["s"] == "x"
+    assert isinstance(out.get("m"), MetaData) and out.get("s").batch_size == out.batch_size
+
+
+def test_auto_batch_size_counts_batched_entries():
+    """auto_batch_size_ counts non-tensor entries that have batch dims, not single values."""
+    td = TensorDict.from_dict({"query": ["a", "b", "c", "d"]}, auto_batch_size=True, batch_dims=1)
+    assert td.batch_size == torch.Size([4])
+    td = TensorDict(a=torch.zeros(4, 3), s="x", n=["p"] * 4, batch_size=[4])
+    td.batch_size = []
+    assert td.auto_batch_size_().batch_size == torch.Size([4])
+    assert TensorDict(a=torch.zeros(4, 3), s="x").auto_batch_size_().batch_size == (4, 3)
+
+
+def test_auto_batch_size_of_a_level_of_entries():
+    """A sub-tensordict holding only a batched entry keeps that entry's batch size."""
+    td = TensorDict(
+        a=torch.zeros(4, 3), d={"s": NonTensorData("x", batch_size=[4, 3])}, batch_size=[4, 3]
+    )
+    td.batch_size = []
+    assert td.auto_batch_size_().batch_size == torch.Size([4, 3])
+
+
+def test_tree_map_walks_the_values_of_a_stack():
+    """torch.utils._pytree.tree_map walks the items of td[key] for a stack, as a list."""
+    td = TensorDict(n=NonTensorStack("a", "b"), batch_size=[2])
+    seen = []
+    out = _pytree.tree_map(lambda v: seen.append(v) or v.upper(), td["n"])
+    assert seen == ["a", "b"] and out == ["A", "B"]

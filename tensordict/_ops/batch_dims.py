@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import torch
 
 from tensordict import _dim_names as dimnames
-from tensordict._nontensor import NonTensorData, _dummy
+from tensordict._nontensor import NonTensorDataBase, _dummy
 from tensordict.errors import (
     AxisRangeError,
     DimensionError,
@@ -65,7 +65,7 @@ def entrywise(tensor_fn, td_fn):
     def op(x, extra):
         if isinstance(x, torch.Tensor):
             return tensor_fn(x, extra)
-        if isinstance(x, NonTensorData):
+        if isinstance(x, NonTensorDataBase):
             return x._reshaped(lambda d: tensor_fn(d, torch.Size()))
         return td_fn(x, extra)
 
