@@ -115,6 +115,22 @@ def combine_values(op, operands: list) -> torch.Tensor | None:
     return torch.tensor(out).reshape(shape)
 
 
+_NO_VALUE = object()
+
+
+def _single_value(value):
+    """The one value ``value`` stands for: itself, an entry's value, or ``_NO_VALUE`` for a
+    stack whose elements differ."""
+    if isinstance(value, NonTensorDataBase):
+        return value.data
+    if getattr(type(value), "_is_non_tensor", False):
+        flat = value._flat()
+        if flat and all(same_value(v, flat[0]) for v in flat[1:]):
+            return flat[0]
+        return _NO_VALUE
+    return value
+
+
 def _all_numbers(value) -> bool:
     """True for (nested) lists of bools, ints and floats only: ``torch.tensor`` takes them."""
     for item in value:
@@ -483,16 +499,58 @@ class NonTensorDataBase:
         return self._reshaped(lambda d: d[index])
 
     def __setitem__(self, index, value) -> None:
-        if isinstance(value, NonTensorDataBase):
-            value = value.data
-        if not same_value(value, self.data):
-            msg = (
-                f"cannot assign {value!r} to part of the non-tensor entry holding {self.data!r}: "
-                "it holds one value for its whole batch; write through its tensordict "
-                "(td[index] = ...), which makes it a NonTensorStack, or index "
-                "NonTensorStack.maybe_to_stack(entry) instead"
-            )
-            raise ValueAtIndexError(msg)
+        """Writes ``value`` at ``index``: the entry must still hold one value for its whole batch.
+
+        The same value anywhere, or one new value for every element (an index that
+        selects the whole batch, such as ``...`` or ``True``), is written in place,
+        also when the entry is locked, as a write into a locked tensor is. Another
+        value for part of the batch cannot be held by one entry: its tensordict can
+        take it (``td[index] = ...`` makes the entry a ``NonTensorStack``).
+
+        Args:
+            index: an index of the batch dims.
+            value: a value, or a non-tensor entry whose elements all hold one value.
+
+        Raises:
+            ValueError: if ``value`` differs from the value held and ``index`` does not
+                cover every element (ValueAtIndexError, also a RuntimeError).
+
+        Examples:
+            >>> entry = NonTensorData("a", batch_size=[2])
+            >>> entry[...] = "b"
+            >>> entry.data
+            'b'
+        """
+        new = _single_value(value)
+        if new is not _NO_VALUE and same_value(new, self.data):
+            return
+        selected = _dummy(self._batch_size)[index].numel()
+        if new is not _NO_VALUE and selected == self._batch_size.numel():
+            object.__setattr__(self, "data", new)  # every element: the one value changes
+            return
+        msg = (
+            f"cannot assign {value!r} to part of the non-tensor entry holding {self.data!r}: "
+            "it holds one value for its whole batch; write through its tensordict "
+            "(td[index] = ...), which makes it a NonTensorStack, or index "
+            "NonTensorStack.maybe_to_stack(entry) instead"
+        )
+        raise ValueAtIndexError(msg)
+
+    def __call__(self, *args, **kwargs):
+        """Calls the value held (a function stored in a tensordict) with the arguments given.
+
+        Returns:
+            What ``data(*args, **kwargs)`` returns.
+
+        Raises:
+            TypeError: if the value is not callable.
+
+        Examples:
+            >>> td = TensorDict(f=lambda x: x + 1)
+            >>> td.get("f")(1)
+            2
+        """
+        return self.data(*args, **kwargs)
 
     def _written_at(self, index, value):
         # The hook of a tensordict's index assignment (td[index] = ..., set_at_, update_at_,

@@ -603,12 +603,56 @@ class NonTensorStack(LazyStackedTensorDict):
     def _fast_apply(self, fn, *others, batch_size=None, device=NO_DEFAULT, **kwargs):
         # Functions map tensors; a stack of values comes back as a copy, on the new device.
         # A comparison of tensordicts compares the values (see _nontensor.combine_values).
+        # A new batch size (new_zeros, new_empty, ...) gives a stack of that size holding the
+        # first value, as the reference's does.
         if others:
             combined = _nontensor.combine_values(fn, [self, *others])
             if combined is not None:
                 return combined
-        out = self.clone()
+        if batch_size is not None and torch.Size(batch_size) != self._batch_size:
+            flat = self._flat()
+            size = torch.Size(batch_size)
+            out = _from_flat([flat[0] if flat else None] * size.numel(), size, self.device)
+        else:
+            out = self.clone()
         return out if device is NO_DEFAULT or device is None else out.to(device)
+
+    def where(self, condition: torch.Tensor, other, *, out=None, pad=None) -> NonTensorStack:
+        """Returns the values of this stack where ``condition`` is True, and of ``other`` elsewhere.
+
+        Args:
+            condition (torch.Tensor): a boolean tensor that broadcasts to the batch size.
+            other: a non-tensor entry that broadcasts to the batch size, or one value for
+                every element.
+
+        Keyword Args:
+            out (NonTensorStack, optional): a stack of the batch size to write the values
+                into, which is returned. Defaults to None.
+            pad (optional): accepted for compatibility; ignored.
+
+        Returns:
+            A new :class:`NonTensorStack` (or one NonTensorData without batch dims), or ``out``.
+
+        Raises:
+            RuntimeError: if ``condition`` or ``other`` does not broadcast to the batch size.
+
+        Examples:
+            >>> stack = NonTensorStack("a", "b")
+            >>> stack.where(torch.tensor([True, False]), NonTensorStack("x", "y")).tolist()
+            ['a', 'y']
+        """
+        shape = self._batch_size
+        mask = condition.expand(shape).reshape(-1).tolist()
+        if is_non_tensor(other):
+            theirs = (other if other.batch_size == shape else other.expand(shape))._flat()
+        else:
+            theirs = [other] * shape.numel()
+        picked = [a if c else b for c, a, b in zip(mask, self._flat(), theirs)]
+        result = _from_flat(picked, shape, self.device)
+        if out is None:
+            return result
+        out[...] = result
+        return out
 
     def clone(self, recurse: bool = True) -> NonTensorStack:
         """Returns a new stack of clones of the members (the values are shared, MetaData copied).

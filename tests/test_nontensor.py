@@ -440,3 +440,63 @@ def test_tree_map_walks_the_values_of_a_stack():
     seen = []
     out = _pytree.tree_map(lambda v: seen.append(v) or v.upper(), td["n"])
     assert seen == ["a", "b"] and out == ["A", "B"]
+
+
+@ours_only  # the reference's stack entry becomes a stack of empty tensordicts
+def test_new_zeros_of_a_stack_entry():
+    """new_zeros of a tensordict gives its stack entries the new batch size (the first value)."""
+    td = TensorDict(a=torch.zeros(3), n=NonTensorStack("x", "y", "z"), batch_size=[3])
+    out = td.new_zeros(4)
+    assert out.get("n").batch_size == torch.Size([4]) and out.get("n").tolist() == ["x"] * 4
+
+
+def test_string_set_into_a_lazy_stack():
+    """A string set at a key of a lazy stack is held by every element."""
+    td = TensorDict(a=TensorDict(b=NonTensorStack("a"), batch_size=(1,)), batch_size=(1,))
+    td = td.to_lazystack()
+    td["a", "b"] = "new"
+    assert td["a", "b"] == ["new"]
+
+
+# ---------------------------------------------------------------------- writing one value
+@ours_only  # the reference refuses any value at an index of a NonTensorData (ValueError)
+@pytest.mark.parametrize("index", [..., True, slice(None)])
+def test_entry_takes_one_new_value_for_every_element(index):
+    """entry[index] = value over every element changes the one value, in place."""
+    entry = NonTensorData("a", batch_size=[2])
+    entry[index] = NonTensorStack("b", "b") if index is True else "b"
+    assert entry.data == "b" and entry.batch_size == torch.Size([2])
+
+
+def test_element_of_a_stack_written_whole():
+    """stack[0][True] = other writes the element of a stack, through its cell."""
+    stack = NonTensorStack("a string")
+    stack[0][True] = NonTensorStack("another string")
+    assert stack[0].data == "another string"
+
+
+@pytest.mark.parametrize("index", [None, True])
+def test_stack_written_through_a_new_dim(index):
+    """stack[:, None] = ... (and True) writes a stack of batch size [n, 1] element by element."""
+    stack = NonTensorStack("0", "1")
+    stack[:, index] = NonTensorStack(NonTensorStack("2", "3"), stack_dim=1)
+    assert stack.tolist() == ["2", "3"]
+
+
+def test_entry_holding_a_function_is_callable():
+    """A NonTensorData holding a function calls it; apply passes such entries of other tensordicts."""
+    funcs = TensorDict({"a": lambda x, y: x - y, "b": lambda x, y: x + y})
+    out = TensorDict({"a": 0, "b": 0}).apply(
+        lambda x, y, func: func(x, y), TensorDict({"a": 1, "b": 1}), funcs
+    )
+    assert out["a"] == -1 and out["b"] == 1
+    assert funcs.get("a")(3, 1) == 2
+
+
+def test_where_of_stacks():
+    """stack.where(condition, other, out=...) picks the values element by element into ``out``."""
+    stack = NonTensorStack(NonTensorData(["a"]), NonTensorData(["a"]))
+    other = NonTensorStack(NonTensorData(["b"]), NonTensorData(["b"]))
+    out = NonTensorStack(NonTensorData(["none"]), NonTensorData(["none"]))
+    result = stack.where(condition=torch.tensor([True, False]), other=other, out=out, pad=0)
+    assert result.tolist() == [["a"], ["b"]] and out.tolist() == [["a"], ["b"]]
