@@ -172,7 +172,10 @@ class NonTensorStack(LazyStackedTensorDict):
     ints and slices and the shape methods that keep each element once give views
     (a write through one reaches the stack, and the other way round), and index
     tensors give copies. A write into the stack also reaches the
-    :class:`NonTensorData` members it was built from.
+    :class:`NonTensorData` members it was built from. A memory-mapped stack (from
+    ``memmap``, ``memmap_`` or ``load_memmap``, on its own or as an entry of a
+    tensordict) writes its values to its folder after each write, as a
+    memory-mapped tensor writes its file.
 
     Args:
         *values: the members: non-tensor entries of one batch size, or plain
@@ -200,7 +203,8 @@ class NonTensorStack(LazyStackedTensorDict):
         (torch.Size([2, 2]), ['b', 'd'], 'c')
     """
 
-    __slots__ = ("_locked",)
+    # _home: where the stack's values are written on disk, None for nowhere (see _persist)
+    __slots__ = ("_locked", "_home")
     _is_non_tensor = True
     _memmap_record = "NonTensorStack"
 
@@ -215,6 +219,7 @@ class NonTensorStack(LazyStackedTensorDict):
             return
         super().__init__(*members, stack_dim=stack_dim, stack_dim_name=stack_dim_name)
         self._locked = False
+        self._home = None
 
     def _init_empty(self, shape: torch.Size) -> None:
         self.tensordicts = []
@@ -223,6 +228,7 @@ class NonTensorStack(LazyStackedTensorDict):
         self._batch_size = torch.Size(shape)
         self._mm = None
         self._locked = False
+        self._home = None
 
     @classmethod
     def _of(cls, members: list, stack_dim: int, shape=None) -> NonTensorStack:
@@ -233,6 +239,7 @@ class NonTensorStack(LazyStackedTensorDict):
             return out
         LazyStackedTensorDict.__init__(out, *members, stack_dim=stack_dim)
         out._locked = False
+        out._home = None
         return out
 
     @classmethod
@@ -507,6 +514,25 @@ class NonTensorStack(LazyStackedTensorDict):
             # in place, so that views see it; a write through the stack also reaches a
             # cell that a locked tensordict holds, as it reaches a locked tensor
             object.__setattr__(cells[position], "data", item)
+        self._persist()
+
+    def _persist(self) -> None:
+        """Writes the values to the stack's folder, if it is memory-mapped (its ``_home``).
+
+        A stack written by ``memmap``/``memmap_`` or loaded with ``load_memmap`` (on its
+        own, or as an entry of a tensordict) keeps where its values live: ``(level, key)``
+        for an entry of the memory-mapped level ``level``, ``(None, folder)`` for a stack
+        mapped on its own. Each write into it rewrites that folder (atomically), as a
+        write into a memory-mapped tensor reaches its file.
+        """
+        home = self._home
+        if home is None:
+            return
+        level, where = home
+        if level is None:
+            _io.rewrite_nontensor_folder(where, self)
+        else:
+            _io.rewrite_nontensor(level, where, self, level.robust_key)
 
     def _written_at(self, index, value) -> NonTensorStack:
         # The hook of a tensordict's index assignment (see NonTensorDataBase._written_at):
@@ -783,7 +809,10 @@ class NonTensorStack(LazyStackedTensorDict):
             plan.nontensors.append((folder, self))
 
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
-        return self if inplace else self.clone()
+        out = self if inplace else self.clone()
+        if folder is not None:
+            out._home = (None, folder)
+        return out
 
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
         pass  # the plan's write of the values wrote the folder's meta.json
@@ -868,7 +897,9 @@ def _load_stack(folder: str, meta: dict, stat, options) -> NonTensorStack:
     device = meta.get("device")
     if options.device is not None:
         device = options.device
-    return NonTensorStack.from_list(data, device=device)
+    out = NonTensorStack.from_list(data, device=device)
+    out._home = (None, folder)  # the level that holds an entry gives it its own home instead
+    return out
 
 
 _nontensor.STACK_BUILDERS["stack"] = _stack_entries

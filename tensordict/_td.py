@@ -495,6 +495,8 @@ class TensorDict(TensorDictBase):
                     current.update_(value)
                 else:
                     data[key] = value
+                    if self._mm is not None and is_non_tensor(value):
+                        self._persist_entry(key, value)
                 return
         if self._locked:
             action = "rebind" if key in data else "add the key"
@@ -716,7 +718,7 @@ class TensorDict(TensorDictBase):
                 elif type(sub) is _Tensor and isinstance(current, _Tensor):
                     current[leaf_index] = sub
                 elif is_non_tensor(current):
-                    data[key] = current._written_at(leaf_index, sub)
+                    self._write_entry_at(key, current, leaf_index, sub)
                 else:
                     current[leaf_index] = sub.data if isinstance(sub, NonTensorDataBase) else sub
             return
@@ -748,7 +750,7 @@ class TensorDict(TensorDictBase):
                     current = _zeros_for(sub, self._batch_size, indexed)
                     data[key] = current
                 if is_non_tensor(current):
-                    data[key] = current._written_at(leaf_index, sub)
+                    self._write_entry_at(key, current, leaf_index, sub)
                 elif is_unbatched(current):
                     current.copy_(sub)  # the whole batch shares it: written whole
                 elif isinstance(current, _Tensor):
@@ -762,6 +764,15 @@ class TensorDict(TensorDictBase):
             if is_non_tensor(current) or is_unbatched(current):
                 continue
             current[leaf_index] = value
+
+    def _write_entry_at(self, key: str, current, index, value) -> None:
+        # A write at an index of a non-tensor entry: it may become another entry (a
+        # NonTensorData taking another value becomes a NonTensorStack).
+        written = current._written_at(index, value)
+        if written is not current:
+            self._tensordict[key] = written
+            if self._mm is not None:
+                self._persist_entry(key, written)
 
     def _batch_op(self, op, batch_size: torch.Size, names=None):
         bd = len(self._batch_size)
@@ -1032,7 +1043,11 @@ class TensorDict(TensorDictBase):
             out = self
         else:
             out = TensorDict._new_unsafe(data, self._batch_size, _CPU, self._names)
+            for key, value in data.items():  # the copy's stacks are its own: they write its folder
+                if getattr(type(value), "_is_non_tensor", False) and hasattr(value, "_home"):
+                    data[key] = value.clone()
         out._mm = _io.Level(folder, robust_key=robust_key)
+        out._home_entries()
         return out
 
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
@@ -1044,6 +1059,7 @@ class TensorDict(TensorDictBase):
         changed = _io.refresh_entries(self._mm, self._tensordict, options)
         if changed is not None:
             self._batch_size, self._mm = changed
+        self._home_entries()
 
     def _memmap_refresh_from(self, meta: dict, stat, options) -> bool:
         if self._mm is None or fmt.level_kind(self._mm.path, meta) != fmt.KIND_TD:
@@ -1051,12 +1067,34 @@ class TensorDict(TensorDictBase):
         changed = _io.refresh_entries(self._mm, self._tensordict, options, (meta, stat))
         if changed is not None:
             self._batch_size, self._mm = changed
+        self._home_entries()
         return True
 
     def _memmap_load_into(self, loaded) -> None:
         self._tensordict = loaded._tensordict
         self._batch_size = loaded._batch_size
         self._mm = loaded._mm
+
+    def _home_entries(self) -> None:
+        # The stacks of values of a memory-mapped level write their values to their entry of
+        # its folder (see NonTensorStack._persist); entries that hold one value are
+        # rewritten by this level when a write replaces them (_persist_entry).
+        level = self._mm
+        if level is None or level.path is None:
+            return
+        for key, value in self._tensordict.items():
+            if getattr(type(value), "_is_non_tensor", False) and hasattr(value, "_home"):
+                value._home = (level, key)
+
+    def _persist_entry(self, key: str, value) -> None:
+        # A non-tensor entry of a memory-mapped level replaced by a write in place (set_,
+        # update_, an index assignment): its folder is rewritten with the new value.
+        level = self._mm
+        if level is None or level.path is None or key not in level.meta:
+            return
+        _io.rewrite_nontensor(level, key, value, level.robust_key)
+        if hasattr(value, "_home"):
+            value._home = (level, key)
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -1262,6 +1300,7 @@ def _load(folder: str, meta: dict, stat, options) -> TensorDict:
     batch_size, device, data, inodes = _io.load_entries(folder, meta, options)
     td = TensorDict._new_unsafe(data, batch_size, device, None)
     td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes, data)
+    td._home_entries()
     return td
 
 
