@@ -173,7 +173,7 @@ def _dummy(batch_size: torch.Size) -> torch.Tensor:
     return torch.zeros((), dtype=torch.uint8).expand(batch_size)
 
 
-_FIELDS = frozenset(("data", "_batch_size", "_device", "_metadata", "_locked"))
+_FIELDS = frozenset(("data", "_batch_size", "_device", "_metadata", "_locked", "_names"))
 """The attributes an entry may be given: its slots (``batch_size`` is a property over one)."""
 
 
@@ -219,7 +219,8 @@ class NonTensorDataBase:
 
     Keyword Args:
         metadata (Any, optional): extra information kept with the value. Defaults to ``None``.
-        names (list of str, optional): accepted for compatibility and ignored.
+        names (list of str, optional): the names of the batch dims (see :attr:`names`).
+            Defaults to ``None``.
 
     Examples:
         >>> isinstance(NonTensorData("a"), NonTensorDataBase), isinstance(MetaData("a"), NonTensorDataBase)
@@ -241,6 +242,7 @@ class NonTensorDataBase:
         "_device": None,
         "_metadata": None,
         "_locked": None,
+        "_names": None,
         # An entry has no attributes beyond its fields (see ``__setattr__``); the empty
         # ``__dict__`` is there for code that reads ``vars(entry)``, as the reference allows.
         "__dict__": None,
@@ -259,10 +261,13 @@ class NonTensorDataBase:
         if isinstance(data, NonTensorDataBase):
             data = data.data
         self._locked = False
+        self._names = None
         self.data = data
         self._batch_size = torch.Size(() if batch_size is None else batch_size)
         self._device = None if device is None else torch.device(device)
         self._metadata = metadata
+        if names is not None:
+            self.names = names
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -325,6 +330,42 @@ class NonTensorDataBase:
         self._batch_size = torch.Size(value)
 
     shape = batch_size
+
+    @property
+    def names(self) -> list:
+        """The names of the batch dims: those of the tensordict that holds the entry.
+
+        A tensordict gives its entries its names when they are set (``td.names = ...``,
+        ``refine_names``, ...); an entry derived from this one (indexed, reshaped, ...)
+        has none. Assigning a list (one name or ``None`` per batch dim) or ``None``
+        names the entry itself.
+
+        Returns:
+            A new list with a str or ``None`` per batch dim.
+
+        Raises:
+            ValueError: on assignment, if the list does not hold one item per batch dim.
+
+        Examples:
+            >>> td = TensorDict({"s": "a"}, [2])
+            >>> td.names = ["time"]
+            >>> td.get("s").names, NonTensorData("a", [2]).names
+            (['time'], [None])
+        """
+        names = self._names
+        return [None] * len(self._batch_size) if names is None else list(names)
+
+    @names.setter
+    def names(self, value) -> None:
+        if value is not None:
+            value = list(value)
+            if len(value) != len(self._batch_size):
+                msg = (
+                    f"names needs one name (or None) per batch dim, {len(self._batch_size)}, "
+                    f"got {value!r}"
+                )
+                raise ValueError(msg)
+        self._names = value
 
     @property
     def batch_dims(self) -> int:
@@ -1155,7 +1196,8 @@ class MetaData(NonTensorDataBase):
 
     Keyword Args:
         metadata (Any, optional): extra information kept with the value. Defaults to ``None``.
-        names (list of str, optional): accepted for compatibility and ignored.
+        names (list of str, optional): the names of the batch dims (see :attr:`names`).
+            Defaults to ``None``.
 
     Raises:
         TypeError: for ``MetaData[cls]``, if the value is not an instance of ``cls``.

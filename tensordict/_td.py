@@ -395,6 +395,9 @@ class TensorDict(TensorDictBase):
                     None if names is None and not any(own) else (names or [None] * n) + list(own)
                 )
                 value._propagate_names()
+            elif isinstance(value, NonTensorDataBase):
+                extra = len(value.batch_size) - n
+                value._names = None if names is None else list(names) + [None] * extra
 
     def refine_names(self, *names):
         """Sets the names of the batch dimensions in place, and returns the tensordict.

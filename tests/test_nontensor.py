@@ -500,3 +500,20 @@ def test_where_of_stacks():
     out = NonTensorStack(NonTensorData(["none"]), NonTensorData(["none"]))
     result = stack.where(condition=torch.tensor([True, False]), other=other, out=out, pad=0)
     assert result.tolist() == [["a"], ["b"]] and out.tolist() == [["a"], ["b"]]
+
+
+# ---------------------------------------------------------------------- names
+def test_entry_takes_the_names_of_its_tensordict():
+    """td.names = ... names the batch dims of its non-tensor entries, also when locked."""
+    td = TensorDict({"s": "a", "x": torch.zeros(2, 3)}, [2, 3])
+    td.names = ["a", "b"]
+    td.lock_()
+    assert td.get("s").names == ["a", "b"]
+    td.names = ["c", "d"]
+    assert td.get("s").names == ["c", "d"]
+
+
+def test_entry_names():
+    """An entry without names reports None per batch dim; names= names it."""
+    assert NonTensorData("a", batch_size=[2]).names == [None]
+    assert NonTensorData("a", batch_size=[2], names=["t"]).names == ["t"]
