@@ -540,11 +540,6 @@ class NonTensorStack(LazyStackedTensorDict):
         self._set_at(index, value)
         return self
 
-    @property
-    def names(self):
-        """None: a stack of values has no dim names (its members, values, have none)."""
-        return None
-
     # A lazy stack's shape methods restack its members; a stack of values gathers its
     # values instead, through ``_batch_op``, as every tensordict's shape methods do.
     unsqueeze = BatchDimsMixin.unsqueeze

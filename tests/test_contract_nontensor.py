@@ -268,14 +268,9 @@ class NonTensorStackContract(ContractTests):
         td.unlock_().set("v", x.clone())
 
     def test_names_follow_the_batch(self, x):
-        """A stack of values has no dim names: names is None (the reference says [None]).
-
-        refine_names is refused by the values it holds (an AttributeError); the reference
-        names the stack's dim.
-        """
-        assert x.names is None
-        with pytest.raises(AttributeError, match="names"):
-            x.refine_names("time")
+        """A stack of values names its batch dim as a lazy stack does: [None], then refine_names."""
+        assert x.names == [None]
+        assert x.refine_names("time") is x and x.names == ["time"]
 
     # ------------------------------------------------------------------ memory mapping
     def test_is_locked(self, x):
