@@ -1060,9 +1060,9 @@ class TensorDict(TensorDictBase):
 
     def _memmap_refresh(self, options) -> None:
         changed = _io.refresh_entries(self._mm, self._tensordict, options)
-        if changed is not None:
+        if changed is not None:  # new entries and a new level: the stacks' homes too
             self._batch_size, self._mm = changed
-        self._home_entries()
+            self._home_entries()
 
     def _memmap_refresh_from(self, meta: dict, stat, options) -> bool:
         if self._mm is None or fmt.level_kind(self._mm.path, meta) != fmt.KIND_TD:
@@ -1070,7 +1070,7 @@ class TensorDict(TensorDictBase):
         changed = _io.refresh_entries(self._mm, self._tensordict, options, (meta, stat))
         if changed is not None:
             self._batch_size, self._mm = changed
-        self._home_entries()
+            self._home_entries()
         return True
 
     def _memmap_load_into(self, loaded) -> None:
