@@ -489,6 +489,8 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             value = _as_value(key, value, None)
             if isinstance(value, dict):
                 value = TensorDict(value, self._batch_size)
+            elif isinstance(value, NonTensorDataBase) and not value.batch_size:
+                value = value._with(self._batch_size)  # one value for every element
             _check_batch(key, value, self._batch_size)
         if isinstance(value, NonTensorDataBase):
             parts = [

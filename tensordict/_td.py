@@ -252,9 +252,13 @@ class TensorDict(TensorDictBase):
             return TensorDict(value, batch_size, device)
         value = _as_value(key, value, device)
         if isinstance(value, NonTensorDataBase):
-            if value.batch_size != batch_size:
-                value = value._with(batch_size if not value.batch_size else value.batch_size)
+            if value.batch_size != batch_size and not value.batch_size:
+                value = value._with(batch_size)
             _check_batch(key, value, batch_size)
+            if device is not None and value.device != device:
+                value = value.to(device)
+            if self._locked:
+                value.lock_()
             return value
         if isinstance(value, _Tensor):
             if value.ndim == 0 and batch_size:
@@ -395,6 +399,9 @@ class TensorDict(TensorDictBase):
                     None if names is None and not any(own) else (names or [None] * n) + list(own)
                 )
                 value._propagate_names()
+            elif isinstance(value, NonTensorDataBase):
+                extra = len(value.batch_size) - n
+                value._names = None if names is None else list(names) + [None] * extra
 
     def refine_names(self: T, *names: str | EllipsisType | None) -> T:
         """Sets the names of the batch dimensions in place, and returns the tensordict.
@@ -495,6 +502,8 @@ class TensorDict(TensorDictBase):
                     current.update_(value)
                 else:
                     data[key] = value
+                    if self._mm is not None and is_non_tensor(value):
+                        self._persist_entry(key, value)
                 return
         if self._locked:
             action = "rebind" if key in data else "add the key"
@@ -627,7 +636,7 @@ class TensorDict(TensorDictBase):
                 ):
                     check_result(prefix + (key,) if prefix else key, res, bs)
             elif isinstance(value, NonTensorDataBase):
-                res = value
+                res = value._fast_apply(fn, device=device)
             else:
                 res = value._fast_apply(fn, device=device, checked=checked, prefix=prefix + (key,))
             if res is not None:
@@ -716,7 +725,7 @@ class TensorDict(TensorDictBase):
                 elif type(sub) is _Tensor and isinstance(current, _Tensor):
                     current[leaf_index] = sub
                 elif is_non_tensor(current):
-                    current[leaf_index] = sub
+                    self._write_entry_at(key, current, leaf_index, sub)
                 else:
                     current[leaf_index] = sub.data if isinstance(sub, NonTensorDataBase) else sub
             return
@@ -748,7 +757,7 @@ class TensorDict(TensorDictBase):
                     current = _zeros_for(sub, self._batch_size, indexed)
                     data[key] = current
                 if is_non_tensor(current):
-                    current[leaf_index] = sub
+                    self._write_entry_at(key, current, leaf_index, sub)
                 elif is_unbatched(current):
                     current.copy_(sub)  # the whole batch shares it: written whole
                 elif isinstance(current, _Tensor):
@@ -762,6 +771,15 @@ class TensorDict(TensorDictBase):
             if is_non_tensor(current) or is_unbatched(current):
                 continue
             current[leaf_index] = value
+
+    def _write_entry_at(self, key: str, current, index, value) -> None:
+        # A write at an index of a non-tensor entry: it may become another entry (a
+        # NonTensorData taking another value becomes a NonTensorStack).
+        written = current._written_at(index, value)
+        if written is not current:
+            self._tensordict[key] = written
+            if self._mm is not None:
+                self._persist_entry(key, written)
 
     def _batch_op(self, op, batch_size: torch.Size, names=None):
         bd = len(self._batch_size)
@@ -942,9 +960,10 @@ class TensorDict(TensorDictBase):
         """Sets the batch size to the longest leading shape every entry shares, and returns the tensordict.
 
         Each sub-:class:`TensorDict` first gets its own inferred batch size (with
-        no limit), then counts with it. Only tensors and sub-:class:`TensorDict`
-        entries are looked at; :class:`NonTensorData` entries take the new batch
-        size. The new size replaces the old one without checking the lock, and
+        no limit), then counts with it. Tensors, sub-:class:`TensorDict` entries and
+        the non-tensor entries that have batch dims are looked at; a
+        :class:`NonTensorData` whose batch size does not start with the new one
+        takes it. The new size replaces the old one without checking the lock, and
         clears :attr:`names`. Without any tensor, the batch size becomes empty.
 
         Args:
@@ -967,6 +986,9 @@ class TensorDict(TensorDictBase):
             if isinstance(value, TensorDict):
                 value.auto_batch_size_()
                 shapes.append(value.batch_size)
+            elif is_non_tensor(value):
+                if value.batch_size:  # one value for the whole batch sets no size
+                    shapes.append(value.batch_size)
             elif isinstance(value, _Tensor) and not is_unbatched(value):
                 shape = shape_of(value) if value.is_nested else value.shape
                 if -1 in shape:  # a strided nested tensor: its ragged dims cannot be batch dims
@@ -984,7 +1006,8 @@ class TensorDict(TensorDictBase):
         new = torch.Size(common)
         for key, value in self._tensordict.items():
             if isinstance(value, NonTensorDataBase):
-                value.batch_size = new
+                if value.batch_size[: len(new)] != new:
+                    value.batch_size = new
             elif is_unbatched(value):
                 self._tensordict[key] = value.rebatched(new)
         self._batch_size = new
@@ -1036,7 +1059,11 @@ class TensorDict(TensorDictBase):
             out = self
         else:
             out = TensorDict._new_unsafe(data, self._batch_size, _CPU, self._names)
+            for key, value in data.items():  # the copy's stacks are its own: they write its folder
+                if getattr(type(value), "_is_non_tensor", False) and hasattr(value, "_home"):
+                    data[key] = value.clone()
         out._mm = _io.Level(folder, robust_key=robust_key)
+        out._home_entries()
         return out
 
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
@@ -1046,8 +1073,9 @@ class TensorDict(TensorDictBase):
 
     def _memmap_refresh(self, options) -> None:
         changed = _io.refresh_entries(self._mm, self._tensordict, options)
-        if changed is not None:
+        if changed is not None:  # new entries and a new level: the stacks' homes too
             self._batch_size, self._names, self._mm = changed
+            self._home_entries()
 
     def _memmap_refresh_from(self, meta: dict, stat, options) -> bool:
         if self._mm is None or fmt.level_kind(self._mm.path, meta) != fmt.KIND_TD:
@@ -1055,12 +1083,34 @@ class TensorDict(TensorDictBase):
         changed = _io.refresh_entries(self._mm, self._tensordict, options, (meta, stat))
         if changed is not None:
             self._batch_size, self._names, self._mm = changed
+            self._home_entries()
         return True
 
     def _memmap_load_into(self, loaded) -> None:
         self._tensordict = loaded._tensordict
         self._batch_size = loaded._batch_size
         self._mm = loaded._mm
+
+    def _home_entries(self) -> None:
+        # The stacks of values of a memory-mapped level write their values to their entry of
+        # its folder (see NonTensorStack._persist); entries that hold one value are
+        # rewritten by this level when a write replaces them (_persist_entry).
+        level = self._mm
+        if level is None or level.path is None:
+            return
+        for key, value in self._tensordict.items():
+            if getattr(type(value), "_is_non_tensor", False) and hasattr(value, "_home"):
+                value._home = (level, key)
+
+    def _persist_entry(self, key: str, value) -> None:
+        # A non-tensor entry of a memory-mapped level replaced by a write in place (set_,
+        # update_, an index assignment): its folder is rewritten with the new value.
+        level = self._mm
+        if level is None or level.path is None or key not in level.meta:
+            return
+        _io.rewrite_nontensor(level, key, value, level.robust_key)
+        if hasattr(value, "_home"):
+            value._home = (level, key)
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -1266,6 +1316,7 @@ def _load(folder: str, meta: dict, stat, options) -> TensorDict:
     batch_size, device, names, data, inodes = _io.load_entries(folder, meta, options)
     td = TensorDict._new_unsafe(data, batch_size, device, names)
     td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes, data)
+    td._home_entries()
     return td
 
 

@@ -65,6 +65,7 @@ __all__ = [
     "TooFewInputsError",
     "UnbatchedMemmapError",
     "UnknownFieldError",
+    "ValueAtIndexError",
     "UnknownStorageError",
     "UnsetFieldError",
     "UnsupportedConversionError",
@@ -363,3 +364,11 @@ class ConsolidatedFormatError(TensorDictError, RuntimeError, ValueError):
 
 class DimTypeError(TensorDictError, TypeError, ValueError):
     """A dim argument that must be an int is of another type (torch raises either builtin)."""
+
+
+class ValueAtIndexError(TensorDictError, ValueError, RuntimeError):
+    """A NonTensorData, one value for its whole batch, was given another value at an index.
+
+    The well-known API raises ``ValueError``; earlier versions of this library raised
+    ``RuntimeError``, kept as a base so that code catching it keeps working.
+    """

@@ -30,7 +30,7 @@ from tensordict._collection import (
 from tensordict._keys import NestedKey, canonical_key
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
-from tensordict._nontensor_stack import _from_flat, _values_at
+from tensordict._nontensor_stack import _from_flat
 from tensordict._ops.convert import CONVERTERS
 from tensordict._stack import stack
 from tensordict._td import TensorDict
@@ -148,7 +148,7 @@ def _pad_non_tensor(entry, pairs: list):
     pairs = pairs[: entry.batch_dims]
     if not any(b or a for b, a in pairs):
         return entry
-    flat = _values_at(entry, entry.batch_size)
+    flat = entry._flat()
     positions = torch.arange(len(flat)).reshape(entry.batch_size)
     positions = _pad_tensor(positions, pairs, -1)
     values = [None if p < 0 else flat[p] for p in positions.reshape(-1).tolist()]
@@ -221,6 +221,22 @@ def _check_unlocked_tree(td) -> None:
         raise LockedError(msg)
 
 
+def _pad_entry_alone(entry, pairs: list, inplace: bool):
+    """pad() of a non-tensor entry itself: a stack padded with ``None`` (in place: the same stack)."""
+    padded = _pad_non_tensor(entry, pairs)
+    if not inplace or padded is entry:
+        return padded
+    if not hasattr(entry, "_replace"):
+        msg = (
+            "pad(..., inplace=True) of a NonTensorData cannot preserve the identity of the "
+            "entry: padded, it holds None beside its value, which only a NonTensorStack can; "
+            "pad it with inplace=False"
+        )
+        raise PaddingError(msg)
+    entry._replace(padded)
+    return entry
+
+
 def _pad_inplace(td, padded) -> None:
     """Moves the entries and batch size of ``padded`` into ``td``, keeping sub-tensordicts."""
     if is_tensorclass(td):
@@ -232,6 +248,10 @@ def _pad_inplace(td, padded) -> None:
         new = padded.get(key)
         if isinstance(entry, TensorDict) and isinstance(new, TensorDictBase):
             _pad_inplace(entry, new)
+        elif hasattr(entry, "_replace") and is_non_tensor(new) and new is not entry:
+            entry._replace(new)  # a stack keeps its identity, as a sub-tensordict does
+            leaves[key] = entry
+            del td[key]
         else:
             leaves[key] = new
             del td[key]
@@ -252,7 +272,9 @@ def pad(
     """Pads (or crops) every entry of a tensordict along its batch dimensions with a constant.
 
     Args:
-        tensordict (TensorDictBase or tensorclass instance): the tensordict to pad.
+        tensordict (TensorDictBase, tensorclass instance or non-tensor entry): the
+            tensordict to pad; a NonTensorStack (or NonTensorData) gives a stack
+            holding ``None`` in the new elements.
         pad_size (sequence of int): ``(before_0, after_0, before_1, after_1, ...)``:
             how many elements to add before and after each batch dimension, from
             the first one on (``torch.nn.functional.pad`` starts from the last).
@@ -262,8 +284,8 @@ def pad(
             each tensor's dtype. A padded non-tensor entry becomes a
             :class:`NonTensorStack` holding ``None`` there. Defaults to ``0.0``.
         inplace (bool, optional): pad ``tensordict`` itself and return it: its
-            sub-tensordicts keep their identity and each leaf is replaced by its
-            padded copy. A lazy stack pads its members in place and gains filler
+            sub-tensordicts and stacks of values keep their identity and each other
+            leaf is replaced by its padded copy. A lazy stack pads its members in place and gains filler
             members (full of ``value``) along its stack dimension. Defaults to
             ``False``.
         safe (bool, optional): accepted for compatibility: ``pad_size`` is
@@ -277,7 +299,8 @@ def pad(
     Raises:
         PaddingError: (a ``RuntimeError``) if ``pad_size`` holds an odd number of
             values, more than two per batch dimension, or a crop larger than the
-            dimension.
+            dimension; with ``inplace=True``, for a NonTensorData, which cannot hold
+            ``None`` beside its value.
         TypeError: if ``pad_size`` holds something other than ints.
         NotTensorCollectionError: (a ``TypeError``) if ``tensordict`` is not a
             tensordict.
@@ -291,6 +314,8 @@ def pad(
         >>> pad(td, [-1, 0])["a"].shape
         torch.Size([2, 4, 1])
     """
+    if is_non_tensor(tensordict):
+        return _pad_entry_alone(tensordict, _check_pad_size(tensordict, pad_size), inplace)
     _check_collection(tensordict, "pad() input")
     pairs = _check_pad_size(tensordict, pad_size)
     del safe  # every check runs before any entry changes

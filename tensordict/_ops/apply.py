@@ -316,10 +316,8 @@ class ApplyMixin(Contract):
             if is_tensor_collection(value) and not (call_on_nested and not is_non_tensor(value)):
                 # with a new batch size, sub-tensordicts get exactly that batch size (their
                 # own further dims are dropped), as in the well-known API
-                if is_non_tensor(value) and not hasattr(value, "_with"):
-                    res = value.clone()  # a stack of values: a copy, never shared
-                elif is_non_tensor(value):
-                    res = value if batch_size is None else value._with(batch_size)
+                if is_non_tensor(value):  # the entry's own hook: no function maps a value
+                    res = value._fast_apply(fn, *other_values, batch_size=batch_size, device=device)
                 else:
                     res = value._fast_apply(
                         fn,

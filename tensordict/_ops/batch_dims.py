@@ -23,7 +23,7 @@ import torch
 
 from tensordict import _dim_names as dimnames
 from tensordict._collection import TensorCollection
-from tensordict._nontensor import NonTensorData, _dummy
+from tensordict._nontensor import NonTensorDataBase, _dummy
 from tensordict._ops._contract import Contract
 from tensordict._typing import T
 from tensordict.errors import (
@@ -69,7 +69,7 @@ def entrywise(tensor_fn: Callable, td_fn: Callable) -> Callable[[Any, torch.Size
     def op(x, extra):
         if isinstance(x, torch.Tensor):
             return tensor_fn(x, extra)
-        if isinstance(x, NonTensorData):
+        if isinstance(x, NonTensorDataBase):
             return x._reshaped(lambda d: tensor_fn(d, torch.Size()))
         return td_fn(x, extra)
 

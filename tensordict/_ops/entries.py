@@ -769,7 +769,14 @@ class EntriesMixin(Contract):
             >>> TensorDict({"a": torch.zeros(3)}, [3]).set_at_("a", 1.0, 1)["a"]
             tensor([0., 1., 0.])
         """
-        self.get(key, NO_DEFAULT)[index] = value
+        current = self.get(key, NO_DEFAULT)
+        if is_non_tensor(current):
+            # a value other than the entry's own may turn it into a NonTensorStack
+            written = current._written_at(index, value)
+            if written is not current:
+                self.set_(key, written)
+            return self
+        current[index] = value
         return self
 
     def update_at_(

@@ -8,7 +8,12 @@ from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_leaf_nontensor,
+    is_tensor_collection,
+)
 from tensordict._keys import NestedKey
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.elementwise import ElementwiseOps
@@ -47,7 +52,9 @@ def _non_tensor_keys(td, prefix: tuple = ()) -> list:
 
 # ---------------------------------------------------------------------- operands
 def _check_same_keys(td, other, what: str) -> None:
-    mine, theirs = leaf_keys(td), leaf_keys(other)
+    # non-tensor entries count: a leafwise operation pairs them too (comparisons compare them)
+    mine = set(td.keys(True, True, is_leaf=is_leaf_nontensor))
+    theirs = set(other.keys(True, True, is_leaf=is_leaf_nontensor))
     if mine != theirs:
         only_mine = sorted(map(str, mine - theirs))
         only_theirs = sorted(map(str, theirs - mine))

@@ -105,8 +105,6 @@ class RearrangeMixin(Contract):
             RuntimeError: if a count is negative, or a tensor of counts does not have one count
                 per element along ``dim``; with ``inplace``, if the tensordict is locked.
             NotImplementedError: with ``inplace``, on a lazy stack.
-            AttributeError: if the tensordict holds a non-tensor entry (:class:`NonTensorData`
-                has no ``repeat_interleave``).
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
@@ -115,9 +113,11 @@ class RearrangeMixin(Contract):
         """
         d = norm_dim(dim, self.batch_dims)
         new = _dummy(self.batch_size).repeat_interleave(repeats, d).shape
-        result = self._batch_op(
-            lambda x, extra: x.repeat_interleave(repeats, d), new, dimnames.clean(self.names)
+        op = entrywise(
+            lambda x, extra: x.repeat_interleave(repeats, d),
+            lambda x, extra: x.repeat_interleave(repeats, d),
         )
+        result = self._batch_op(op, new, dimnames.clean(self.names))
         return self._maybe_inplace(result, inplace, "repeat_interleave")
 
     def tile(self: T, dims: int | Sequence[int]) -> T:
@@ -357,8 +357,6 @@ class RearrangeMixin(Contract):
             RuntimeError: if ``index`` does not have as many dims as the batch, is larger than
                 the batch on a dim other than ``dim``, or holds a position out of range.
             KeyError: if ``out`` lacks an entry of the result.
-            AttributeError: if the tensordict holds a non-tensor entry (:class:`NonTensorData`
-                has no ``gather``).
 
         Examples:
             >>> td = TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2, 3])
@@ -373,11 +371,11 @@ class RearrangeMixin(Contract):
             raise RuntimeError(msg)
         new = index.shape
 
-        def op(x, extra):
-            if isinstance(x, torch.Tensor):
-                idx = index.reshape(index.shape + (1,) * len(extra)).expand(index.shape + extra)
-                return torch.gather(x, d, idx)
-            return x.gather(d, index)
+        def gather_leaf(x, extra):
+            idx = index.reshape(index.shape + (1,) * len(extra)).expand(index.shape + extra)
+            return torch.gather(x, d, idx)
+
+        op = entrywise(gather_leaf, lambda x, extra: x.gather(d, index))
 
         result = self._batch_op(op, new, dimnames.clean(self.names))
         if out is not None:

@@ -730,6 +730,20 @@ def rewrite_nontensor(level: Level, key: str, value, robust_key) -> bool:
         shutil.rmtree(staged, ignore_errors=True)
 
 
+def rewrite_nontensor_folder(path: str, value) -> None:
+    """Rewrites the folder of a non-tensor value memory-mapped on its own (the root of ``memmap()``).
+
+    The new files are staged inside the folder and moved in one atomic rename each,
+    ``meta.json`` last, so that the folder always holds the old value or the new one.
+    """
+    staged = _fs.temporary_name(os.path.join(path, fmt.META_FILE))
+    try:
+        write_nontensor(staged, value)
+        _merge_into(staged, path)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
 def write_nontensor(folder: str, value) -> None:
     """Writes the folder of a non-tensor entry: a single value, or a stack's ``_memmap_payload()``."""
     os.makedirs(folder, exist_ok=True)
