@@ -9,6 +9,7 @@ consumes more dimensions than the batch has is refused.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from tensordict.errors import DimensionError
@@ -61,6 +62,8 @@ def normalize_index(idx, batch_size: torch.Size):
             return None, torch.Size((1,)) + batch_size
         if isinstance(idx, list):
             idx = _list_to_tensor(idx)
+        elif isinstance(idx, np.ndarray):
+            idx = _array_to_tensor(idx)
         if isinstance(idx, torch.Tensor):
             _check_tensor_index(idx, batch_size, 0)
             return idx, None
@@ -79,6 +82,16 @@ def _list_to_tensor(item: list) -> torch.Tensor:
     return tensor
 
 
+def _array_to_tensor(item: np.ndarray) -> torch.Tensor:
+    # numpy arrays index as the tensors they convert to (torchrl's samplers hand them out)
+    if item.dtype == np.bool_:
+        return torch.as_tensor(item)
+    if not np.issubdtype(item.dtype, np.integer):
+        msg = f"numpy arrays used as indices must hold integers or booleans, got dtype {item.dtype}"
+        raise IndexError(msg)
+    return torch.as_tensor(item).long()
+
+
 def _check_tensor_index(item: torch.Tensor, batch_size: torch.Size, dim: int) -> None:
     if item.dtype is torch.bool:
         end = dim + item.ndim
@@ -93,6 +106,16 @@ def _check_tensor_index(item: torch.Tensor, batch_size: torch.Size, dim: int) ->
         raise IndexError(msg)
 
 
+def _numpy_scalar(item: np.generic) -> int:
+    if isinstance(item, np.integer):
+        return int(item)
+    if isinstance(item, np.bool_):
+        msg = f"a numpy bool scalar is not a valid index, got {item!r}; use a Python bool or a boolean tensor"
+        raise IndexError(msg)
+    msg = f"unsupported index item {item!r} of type {type(item).__name__}"
+    raise IndexError(msg)
+
+
 def _normalize_tuple(idx: tuple, batch_size: torch.Size):
     batch_dims = len(batch_size)
     items = []
@@ -104,6 +127,10 @@ def _normalize_tuple(idx: tuple, batch_size: torch.Size):
             item = _list_to_tensor(item)
         elif isinstance(item, range):
             item = torch.tensor(list(item), dtype=torch.long)
+        elif isinstance(item, np.ndarray):
+            item = _array_to_tensor(item)
+        elif isinstance(item, np.generic):
+            item = _numpy_scalar(item)
         if item is Ellipsis:
             if ellipsis_at >= 0:
                 msg = "an index can only have a single ellipsis ('...')"
