@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from tensordict._indexing import is_first_class_dim
+
 
 def clean(names) -> list | None:
     """``names`` (any iterable) as a new list, or None when it is None or names no dim."""
@@ -78,7 +80,7 @@ def index(names, leaf_index, new_ndim: int) -> list | None:
         for item in items:
             if item is None:
                 out.append(None)
-            elif type(item) is int:
+            elif type(item) is int or is_first_class_dim(item):
                 dim += 1
             elif type(item) is slice:
                 out.append(names[dim])
@@ -101,6 +103,8 @@ def index(names, leaf_index, new_ndim: int) -> list | None:
         for i, item in enumerate(items):
             if item is None:
                 kept.append((i, None))
+            elif is_first_class_dim(item):
+                dim += 1
             elif i in advanced:
                 dim += (
                     item.ndim if isinstance(item, torch.Tensor) and item.dtype is torch.bool else 1

@@ -14,7 +14,7 @@ import os
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
-from tensordict._indexing import batch_size_from_dummy, normalize_index
+from tensordict._lazy_index import LazyIndexMixin
 from tensordict._lazy_members import LazyMembersMixin
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, _dummy, stack_entries
 from tensordict._ops.batch_dims import shape_args
@@ -26,7 +26,7 @@ from tensordict._options import GET_DEFAULT, lazy_legacy
 from tensordict._printing import RaggedLeaf, collection_repr
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
-from tensordict.errors import DensifyError, DimensionError, LockedError
+from tensordict.errors import BatchSizeError, DensifyError, DimensionError, LockedError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor
@@ -55,7 +55,7 @@ def _is_subtree_class(klass: type) -> bool:
     )
 
 
-class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
+class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, TensorDictBase):
     """Tensordicts stacked along a new batch dimension without copying; members may differ.
 
     The stack keeps its members (in :attr:`tensordicts`) and reads and writes
@@ -74,11 +74,16 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             batch dimensions (a negative one counts from the end). Defaults to 0.
         stack_dim_name (str, optional): the name of the new dimension (see
             :attr:`names`). Defaults to ``None``.
+        batch_size (sequence of int, optional): without members, the batch size
+            the members would have (the stack's has a 0 at ``stack_dim``); with
+            members, the stack's batch size, checked. Defaults to ``None``.
+        device (torch.device, optional): without members, the stack's device;
+            with members, their common device is the stack's. Defaults to ``None``.
         **kwargs: accepted for compatibility and ignored.
 
     Raises:
-        RuntimeError: if no member is given, or the members' batch sizes differ
-            (naming both).
+        RuntimeError: if the members' batch sizes differ (naming both), or
+            ``batch_size`` is not the stack's.
         TypeError: if a member after the first is not a tensordict.
         IndexError: if ``stack_dim`` is out of range.
 
@@ -88,6 +93,8 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         >>> stack = LazyStackedTensorDict(a, b)
         >>> stack["obs"].shape, list(stack.keys())
         (torch.Size([2, 3]), ['obs'])
+        >>> LazyStackedTensorDict(stack_dim=1, batch_size=[3]).batch_size
+        torch.Size([3, 0])
     """
 
     __slots__ = {
@@ -106,20 +113,27 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         "_stack_dim_name": None,
         "_batch_size": None,
         "_mm": None,
+        "_device": None,
         "__weakref__": None,
     }
     _is_lazy = True
 
     def __init__(
-        self, *tensordicts, stack_dim: int = 0, stack_dim_name: str | None = None, **kwargs
+        self,
+        *tensordicts,
+        stack_dim: int = 0,
+        stack_dim_name: str | None = None,
+        batch_size=None,
+        device=None,
+        **kwargs,
     ) -> None:
         if len(tensordicts) == 1 and isinstance(tensordicts[0], (list, tuple)):
             tensordicts = tuple(tensordicts[0])
         members = list(tensordicts)
-        if not members:
-            msg = "a lazy stack needs at least one member tensordict"
-            raise RuntimeError(msg)
-        size = members[0].batch_size
+        if members:
+            size = members[0].batch_size
+        else:
+            size = torch.Size(() if batch_size is None else batch_size)
         for i, member in enumerate(members):
             if not is_tensor_collection(member):
                 msg = (
@@ -142,6 +156,13 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         self._stack_dim_name = stack_dim_name
         self._batch_size = size[:stack_dim] + torch.Size((len(members),)) + size[stack_dim:]
         self._mm = None
+        self._device = None if members or device is None else torch.device(device)
+        if members and batch_size is not None and torch.Size(batch_size) != self._batch_size:
+            msg = (
+                f"batch_size {list(batch_size)} does not match the batch size "
+                f"{list(self._batch_size)} of the stacked members"
+            )
+            raise BatchSizeError(msg)
 
     @classmethod
     def _stack_members(cls, tds, dim: int = 0, out=None):
@@ -257,6 +278,9 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             >>> lazy_stack([TensorDict({}, [], device="cpu"), TensorDict({}, [])]).device is None
             True
         """
+        if not self.tensordicts:
+            # NonTensorStack's own empty stacks do not set the slot
+            return getattr(self, "_device", None)
         devices = {m.device for m in self.tensordicts}
         return devices.pop() if len(devices) == 1 else None
 
@@ -266,25 +290,39 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
 
         The stack dimension is named ``stack_dim_name`` (``None`` by default); the other
         dimensions have the names of the members' dimensions, read from the first member.
+        Assigning a list (one name or ``None`` per batch dim) names the stack dim and
+        every member's dims; assigning ``None`` removes every name.
 
         Returns:
             A new list with a str or ``None`` per batch dimension.
 
         Raises:
-            AttributeError: on assignment: the property is read-only.
+            ValueError: on assignment, if there is not one name per batch dim, or a
+                name repeats.
 
         Examples:
             >>> a, b = TensorDict({}, [3], names=["t"]), TensorDict({}, [3], names=["t"])
             >>> LazyStackedTensorDict(a, b, stack_dim_name="env").names, LazyStackedTensorDict(a, b).names
             (['env', 't'], [None, 't'])
+            >>> stack = LazyStackedTensorDict(a, b)
+            >>> stack.names = ["env", "time"]
+            >>> stack.names, b.names
+            (['env', 'time'], ['time'])
         """
-        names = list(self.tensordicts[0].names)
+        if self.tensordicts:
+            names = list(self.tensordicts[0].names)
+        else:
+            names = [None] * (len(self._batch_size) - 1)
         names.insert(self._stack_dim, self._stack_dim_name)
         return names
 
+    @names.setter
+    def names(self, value) -> None:
+        self._set_names([None] * len(self._batch_size) if value is None else list(value))
+
     @property
     def is_locked(self) -> bool:
-        """True when every member is locked.
+        """True when every member is locked (and there is one).
 
         Assigning True or False locks or unlocks every member (each with its
         sub-tensordicts).
@@ -298,7 +336,7 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             >>> stack.is_locked, stack.tensordicts[1].is_locked
             (True, True)
         """
-        return all(m.is_locked for m in self.tensordicts)
+        return bool(self.tensordicts) and all(m.is_locked for m in self.tensordicts)
 
     @is_locked.setter
     def is_locked(self, value: bool) -> None:
@@ -347,6 +385,8 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
 
     # ------------------------------------------------------------------ primitives
     def _keys_level(self):
+        if not self.tensordicts:
+            return []
         first = self.tensordicts[0]
         others = [set(m._keys_level()) for m in self.tensordicts[1:]]
         return [k for k in first._keys_level() if all(k in o for o in others)]
@@ -379,9 +419,9 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         Walking keys never stacks leaves, so members whose leaves differ in shape list
         their keys too.
         """
-        first = self.tensordicts[0]
         items = []
         for key in self._keys_level():
+            first = self.tensordicts[0]
             value = first._get_str(key, None)
             if isinstance(value, torch.Tensor) or is_non_tensor(value):
                 items.append((key, value))
@@ -524,9 +564,18 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
 
     def _tree_like(self, entries: dict, device=None):
         members = [entries[i] for i in range(len(entries))]
+        if not members:
+            return self._shallow_copy()
         return type(self)(*members, stack_dim=self.stack_dim, stack_dim_name=self._stack_dim_name)
 
+    def _member_batch_size(self) -> torch.Size:
+        """The batch size of every member: the stack's without the stack dim."""
+        d = self._stack_dim
+        return self._batch_size[:d] + self._batch_size[d + 1 :]
+
     def _shallow_copy(self):
+        if not self.tensordicts:
+            return self._empty_stack(self._member_batch_size(), self._stack_dim)
         return LazyStackedTensorDict(
             *[m._shallow_copy() for m in self.tensordicts],
             stack_dim=self._stack_dim,
@@ -553,6 +602,8 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
                 inplace=inplace,
                 **kwargs,
             )
+        if not self.tensordicts:
+            return self if inplace else self._shallow_copy()
         split_others = [o.unbind(self._stack_dim) for o in others]
         results = [
             member._fast_apply(
@@ -566,132 +617,6 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             *results, stack_dim=self._stack_dim, stack_dim_name=self._stack_dim_name
         )
 
-    # ------------------------------------------------------------------ indexing
-    def _fast_copy_at_refusal(self) -> str | None:
-        """Hook of :meth:`copy_at_`: a lazy stack's leaves are stacked copies, never written through."""
-        return "a lazy stack"
-
-    def _split_index(self, index):
-        """``(stack_item, member_index, new_stack_dim)``, or None when only a dense view can answer."""
-        leaf_index, _ = normalize_index(index, self._batch_size)
-        items = list(leaf_index) if isinstance(leaf_index, tuple) else [leaf_index]
-        dim = 0
-        out_dims = 0
-        stack_at = None
-        for i, item in enumerate(items):
-            if item is None:
-                out_dims += 1
-                continue
-            if isinstance(item, torch.Tensor) and (item.dtype is torch.bool and item.ndim != 1):
-                return None
-            if dim == self._stack_dim:
-                stack_at = i
-                break
-            if isinstance(item, torch.Tensor):
-                return None
-            out_dims += 0 if type(item) is int else 1
-            dim += 1
-        if stack_at is None:
-            return slice(None), tuple(items), out_dims + (self._stack_dim - dim)
-        stack_item = items[stack_at]
-        rest = items[:stack_at] + items[stack_at + 1 :]
-        if any(isinstance(r, torch.Tensor) for r in rest) and type(stack_item) not in (int, slice):
-            return None
-        return stack_item, tuple(rest), out_dims
-
-    def _index(self, index):
-        split = self._split_index(index)
-        if split is None:
-            return self.contiguous()[index]
-        stack_item, rest, new_dim = split
-        members = self.tensordicts
-        if type(stack_item) is int:
-            member = members[stack_item]
-            return member[rest] if rest else member
-        if isinstance(stack_item, slice):
-            chosen = members[stack_item]
-        else:
-            positions = (
-                stack_item.nonzero().squeeze(-1)
-                if stack_item.dtype is torch.bool
-                else stack_item.reshape(-1)
-            )
-            chosen = [members[int(i)] for i in positions]
-            if stack_item.dtype is not torch.bool and stack_item.ndim != 1:
-                return self.contiguous()[index]
-        if not chosen:
-            return self.contiguous()[index]
-        picked = [m[rest] if rest else m for m in chosen]
-        out = LazyStackedTensorDict(*picked, stack_dim=new_dim, stack_dim_name=self._stack_dim_name)
-        if self._mm is not None and all(m._mm is not None for m in picked):
-            out._mm = _io.Level(None)  # a view of memory-mapped members is memory-mapped
-        return out
-
-    def set_at_(self, key, value, index):
-        """Writes ``value`` into the rows ``index`` of the entry at ``key``, in each member.
-
-        A lazy stack's ``get`` stacks copies, so the rows are written member by member, as
-        index assignment does. See :meth:`TensorDictBase.set_at_`.
-
-        Args:
-            key (NestedKey): the entry; it must exist.
-            value: a tensor (or number) that broadcasts to those rows.
-            index: an index of the batch dims.
-
-        Returns:
-            The stack itself.
-
-        Raises:
-            KeyError: if the key is missing.
-            RuntimeError: if the value does not broadcast to the rows.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(2)}, [2]) for _ in range(2)])
-            >>> stack.set_at_("x", 1.0, (1, 0)).tensordicts[1]["x"]
-            tensor([1., 0.])
-        """
-        current = self.tensordicts[0].get(key, NO_DEFAULT)
-        rows = batch_size_from_dummy(self._batch_size, index)
-        if isinstance(current, torch.Tensor):
-            feature = current.shape[len(self._batch_size) - 1 :]
-            value = torch.as_tensor(value, dtype=current.dtype).expand(rows + feature)
-        self._set_at(index, TensorDict({key: value}, batch_size=rows))
-        return self
-
-    def _set_at(self, index, value) -> None:
-        split = self._split_index(index)
-        if split is None:
-            msg = f"index assignment with {index!r} is not supported on a lazy stack; densify it with contiguous() first"
-            raise RuntimeError(msg)
-        stack_item, rest, new_dim = split
-        members = self.tensordicts
-        if type(stack_item) is int:
-            targets = [members[stack_item]]
-            values = [value]
-        else:
-            if isinstance(stack_item, slice):
-                targets = members[stack_item]
-            else:
-                positions = (
-                    stack_item.nonzero().squeeze(-1)
-                    if stack_item.dtype is torch.bool
-                    else stack_item.reshape(-1)
-                )
-                targets = [members[int(i)] for i in positions]
-            if isinstance(value, (torch.Tensor, TensorDictBase)) and not isinstance(
-                value, NonTensorDataBase
-            ):
-                values = value.unbind(new_dim) if value.ndim > new_dim else [value] * len(targets)
-            else:
-                values = [value] * len(targets)
-        for member, part in zip(targets, values):
-            if rest:
-                member[rest] = part
-            elif is_tensor_collection(part) or isinstance(part, dict):
-                member.update_(part)
-            else:
-                member.apply_(lambda x, p=part: x.fill_(p))
-
     # ------------------------------------------------------------------ shapes
     def _batch_op(self, op, batch_size: torch.Size, names=None):
         return self.contiguous()._batch_op(op, batch_size, names)
@@ -703,6 +628,10 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         return LazyStackedTensorDict(
             *members, stack_dim=stack_dim, stack_dim_name=self._stack_dim_name
         )
+
+    def _empty_stack(self, batch_size: torch.Size, stack_dim: int) -> LazyStackedTensorDict:
+        """A stack without members whose members would have batch size ``batch_size``."""
+        return LazyStackedTensorDict(stack_dim=stack_dim, batch_size=batch_size, device=self.device)
 
     def unsqueeze(self, dim: int) -> LazyStackedTensorDict:
         """Returns a lazy stack with a batch dim of size 1 inserted at ``dim``.

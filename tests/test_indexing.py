@@ -256,7 +256,7 @@ def test_numpy_index_reads_as_tensor_index(kind, index, tmp_path):
         assert torch.equal(leaves(got)[key], value), key
 
 
-@pytest.mark.parametrize("kind", ["td", "memmap"])
+@pytest.mark.parametrize("kind", ["td", "lazy", "memmap"])
 def test_numpy_index_assignment_writes_the_rows(kind, tmp_path):
     """td[np.arange(...)] = other writes other's rows where a tensor index would."""
     obj = make(kind, tmp_path)
@@ -309,3 +309,29 @@ def test_property_numpy_index_matches_tensor_index(case):
     out, expected = td[_to_numpy(index)], td[index]
     assert out.batch_size == expected.batch_size
     assert torch.equal(out["a"], expected["a"])
+
+
+# --- first-class dims --------------------------------------------------------------
+
+
+def test_first_class_dims_bind_batch_dims():
+    """A functorch first-class dim binds the batch dim it indexes: the batch size and names lose it."""
+    ftdim = pytest.importorskip("functorch.dim")
+    td = make_td((2, 3), names=["x", "y"])
+    d0 = ftdim.dims(1)
+    out = td[d0]
+    assert out.batch_size == (3,)
+    assert out.names == ["y"]
+    assert out["a"].shape == (3, 4)
+    d0, d1 = ftdim.dims(2)
+    assert td[d0, d1].batch_size == ()
+    d1 = ftdim.dims(1)
+    assert td[:, d1].batch_size == (2,)
+
+
+def test_first_class_dims_on_memory_mapped_tensordict_raise(tmp_path):
+    """A memory-mapped tensordict refuses first-class dims with a ValueError."""
+    ftdim = pytest.importorskip("functorch.dim")
+    td = make_td().memmap(tmp_path)
+    with pytest.raises(ValueError):
+        td[ftdim.dims(1)]
