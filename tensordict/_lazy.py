@@ -16,13 +16,14 @@ import torch
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._lazy_index import LazyIndexMixin
 from tensordict._lazy_members import LazyMembersMixin
+from tensordict._nested_tensors import combine_leaves
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, _dummy, stack_entries
 from tensordict._ops.batch_dims import shape_args
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.entries import _as_value, _check_batch, plain_tree
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.split_stack import STACKERS
-from tensordict._options import GET_DEFAULT, lazy_legacy
+from tensordict._options import lazy_legacy
 from tensordict._printing import RaggedLeaf, collection_repr
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
@@ -32,17 +33,13 @@ from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor
 
 
-def _stack_leaves(key, values: list, dim: int, as_nested: bool):
-    if as_nested:
-        if dim != 0:
-            msg = f"a nested tensor can only stack {key!r} along dimension 0, not {dim}"
-            raise RuntimeError(msg)
-        return torch.nested.nested_tensor(values)
+def _stack_leaves(key, values: list, dim: int):
     shapes = {tuple(v.shape) for v in values}
     if len(shapes) > 1:
         msg = (
             f"cannot stack the entry {key!r} of a lazy stack: its members' shapes differ "
-            f"({sorted(shapes)}); use get({key!r}, as_nested_tensor=True) or index one member"
+            f"({sorted(shapes)}); read them with get({key!r}, as_list=True), as_padded_tensor=True "
+            "or as_nested_tensor=True, or index one member"
         )
         raise RuntimeError(msg)
     return torch.stack(values, dim)
@@ -429,7 +426,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, TensorDictBase):
                 items.append((key, self._get_str(key, NO_DEFAULT)))
         return items
 
-    def _get_str(self, key: str, default, as_nested_tensor: bool = False):
+    def _get_str(self, key: str, default):
         values = [m._get_str(key, None) for m in self.tensordicts]
         if any(v is None for v in values):
             if default is NO_DEFAULT:
@@ -437,7 +434,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, TensorDictBase):
             return default
         first = values[0]
         if isinstance(first, torch.Tensor):
-            return _stack_leaves(key, values, self._stack_dim, as_nested_tensor)
+            return _stack_leaves(key, values, self._stack_dim)
         if is_non_tensor(first):
             return stack_entries(values, self._stack_dim)
         if getattr(type(first), "_is_tensorclass", False):
@@ -452,46 +449,22 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, TensorDictBase):
             *values, stack_dim=self._stack_dim, stack_dim_name=self._stack_dim_name
         )
 
-    def get(self, key, default=GET_DEFAULT, *, as_nested_tensor: bool = False):
-        """Returns the entry at ``key`` with the members' values stacked along :attr:`stack_dim`.
+    def _read_str(self, key: str, how):
+        """Hook of :meth:`get` with ``as_list``, ``as_padded_tensor`` or ``as_nested_tensor``.
 
-        A key that one member lacks is missing. Tensors are stacked into a new
-        tensor; sub-tensordicts into a new lazy stack; non-tensor entries into one
-        :class:`NonTensorData` of the stack's batch size, holding the value when
-        every member has the same one and the list of the members' values
-        otherwise. See :meth:`TensorDictBase.get` for the rest.
-
-        Args:
-            key (NestedKey): a string, or a tuple of strings for a nested entry.
-            default (optional): returned when the key is missing. Defaults to
-                ``None``; ``NO_DEFAULT`` raises instead.
-
-        Keyword Args:
-            as_nested_tensor (bool, optional): stack tensors of different shapes into a
-                nested tensor instead of raising; only used for a string ``key``, and
-                only along stack dimension 0. Defaults to False.
-
-        Returns:
-            A tensor (nested with ``as_nested_tensor``), a lazy stack, a
-            :class:`NonTensorData`, or ``default``.
-
-        Raises:
-            KeyError: if the key is missing and ``default`` is ``NO_DEFAULT``.
-            RuntimeError: if the members' tensors differ in shape and
-                ``as_nested_tensor`` is False (naming the key and the shapes), or if
-                ``as_nested_tensor`` is True and the stack dimension is not 0.
-            TypeError: if the key is not a string or a tuple of strings.
-            ValueError: if a tuple key goes through an entry that is not a tensordict
-                and ``default`` is ``None`` or ``NO_DEFAULT``.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"r": torch.zeros(2)}, []), TensorDict({"r": torch.ones(3)}, [])])
-            >>> stack.get("r", as_nested_tensor=True).is_nested, stack.get("missing") is None
-            (True, True)
+        The members' leaves (or what inner stacks give for them) are combined along a new
+        first dim, whatever the stack dim, by :func:`~tensordict._nested_tensors.combine_leaves`;
+        sub-tensordicts and non-tensor entries are stacked as :meth:`get` stacks them.
         """
-        if as_nested_tensor and isinstance(key, str):
-            return self._get_str(key, default, as_nested_tensor=True)
-        return super().get(key, default)
+        values = [m._read_str(key, how) for m in self.tensordicts]
+        if not values or any(v is None for v in values):
+            return None
+        first = values[0]
+        if isinstance(first, list) or (
+            isinstance(first, torch.Tensor) and not is_tensor_collection(first)
+        ):
+            return combine_leaves(key, values, how)
+        return self._get_str(key, None)
 
     def _entry_class(self, key) -> type:
         """Hook of :meth:`entry_class`: the class every member stores at ``key``, when they agree.
