@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
+from tensordict._indexing import is_first_class_dim
 from tensordict._typing import IndexType
 
 
@@ -82,7 +83,7 @@ def index(names: Sequence[str | None] | None, leaf_index: IndexType, new_ndim: i
         for item in items:
             if item is None:
                 out.append(None)
-            elif type(item) is int:
+            elif type(item) is int or is_first_class_dim(item):
                 dim += 1
             elif type(item) is slice:
                 out.append(names[dim])
@@ -105,6 +106,8 @@ def index(names: Sequence[str | None] | None, leaf_index: IndexType, new_ndim: i
         for i, item in enumerate(items):
             if item is None:
                 kept.append((i, None))
+            elif is_first_class_dim(item):
+                dim += 1
             elif i in advanced:
                 dim += (
                     item.ndim if isinstance(item, torch.Tensor) and item.dtype is torch.bool else 1

@@ -14,6 +14,7 @@ from tensordict._helpers import shape_of
 from tensordict._indexing import (
     batch_size_from_dummy,
     batch_size_from_leaf,
+    has_first_class_dim,
     normalize_index,
 )
 from tensordict._keys import NestedKey
@@ -27,7 +28,12 @@ from tensordict._typing import DeviceType, ShapeType, T
 from tensordict._unbatched import UnbatchedTensor as _Unbatched
 from tensordict._unbatched import is_unbatched
 from tensordict.base import TensorDictBase
-from tensordict.errors import BatchSizeError, LockedError, UnbatchedMemmapError
+from tensordict.errors import (
+    BatchSizeError,
+    FirstClassDimError,
+    LockedError,
+    UnbatchedMemmapError,
+)
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
@@ -663,6 +669,12 @@ class TensorDict(TensorDictBase):
                 leaf_index, new_size = index, torch.Size((index.shape[0],)) + batch_size[1:]
         else:
             leaf_index, new_size = normalize_index(index, batch_size)
+            if self._mm is not None and has_first_class_dim(leaf_index):
+                msg = (
+                    f"cannot index a memory-mapped tensordict with the first-class dims of {index!r}: "
+                    "its leaves are memory-mapped tensors; index a copy (td.clone()) instead"
+                )
+                raise FirstClassDimError(msg)
         if new_size is not None:
             out = {
                 key: _index_leaf(value, leaf_index)

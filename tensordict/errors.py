@@ -35,6 +35,7 @@ __all__ = [
     "ExistingFileError",
     "ForeignWriterError",
     "FieldCastError",
+    "FirstClassDimError",
     "InvalidArgumentError",
     "InvalidSourceError",
     "KeyMismatchError",
@@ -306,6 +307,10 @@ class ShapeArgumentError(TensorDictError, RuntimeError):
 
 class DensifyError(TensorDictError, NotImplementedError):
     """A lazy stack that ``densify`` cannot turn dense: its stack dim is not 0."""
+
+
+class FirstClassDimError(TensorDictError, ValueError):
+    """A first-class dim (``functorch.dim``) where it cannot bind: a lazy stack's stack dim, or a memory-mapped tensordict."""
 
 
 class CopyAtError(TensorDictError, RuntimeError):

@@ -27,6 +27,7 @@ from tensordict._collection import (
 )
 from tensordict._helpers import shape_of
 from tensordict._keys import NestedKey, _key_parts, canonical_key
+from tensordict._nested_tensors import read_as
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
 from tensordict._ops._contract import Contract
 from tensordict._ops.keys import inner_tensordict, is_subtree, is_tensordict
@@ -168,33 +169,77 @@ class EntriesMixin(Contract):
         msg = f"key {full!r} not found in {type(self).__name__}{where}; existing keys at that level: {existing}"
         return MissingKeyError(msg)
 
-    def get(self, key: NestedKey, default: Any = GET_DEFAULT) -> Any:
+    def get(
+        self,
+        key: NestedKey,
+        default: Any = GET_DEFAULT,
+        *,
+        as_list: bool = False,
+        as_padded_tensor: bool = False,
+        as_nested_tensor: bool = False,
+        layout: torch.layout | None = None,
+        padding_side: str = "right",
+        padding_value: float = 0.0,
+    ) -> Any:
         """Returns the entry at ``key``, or ``default`` when the key is missing, like ``dict.get``.
 
         Unlike ``td[key]``, a missing key is no error and a non-tensor entry comes as NonTensorData.
+        A lazy stack stacks its members' leaves, which raises when their shapes differ; the
+        keyword arguments read such leaves another way. A dense tensordict's leaves are read
+        as they are whatever they say.
 
         Args:
             key (NestedKey): a string, or a tuple of strings for a nested entry.
             default: returned when the key is missing. Defaults to None (a KeyError after
                 ``set_get_defaults_to_none(False)``); ``NO_DEFAULT`` raises.
 
+        Keyword Args:
+            as_list (bool, optional): a lazy stack gives its members' leaves as a list (a list
+                of lists for a stack of lazy stacks). Defaults to False.
+            as_padded_tensor (bool, optional): a lazy stack pads its members' leaves to the
+                largest size of each dim (across every level of a stack of stacks) and stacks
+                them along a new first dim. Defaults to False.
+            as_nested_tensor (bool, optional): a lazy stack gives its members' leaves as one
+                nested tensor. Defaults to False.
+            layout (torch.layout, optional): the layout of that nested tensor. Defaults to
+                ``None``: ``torch.jagged``.
+            padding_side (str, optional): ``"right"`` or ``"left"``: where the padding goes.
+                Defaults to ``"right"``.
+            padding_value (number, optional): the value of the padding. Defaults to 0.0.
+
         Returns:
-            A tensor, a sub-tensordict, a NonTensorData entry, or ``default``.
+            A tensor, a sub-tensordict, a NonTensorData entry, or ``default``; a list, a padded
+            tensor or a nested tensor when a keyword argument asks for one and a lazy stack
+            answers.
 
         Raises:
             KeyError: if the key is missing and ``default`` is ``NO_DEFAULT`` (MissingKeyError,
                 naming the keys where the search stopped), or if its path goes through an entry that
                 is not a tensordict and ``default`` is None or ``NO_DEFAULT`` (PathThroughLeafError,
                 also a ValueError).
-            TypeError: if the key is not a string or a tuple of strings.
-            ValueError: if the key is the empty tuple.
+            TypeError: if the key is not a string or a tuple of strings, or more than one of
+                ``as_list``, ``as_padded_tensor`` and ``as_nested_tensor`` is set.
+            ValueError: if the key is the empty tuple, or a stack of lazy stacks is read as one
+                nested tensor.
+            RuntimeError: if ``padding_side`` is neither ``"left"`` nor ``"right"``.
 
         Examples:
             >>> TensorDict({"a": {"b": torch.zeros(3)}}, [3]).get(("a", "b"))
             tensor([0., 0., 0.])
+            >>> stack = lazy_stack([TensorDict(r=torch.ones(2)), TensorDict(r=torch.ones(3))])
+            >>> [r.shape for r in stack.get("r", as_list=True)], stack.get("r", as_padded_tensor=True)
+            ([torch.Size([2]), torch.Size([3])], tensor([[1., 1., 0.],
+                    [1., 1., 1.]]))
         """
+        how = (
+            read_as(
+                as_list, as_padded_tensor, as_nested_tensor, layout, padding_side, padding_value
+            )
+            if as_list or as_padded_tensor or as_nested_tensor
+            else None
+        )
         if type(key) is str:
-            value = self._get_str(key, None)
+            value = self._get_str(key, None) if how is None else self._read_str(key, how)
             if value is not None:
                 return value
             default = resolve_get_default(default, NO_DEFAULT)
@@ -212,7 +257,10 @@ class EntriesMixin(Contract):
                     return default
                 msg = f"cannot get {parts!r}: the entry {parts[:depth]!r} is a {type(level).__name__}, not a tensordict"
                 raise PathThroughLeafError(msg)
-            value = level._get_str(part, None)
+            if depth == last and how is not None:
+                value = level._read_str(part, how)
+            else:
+                value = level._get_str(part, None)
             if value is None:
                 if default is not NO_DEFAULT:
                     return default
@@ -221,6 +269,15 @@ class EntriesMixin(Contract):
                 return value
             level = value
         return level  # pragma: no cover - loop always returns
+
+    def _read_str(self, key: str, how):
+        """Hook of :meth:`get` with ``as_list``, ``as_padded_tensor`` or ``as_nested_tensor``.
+
+        ``how`` is a :class:`tensordict._nested_tensors.ReadAs`; the entry at ``key`` is
+        returned, or None when it is missing. A dense tensordict reads it as it is; a lazy
+        stack combines its members' leaves as ``how`` says.
+        """
+        return self._get_str(key, None)
 
     def __getitem__(self, index):
         """Returns an entry (string or tuple-of-strings key) or a tensordict indexed on the batch dims.
