@@ -171,7 +171,7 @@ _REDUCTION_DOCS = {
 _PER_DIM = "Several batch dims are reduced one after the other"
 _NAN_MEAN = "With ``reduce=True`` the mean runs over the elements of all the leaves together, integer and boolean ones cast to float32 first."
 _SAMPLE = "By default it is the sample estimate (``correction=1``); pass ``correction=0`` for the population one."
-_INDICES = "With an int ``dim`` and ``return_indices`` (the default), the result is a :class:`ValuesIndices` pair of tensordicts, ``.values`` and ``.indices`` (the positions along ``dim``); with a tuple of dims or ``return_indices=False``, only the values, computed like :meth:`{}`."
+_INDICES = "With an int ``dim`` and ``return_indices`` (the default), the result is a ``torch.return_types.{}`` pair of tensordicts, ``.values`` and ``.indices`` (the positions along ``dim``; an unbatched entry is kept among the values and has no indices); with a tuple of dims or ``return_indices=False``, only the values, computed like :meth:`{}`."
 # name: what sets the method apart, after the paragraph common to every reduction
 _REDUCTION_NOTES = {
     "mean": _NAN_MEAN,
@@ -179,9 +179,8 @@ _REDUCTION_NOTES = {
     "prod": f"{_PER_DIM}.",
     "std": _SAMPLE,
     "var": _SAMPLE,
-    "max": _INDICES.format("amax"),
-    "min": _INDICES.format("amin"),
-    "logsumexp": "``torch.logsumexp`` needs dims, so a call without ``dim`` raises TypeError, with or without ``reduce``.",
+    "max": _INDICES.format("max", "amax"),
+    "min": _INDICES.format("min", "amin"),
     "median": f"Of an even count of values it takes the lower middle one, and it returns no indices. {_PER_DIM}, which gives a median of medians, not the median of all the elements.",
 }  # fmt: skip
 
@@ -380,7 +379,7 @@ def _reduction_doc(name: str) -> str:
     indices = name in ("max", "min")
     summed = name in ("sum", "nansum")
     if name == "logsumexp":
-        whole = "Without ``dim`` it raises, see below."
+        whole = "Without ``dim`` (or with ``dim=...``), each leaf is reduced over all the batch dims and keeps its feature dims."
     else:
         whole = (
             "Without ``dim`` (or with ``dim=...``), each leaf is reduced over all its dims, "
@@ -399,7 +398,8 @@ def _reduction_doc(name: str) -> str:
         + _fill(
             "With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps "
             "the other batch dims (and the reduced ones with size 1 if ``keepdim``). "
-            f"{whole} Non-tensor entries are kept; the result has no dim names."
+            f"{whole} Non-tensor entries are kept, and so are unbatched entries (they have no "
+            "batch dims to reduce); the result keeps the names of the batch dims that remain."
         )
         + "\n\n"
         + (_fill(_REDUCTION_NOTES[name]) + "\n\n" if name in _REDUCTION_NOTES else "")
@@ -409,7 +409,7 @@ def _reduction_doc(name: str) -> str:
                 "dim (int, tuple of int or Ellipsis, optional)",
                 "the batch dims to reduce; negative values count from the last batch dim. "
                 + (
-                    "Required: the default None raises."
+                    "Defaults to None, which (like ``...``) reduces every batch dim."
                     if name == "logsumexp"
                     else "Defaults to None, which (like ``...``) reduces each leaf over all its dims."
                 ),
@@ -426,7 +426,7 @@ def _reduction_doc(name: str) -> str:
                 "without ``dim``, reduce all the leaves together into one tensor; ignored with "
                 "``dim``. Defaults to None (off)."
                 if name != "logsumexp"
-                else "ignored: with ``dim`` it has no effect, and without it the call raises.",
+                else "ignored: the leaves are always reduced one by one.",
             ),
             (
                 "return_indices (bool, optional)",
@@ -443,12 +443,15 @@ def _reduction_doc(name: str) -> str:
                     else ", ``dtype`` for instance."
                     if name in ("sum", "nansum", "mean", "nanmean", "prod")
                     else "."
-                ),
+                )
+                + " ``out=`` (a tensordict) receives the result, and is returned: a leaf it"
+                " already holds is written in place, a missing one is added"
+                + (" (not for the pair of values and indices)." if indices else "."),
             ),
         )
         + "Returns:\n"
         + (
-            "    A :class:`ValuesIndices` pair of tensordicts for an int ``dim`` with\n"
+            f"    A ``torch.return_types.{name}`` pair of tensordicts for an int ``dim`` with\n"
             "    ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.\n\n"
             if indices
             else "    A tensordict.\n\n"
@@ -462,7 +465,10 @@ def _reduction_doc(name: str) -> str:
                 "if an entry of ``dim`` is out of range for the batch dims (any ``dim`` when "
                 "there are no batch dims).",
             ),
-            ("TypeError", name == "logsumexp" and "if ``dim`` is None or ``...``."),
+            (
+                "InvalidArgumentError",
+                indices and "if ``out`` is given for the pair of values and indices.",
+            ),
             ("RuntimeError", floats_only or summed and empty),
             ("ValueError", not summed and name != "logsumexp" and empty),
         )

@@ -22,7 +22,7 @@ from tensordict._keys import NestedKey
 from tensordict._ops._contract import Contract
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict._unbatched import is_unbatched
-from tensordict.errors import BatchSizeError
+from tensordict.errors import BatchSizeError, LockedError
 
 
 def check_result(key: NestedKey, result: Any, batch_size: torch.Size) -> None:
@@ -87,6 +87,19 @@ def _threaded(apply_once, fn, num_threads: int):
                 future.cancel()
 
 
+def _check_out(out, batch_size) -> None:
+    """Raises when the tensordict ``out`` cannot receive the results of an apply."""
+    if out.is_locked:
+        msg = "apply cannot write into out=, which is locked; unlock it first (out.unlock_())"
+        raise LockedError(msg)
+    if batch_size is not None and batch_size != out.batch_size:
+        msg = (
+            f"apply was given batch_size={list(batch_size)} and an out= of batch size "
+            f"{list(out.batch_size)}; they must be equal"
+        )
+        raise BatchSizeError(msg)
+
+
 def _write(writes: list) -> None:
     """Performs the writes an in-place apply collected, once every result was checked."""
     for td, key, value, res in writes:
@@ -117,6 +130,7 @@ class ApplyMixin(Contract):
         filter_empty: bool | None = None,
         call_on_nested: bool = False,
         num_threads: int | None = None,
+        out: TensorCollection | None = None,
         **constructor_kwargs: Any,
     ) -> T | None:
         """Applies ``fn`` to every leaf tensor and returns a tensordict of the results.
@@ -141,16 +155,21 @@ class ApplyMixin(Contract):
             call_on_nested (bool, optional): call ``fn`` on sub-tensordicts. Defaults to False.
             num_threads (int, optional): call ``fn`` on a pool of that many threads; the
                 result is the same as without. Defaults to None: no threads.
+            out (TensorDictBase, optional): a tensordict that receives the results, and is
+                returned: each result replaces the entry at its key (dtype and all), sub-tensordicts
+                are written into, the other entries of ``out`` are kept. Defaults to None.
             **constructor_kwargs: accepted for compatibility; ignored.
 
         Returns:
-            The new tensordict (this one with ``inplace``), or None when no entry is left at the top
-            level of a non-empty tensordict and ``filter_empty`` is not False.
+            The new tensordict (this one with ``inplace``, ``out`` when given), or None when no
+            entry is left at the top level of a non-empty tensordict and ``filter_empty`` is not
+            False.
 
         Raises:
             KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
             BatchSizeError: (a ``RuntimeError``) if a result does not start with the batch size
-                of its level.
+                of its level, or ``batch_size`` differs from the batch size of ``out``.
+            LockedError: (a ``RuntimeError``) if ``out`` is locked.
 
         Examples:
             >>> TensorDict({"a": {"b": torch.ones(2)}}, [2]).apply(lambda x: x * 3)["a", "b"]
@@ -171,10 +190,13 @@ class ApplyMixin(Contract):
             inplace=inplace,
             num_threads=num_threads,
             filter_empty=filter_empty,
+            out=out,
         )
 
-    def _apply_checked(self, fn, others, options: dict, inplace, num_threads, filter_empty):
+    def _apply_checked(self, fn, others, options: dict, inplace, num_threads, filter_empty, out):
         """The public apply calls: results checked, in-place writes deferred, threads optional."""
+        if out is not None:
+            _check_out(out, options["batch_size"])
         writes = [] if inplace else None
 
         def apply_once(f, inplace=inplace, check=True):
@@ -183,15 +205,18 @@ class ApplyMixin(Contract):
             )
 
         if num_threads:
-            out = _threaded(apply_once, fn, int(num_threads))
+            result = _threaded(apply_once, fn, int(num_threads))
         else:
-            out = apply_once(fn)
+            result = apply_once(fn)
         if inplace:
             _write(writes)
             return self
-        if filter_empty is not False and not out._keys_level() and self._keys_level():
+        if out is not None:
+            out.update(result)
+            return out
+        if filter_empty is not False and not result._keys_level() and self._keys_level():
             return None  # fn returned None for every leaf
-        return out
+        return result
 
     def apply_(self: T, fn: Callable, *others: TensorCollection, **kwargs: Any) -> T:
         """Applies ``fn`` to every leaf and writes the results into this tensordict; returns it.
@@ -232,6 +257,7 @@ class ApplyMixin(Contract):
         default: Any = NO_DEFAULT,
         call_on_nested: bool = False,
         num_threads: int | None = None,
+        out: TensorCollection | None = None,
         **kwargs: Any,
     ) -> T:
         """Applies ``fn`` to each leaf and its key, and returns a tensordict of the results.
@@ -245,8 +271,8 @@ class ApplyMixin(Contract):
         Keyword Args:
             nested_keys (bool, optional): pass the full key (a tuple when nested), not the key
                 at the leaf's level. Defaults to False.
-            batch_size, names, device, inplace, default, call_on_nested, num_threads: as in
-                :meth:`apply`.
+            batch_size, names, device, inplace, default, call_on_nested, num_threads, out: as
+                in :meth:`apply`.
             **kwargs: accepted for compatibility; ignored.
 
         Returns:
@@ -277,6 +303,7 @@ class ApplyMixin(Contract):
             inplace=inplace,
             num_threads=num_threads,
             filter_empty=False,
+            out=out,
         )
 
     def _fast_apply(

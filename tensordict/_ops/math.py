@@ -12,6 +12,7 @@ from tensordict._collection import (
     NO_DEFAULT,
     TensorCollection,
     is_leaf_nontensor,
+    is_non_tensor,
     is_tensor_collection,
 )
 from tensordict._keys import NestedKey
@@ -20,7 +21,13 @@ from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
 from tensordict._typing import T
-from tensordict.errors import DimensionError, DimTypeError, KeyMismatchError
+from tensordict._unbatched import is_unbatched
+from tensordict.errors import (
+    DimensionError,
+    DimTypeError,
+    InvalidArgumentError,
+    KeyMismatchError,
+)
 
 
 # ---------------------------------------------------------------------- shared with device.py
@@ -43,10 +50,11 @@ def tensors_only(td: T) -> T:
 def _non_tensor_keys(td, prefix: tuple = ()) -> list:
     keys = []
     for key, value in td._items_level():
-        if isinstance(value, NonTensorData):
+        if is_non_tensor(value):
             keys.append(prefix + (key,))
         elif is_tensor_collection(value):
-            keys.extend(_non_tensor_keys(value, prefix + (key,)))
+            # a tensorclass is walked through its tensordict
+            keys.extend(_non_tensor_keys(value._leafwise_operand(), prefix + (key,)))
     return keys
 
 
@@ -165,28 +173,27 @@ def _inplace_operator(op):
 
 # ---------------------------------------------------------------------- reductions
 _ONE_DIM_ONLY = frozenset({"max", "min", "prod", "median"})
+# The reductions that, without ``dim``, reduce the batch dims only (each leaf keeps its features).
+_BATCH_DIMS_BY_DEFAULT = frozenset({"logsumexp"})
 
 
-class ValuesIndices(tuple):
-    """The ``(values, indices)`` pair returned by ``max(dim)`` and ``min(dim)``."""
-
-    __slots__ = ()
-
-    def __new__(cls, values, indices):
-        return super().__new__(cls, (values, indices))
-
-    @property
-    def values(self) -> TensorCollection:
-        """The tensordict of extreme values."""
-        return self[0]
-
-    @property
-    def indices(self) -> TensorCollection:
-        """The tensordict of their indices along the reduced dimension."""
-        return self[1]
+def _kept_names(td, dims: tuple, keepdim: bool):
+    """The dim names of a reduction's result: those of the batch dims it keeps (None: no names)."""
+    names = td.names
+    if all(n is None for n in names):
+        return None
+    if keepdim:
+        return list(names)
+    return [n for i, n in enumerate(names) if i not in dims]
 
 
-def _values_indices(td, name: str, dim: int, keepdim: bool) -> ValuesIndices:
+def _into(out, result):
+    """``result`` written into the tensordict ``out``, which is returned (the ``out=`` argument)."""
+    out.update(result)
+    return out
+
+
+def _values_indices(td, name: str, dim: int, keepdim: bool):
     ndim = td.batch_dims
     if not -ndim <= dim < ndim:
         msg = f"reduction dimension {dim} is out of range for {ndim} batch dimensions"
@@ -194,10 +201,21 @@ def _values_indices(td, name: str, dim: int, keepdim: bool) -> ValuesIndices:
     d = dim + ndim if dim < 0 else dim
     size = td.batch_size
     new = size[:d] + (torch.Size((1,)) if keepdim else torch.Size(())) + size[d + 1 :]
+    names = _kept_names(td, (d,), keepdim)
     fn = getattr(torch, name)
-    values = td._fast_apply(lambda x: fn(x, d, keepdim=keepdim)[0], batch_size=new, names=None)
-    indices = td._fast_apply(lambda x: fn(x, d, keepdim=keepdim)[1], batch_size=new, names=None)
-    return ValuesIndices(values, indices)
+
+    def values(x):
+        # an unbatched entry has no batch dim to reduce: it is kept, and has no indices
+        return x if is_unbatched(x) else fn(x, d, keepdim=keepdim)[0]
+
+    def indices(x):
+        return None if is_unbatched(x) else fn(x, d, keepdim=keepdim)[1]
+
+    pair = (
+        td._fast_apply(values, batch_size=new, names=names),
+        td._fast_apply(indices, batch_size=new, names=names),
+    )
+    return getattr(torch.return_types, name)(pair)
 
 
 def _reduce_all(td, name: str, **kwargs) -> torch.Tensor:
@@ -231,10 +249,10 @@ def _cumulative(td, name: str, dim: int, reduce: bool | None, return_indices: bo
     result_type = getattr(torch.return_types, name)
     if reduce:
         return fn(torch.cat(leaf_tensors(td), d), d)
-    values = td._fast_apply(lambda x: fn(x, d).values)
+    values = td._fast_apply(lambda x: x if is_unbatched(x) else fn(x, d).values)
     if not return_indices:
         return values
-    indices = td._fast_apply(lambda x: fn(x, d).indices)
+    indices = td._fast_apply(lambda x: None if is_unbatched(x) else fn(x, d).indices)
     return result_type((values, indices))
 
 
@@ -326,14 +344,24 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
 
     def _reduce(self, name: str, dim, keepdim: bool, reduce, return_indices: bool, kwargs: dict):
         fn = getattr(torch, name)
+        out = kwargs.pop("out", None)
+        if name in _BATCH_DIMS_BY_DEFAULT and (dim is None or dim is ...):
+            dim = tuple(range(self.batch_dims))
         if name in ("max", "min") and isinstance(dim, int) and return_indices:
+            if out is not None:
+                msg = (
+                    f"{name}(dim={dim}) returns a pair of values and indices, which out= cannot "
+                    "receive; pass return_indices=False to write the values into out"
+                )
+                raise InvalidArgumentError(msg)
             return _values_indices(self, name, dim, keepdim)
         if dim is None or dim is ...:
             if reduce:
                 return _reduce_all(self, name, **kwargs)
-            return self._fast_apply(
+            whole = self._fast_apply(
                 lambda x: fn(x, **kwargs), batch_size=torch.Size(()), names=None
             )
+            return whole if out is None else _into(out, whole)
         ndim = self.batch_dims
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         norm = []
@@ -347,19 +375,30 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             new = torch.Size(1 if i in norm_t else s for i, s in enumerate(self.batch_size))
         else:
             new = torch.Size(s for i, s in enumerate(self.batch_size) if i not in norm_t)
+        names = _kept_names(self, norm_t, keepdim)
 
         def op(x):
+            if is_unbatched(x):
+                return x  # no batch dims to reduce: kept as it is
             if name in _ONE_DIM_ONLY:
                 reducer = getattr(torch, {"max": "amax", "min": "amin"}.get(name, name))
-                out = x
+                res = x
                 for d in reversed(norm_t):
-                    out = reducer(out, d, keepdim=keepdim, **kwargs)
-                    if isinstance(out, tuple):
-                        out = out[0]
-                return out
+                    res = reducer(res, d, keepdim=keepdim, **kwargs)
+                    if isinstance(res, tuple):
+                        res = res[0]
+                return res
             return fn(x, dim=norm_t, keepdim=keepdim, **kwargs)
 
-        return self._fast_apply(op, batch_size=new, names=None)
+        if out is None:
+            return self._fast_apply(op, batch_size=new, names=names)
+
+        def write(x, y):
+            # out= writes into the tensor already at the key, as torch's out= does
+            res = op(x)
+            return res if y is None or is_unbatched(x) else y.copy_(res)
+
+        return _into(out, self._fast_apply(write, out, default=None, batch_size=new, names=names))
 
     # ------------------------------------------------------------------ hooks of the classes
     def _leafwise_operand(self):
@@ -909,7 +948,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             out = src._fast_apply(
                 lambda x: torch.quantile(x, q, dim=d, keepdim=keepdim, **kwargs),
                 batch_size=extra + torch.Size(kept),
-                names=None,
+                names=None if extra else _kept_names(src, (d,), keepdim),
             )
         if key_transform is not None:
             out = _renamed(out, key_transform)

@@ -38,7 +38,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (the sum of the per-leaf results). Non-tensor entries
-        are kept; the result has no dim names.
+        are kept, and so are unbatched entries (they have no batch dims to reduce); the result
+        keeps the names of the batch dims that remain.
 
         Args:
             dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
@@ -53,6 +54,8 @@ class ReductionOps(Contract):
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.sum`` for every leaf, ``dtype`` for instance.
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added.
 
         Returns:
             A tensordict, or a 0-dim tensor with ``reduce=True``.
@@ -87,7 +90,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         With ``reduce=True`` the mean runs over the elements of all the leaves together, integer
         and boolean ones cast to float32 first.
@@ -105,6 +109,8 @@ class ReductionOps(Contract):
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.mean`` for every leaf, ``dtype`` for instance.
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added.
 
         Returns:
             A tensordict, or a 0-dim tensor with ``reduce=True``.
@@ -141,7 +147,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (the sum of the per-leaf results). Non-tensor entries
-        are kept; the result has no dim names.
+        are kept, and so are unbatched entries (they have no batch dims to reduce); the result
+        keeps the names of the batch dims that remain.
 
         Args:
             dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
@@ -156,6 +163,8 @@ class ReductionOps(Contract):
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nansum`` for every leaf, ``dtype`` for instance.
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added.
 
         Returns:
             A tensordict, or a 0-dim tensor with ``reduce=True``.
@@ -190,7 +199,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         With ``reduce=True`` the mean runs over the elements of all the leaves together, integer
         and boolean ones cast to float32 first.
@@ -208,6 +218,8 @@ class ReductionOps(Contract):
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nanmean`` for every leaf, ``dtype`` for instance.
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added.
 
         Returns:
             A tensordict, or a 0-dim tensor with ``reduce=True``.
@@ -244,7 +256,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         Several batch dims are reduced one after the other.
 
@@ -261,6 +274,8 @@ class ReductionOps(Contract):
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.prod`` for every leaf, ``dtype`` for instance.
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added.
 
         Returns:
             A tensordict, or a 0-dim tensor with ``reduce=True``.
@@ -295,7 +310,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         By default it is the sample estimate (``correction=1``); pass ``correction=0`` for the
         population one.
@@ -312,7 +328,9 @@ class ReductionOps(Contract):
                 tensor; ignored with ``dim``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.std`` for every leaf.
+            **kwargs: passed on to ``torch.std`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict, or a 0-dim tensor with ``reduce=True``.
@@ -348,7 +366,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         By default it is the sample estimate (``correction=1``); pass ``correction=0`` for the
         population one.
@@ -365,7 +384,9 @@ class ReductionOps(Contract):
                 tensor; ignored with ``dim``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.var`` for every leaf.
+            **kwargs: passed on to ``torch.var`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict, or a 0-dim tensor with ``reduce=True``.
@@ -401,12 +422,14 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         With an int ``dim`` and ``return_indices`` (the default), the result is a
-        :class:`ValuesIndices` pair of tensordicts, ``.values`` and ``.indices`` (the positions
-        along ``dim``); with a tuple of dims or ``return_indices=False``, only the values,
-        computed like :meth:`amax`.
+        ``torch.return_types.max`` pair of tensordicts, ``.values`` and ``.indices`` (the
+        positions along ``dim``; an unbatched entry is kept among the values and has no
+        indices); with a tuple of dims or ``return_indices=False``, only the values, computed
+        like :meth:`amax`.
 
         Args:
             dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
@@ -421,14 +444,18 @@ class ReductionOps(Contract):
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.max`` for every leaf (not with an int ``dim``).
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added (not for the pair of values
+                and indices).
 
         Returns:
-            A :class:`ValuesIndices` pair of tensordicts for an int ``dim`` with
+            A ``torch.return_types.max`` pair of tensordicts for an int ``dim`` with
             ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            InvalidArgumentError: if ``out`` is given for the pair of values and indices.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -456,12 +483,14 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         With an int ``dim`` and ``return_indices`` (the default), the result is a
-        :class:`ValuesIndices` pair of tensordicts, ``.values`` and ``.indices`` (the positions
-        along ``dim``); with a tuple of dims or ``return_indices=False``, only the values,
-        computed like :meth:`amin`.
+        ``torch.return_types.min`` pair of tensordicts, ``.values`` and ``.indices`` (the
+        positions along ``dim``; an unbatched entry is kept among the values and has no
+        indices); with a tuple of dims or ``return_indices=False``, only the values, computed
+        like :meth:`amin`.
 
         Args:
             dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
@@ -476,14 +505,18 @@ class ReductionOps(Contract):
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.min`` for every leaf (not with an int ``dim``).
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added (not for the pair of values
+                and indices).
 
         Returns:
-            A :class:`ValuesIndices` pair of tensordicts for an int ``dim`` with
+            A ``torch.return_types.min`` pair of tensordicts for an int ``dim`` with
             ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            InvalidArgumentError: if ``out`` is given for the pair of values and indices.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -511,7 +544,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         Args:
             dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
@@ -525,7 +559,9 @@ class ReductionOps(Contract):
                 tensor; ignored with ``dim``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.amax`` for every leaf.
+            **kwargs: passed on to ``torch.amax`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict, or a 0-dim tensor with ``reduce=True``.
@@ -560,7 +596,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         Args:
             dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
@@ -574,7 +611,9 @@ class ReductionOps(Contract):
                 tensor; ignored with ``dim``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.amin`` for every leaf.
+            **kwargs: passed on to ``torch.amin`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict, or a 0-dim tensor with ``reduce=True``.
@@ -605,24 +644,25 @@ class ReductionOps(Contract):
         """Returns ``torch.logsumexp`` of every leaf over the batch dims ``dim``: the log-sum-exp.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
-        other batch dims (and the reduced ones with size 1 if ``keepdim``). Without ``dim`` it
-        raises, see below. Non-tensor entries are kept; the result has no dim names.
-
-        ``torch.logsumexp`` needs dims, so a call without ``dim`` raises TypeError, with or
-        without ``reduce``.
+        other batch dims (and the reduced ones with size 1 if ``keepdim``). Without ``dim`` (or
+        with ``dim=...``), each leaf is reduced over all the batch dims and keeps its feature
+        dims. Non-tensor entries are kept, and so are unbatched entries (they have no batch dims
+        to reduce); the result keeps the names of the batch dims that remain.
 
         Args:
             dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Required: the default None raises.
+                values count from the last batch dim. Defaults to None, which (like ``...``)
+                reduces every batch dim.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): ignored: with ``dim`` it has no effect, and without it the
-                call raises.
+            reduce (bool, optional): ignored: the leaves are always reduced one by one.
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.logsumexp`` for every leaf.
+            **kwargs: passed on to ``torch.logsumexp`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict.
@@ -630,7 +670,6 @@ class ReductionOps(Contract):
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            TypeError: if ``dim`` is None or ``...``.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[0.0, 0.0], [1.0, 1.0]])}, [2, 2])
@@ -657,7 +696,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         Of an even count of values it takes the lower middle one, and it returns no indices.
         Several batch dims are reduced one after the other, which gives a median of medians, not
@@ -675,7 +715,9 @@ class ReductionOps(Contract):
                 tensor; ignored with ``dim``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.median`` for every leaf.
+            **kwargs: passed on to ``torch.median`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict, or a 0-dim tensor with ``reduce=True``.
