@@ -579,9 +579,7 @@ class TensorDict(TensorDictBase):
         if self._lock_parents:
             msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
             raise LockedError(msg)
-        self._note_lock_state()
-        self._propagate_lock(False)
-        return self
+        return super().unlock_()
 
     # ------------------------------------------------------------------ fast paths
     def _fast_apply(
