@@ -303,8 +303,11 @@ class TensorDictBase(
         Returns:
             The tensordict itself.
 
+        Used as a context manager, ``with td.unlock_():`` locks it again when the block ends.
+
         Raises:
-            RuntimeError: for a TensorDict whose parent tensordict is locked (LockedError).
+            RuntimeError: for a TensorDict that a live locked tensordict holds, or whose
+                sub-tensordict another locked tensordict holds too (LockedError).
 
         Examples:
             >>> TensorDict({}, []).lock_().unlock_().is_locked
