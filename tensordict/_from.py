@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from tensordict import _entries_build  # noqa: F401  (registers from_list, from_schema, ...)
+from tensordict._blocks import written_back
 from tensordict._collection import is_tensor_collection
 from tensordict._helpers import check_batch_args
 from tensordict._lazy import lazy_stack as _lazy_stack
@@ -569,10 +570,47 @@ def _to_module(
     if use_state_dict:
         flat = {".".join(path): _unwrap_leaf(value) for _mod, _name, value, path in plan}
         module.load_state_dict(flat, strict=False)
-        return swap
-    for mod, name, value, _path in plan:
-        _write_leaf(mod, name, value, inplace, non_blocking, preserve_module_state)
-    return swap
+    else:
+        for mod, name, value, _path in plan:
+            _write_leaf(mod, name, value, inplace, non_blocking, preserve_module_state)
+    if swap is None:
+        return None
+    placed = {path: _current(mod, name) for mod, name, _value, path in plan}
+    options = {
+        "inplace": inplace,
+        "use_state_dict": use_state_dict,
+        "non_blocking": non_blocking,
+        "preserve_module_state": preserve_module_state,
+    }
+    return written_back(swap, td, _module_restorer(module, placed, options), undo_on_error=True)
+
+
+def _module_restorer(module, placed: dict, options: dict):
+    """The end of a ``with td.to_module(module):`` block: the module gets its values back.
+
+    The module gets back what it held before the call (the swap), also after an exception.
+    A tensor the block put in the module in place of one of ``td``'s (a lazy module's
+    materialised parameter, say) is written into ``td``.
+    """
+
+    def finish(swap, td) -> None:
+        current = _to_module(swap, module, **options)
+        replaced = [
+            (path, value)
+            for path, value in current.items(True, True)
+            if value is not placed[path if isinstance(path, tuple) else (path,)]
+        ]
+        if not replaced:
+            return
+        locked = td.is_locked
+        if locked:
+            td.unlock_()
+        for path, value in replaced:
+            td.set(path, value)
+        if locked:
+            td.lock_()
+
+    return finish
 
 
 def _unwrap_leaf(value):

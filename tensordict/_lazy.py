@@ -373,9 +373,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
 
     def _held_by_a_locked_parent(self) -> bool:
         return any(
-            m._held_by_a_locked_parent()
-            if isinstance(m, LazyStackedTensorDict)
-            else getattr(m, "_lock_parents", 0) > 0
+            hasattr(m, "_held_by_a_locked_parent") and m._held_by_a_locked_parent()
             for m in self.tensordicts
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from types import EllipsisType
 from typing import Any
@@ -184,7 +185,7 @@ class TensorDict(TensorDictBase):
         "_device",
         "_names",
         "_locked",
-        "_lock_parents",
+        "_lock_holders",
         "_mm",
         "__weakref__",
     )
@@ -215,7 +216,7 @@ class TensorDict(TensorDictBase):
         self._device = device
         self._names = None
         self._locked = False
-        self._lock_parents = 0
+        self._lock_holders = ()
         self._mm = None
         if source is None:
             source = kwargs
@@ -242,7 +243,7 @@ class TensorDict(TensorDictBase):
         self._device = device
         self._names = names
         self._locked = False
-        self._lock_parents = 0
+        self._lock_holders = ()
         self._mm = None
         return self
 
@@ -278,7 +279,10 @@ class TensorDict(TensorDictBase):
         if device is not None and value.device != device:
             value = value.to(device)
         if self._locked and not value.is_locked:
-            value.lock_()
+            if isinstance(value, TensorDict):
+                _hold(value, self)
+            else:
+                value.lock_()
         return value
 
     # ------------------------------------------------------------------ primitives
@@ -522,9 +526,8 @@ class TensorDict(TensorDictBase):
         del self._tensordict[key]
 
     def _store_entry(self, key: str, value) -> None:
-        if self._locked and type(value) is TensorDict:
-            value._lock_parents += 1
-            value._propagate_lock(True)
+        if self._locked and isinstance(value, TensorDict):
+            _hold(value, self)
         self._tensordict[key] = value
 
     def _keys_level(self):
@@ -564,43 +567,80 @@ class TensorDict(TensorDictBase):
         self._propagate_lock(bool(value))
 
     def _propagate_lock(self, locked: bool) -> None:
-        # Each sub-tensordict counts its locked parents: it cannot be unlocked alone while
-        # one of them is locked, and unlocking the last parent unlocks it.
+        # Each sub-tensordict knows the locked tensordicts that hold it (weakly: one that is
+        # collected holds nothing). It cannot be unlocked alone while one of them is alive and
+        # locked, and unlocking the last one unlocks it.
         if locked == self._locked:
             return
         self._locked = locked
         for value in self._tensordict.values():
-            if type(value) is TensorDict:
-                value._lock_parents += 1 if locked else -1
-                if locked or value._lock_parents == 0:
-                    value._propagate_lock(locked)
+            if isinstance(value, TensorDict):
+                if locked:
+                    _hold(value, self)
+                else:
+                    _release(value, self)
             elif type(value) is not _Tensor and hasattr(value, "_propagate_lock"):
                 value._propagate_lock(locked)
+
+    def _held_by_a_locked_parent(self) -> bool:
+        """True while a locked tensordict that is still alive holds this one."""
+        return any(_live_locked(ref) for ref in self._lock_holders)
+
+    def _check_unlock(self) -> None:
+        """Refuses an ``unlock_()`` that would unlock a sub-tensordict another locked one holds.
+
+        Unlocking a tensordict unlocks every sub-tensordict it holds, so each of them must be
+        held by no locked tensordict outside this one (two roots sharing a child).
+        """
+        if self._held_by_a_locked_parent():
+            msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
+            raise LockedError(msg)
+        inside = {id(self)}
+        subs = []
+        pending = [self]
+        while pending:
+            for value in pending.pop()._tensordict.values():
+                if isinstance(value, TensorDict) and value._locked and id(value) not in inside:
+                    inside.add(id(value))
+                    subs.append(value)
+                    pending.append(value)
+        for sub in subs:
+            for ref in sub._lock_holders:
+                holder = ref()
+                if holder is not None and holder._locked and id(holder) not in inside:
+                    msg = (
+                        "cannot unlock a tensordict whose sub-tensordict another locked "
+                        "tensordict holds too; unlock that one first, or hold both under one "
+                        "tensordict and unlock it"
+                    )
+                    raise LockedError(msg)
 
     def unlock_(self: T) -> T:
         """Unlocks the tensordict and its sub-tensordicts, and returns it.
 
-        A sub-tensordict stays locked while another locked tensordict holds it;
-        it is unlocked when the last of its locked parents is.
+        A locked tensordict holds its sub-tensordicts locked, as long as it is alive: a
+        sub-tensordict cannot be unlocked alone while it is, and one that two locked
+        tensordicts hold (two roots sharing a child) keeps both of them locked. Hold such
+        roots under one tensordict to unlock them together.
+
+        Used as a context manager, ``with td.unlock_():`` locks the tensordict again when
+        the block ends.
 
         Returns:
             The tensordict itself.
 
         Raises:
-            RuntimeError: if this tensordict is a sub-tensordict of a locked one
-                (unlock the parent instead).
+            RuntimeError: if a live locked tensordict holds this one, or holds one of its
+                sub-tensordicts (LockedError); nothing is unlocked then.
 
         Examples:
             >>> td = TensorDict({"sub": {"a": torch.zeros(2)}}, [2]).lock_()
             >>> td.unlock_().is_locked, td["sub"].is_locked
             (False, False)
         """
-        if self._lock_parents:
-            msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
-            raise LockedError(msg)
-        self._note_lock_state()
-        self._propagate_lock(False)
-        return self
+        if self._locked:
+            self._check_unlock()
+        return super().unlock_()
 
     # ------------------------------------------------------------------ fast paths
     def _fast_apply(
@@ -1146,7 +1186,7 @@ class TensorDict(TensorDictBase):
         self._device = state["device"]
         self._names = state["names"]
         self._locked = state["locked"]
-        self._lock_parents = 0
+        self._lock_holders = ()
         self._mm = state["mm"]
 
     def _reset_device(self, device) -> None:
@@ -1228,13 +1268,36 @@ def _mark_view(view: TensorDict, locked: bool) -> None:
     else:
         view._mm = _io.Level(None)
         view._locked = locked
-        for sub in subs:
-            sub._lock_parents += locked
+        if locked:
+            for sub in subs:
+                _hold(sub, view)
         return
     for value in view._tensordict.values():
         if type(value) is TensorDict and value._locked:
             value._propagate_lock(False)
             value._mm = None
+
+
+def _live_locked(ref) -> bool:
+    holder = ref()
+    return holder is not None and holder._locked
+
+
+def _hold(child: TensorDict, parent: TensorDict) -> None:
+    """Locks ``child``, held by the locked ``parent`` (recorded weakly, once)."""
+    holders = child._lock_holders
+    if not any(ref() is parent for ref in holders):
+        child._lock_holders = (*(ref for ref in holders if ref() is not None), weakref.ref(parent))
+    child._propagate_lock(True)
+
+
+def _release(child: TensorDict, parent: TensorDict) -> None:
+    """``parent`` is unlocked: ``child`` is too, unless another live locked tensordict holds it."""
+    child._lock_holders = tuple(
+        ref for ref in child._lock_holders if (holder := ref()) is not None and holder is not parent
+    )
+    if not any(_live_locked(ref) for ref in child._lock_holders):
+        child._propagate_lock(False)
 
 
 def _check_feature_shape(key, shape: torch.Size, batch_dims: int, expected: torch.Size) -> None:

@@ -49,7 +49,7 @@ __all__ = ["TypedTensorDict"]
 _OPTIONS = ("shadow", "frozen", "autocast", "nocast", "tensor_only")
 _DEPRECATED = ("autocast", "nocast", "tensor_only")
 # The slots of a TensorDict: copying them turns a TensorDict into a typed instance.
-_STATE = ("_tensordict", "_batch_size", "_device", "_names", "_locked", "_lock_parents", "_mm")
+_STATE = ("_tensordict", "_batch_size", "_device", "_names", "_locked", "_lock_holders", "_mm")
 _MISSING = object()
 
 
@@ -364,7 +364,7 @@ class TypedTensorDict(TensorDict, metaclass=_TypedTensorDictMeta):
         out = object.__new__(cls)
         for slot in _STATE:
             object.__setattr__(out, slot, getattr(td, slot))
-        out._lock_parents = 0
+        out._lock_holders = ()
         return out
 
     @classmethod

@@ -7,13 +7,20 @@ from typing import Any
 
 import torch
 
+from tensordict._blocks import update_back, written_back
 from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.casts import CastOps
 from tensordict._ops.convert import CONVERTERS
 from tensordict._ops.math import leaf_keys, leaf_tensors, tensors_only
 from tensordict._typing import DeviceType, ShapeType, T
-from tensordict.errors import AcceleratorUnavailableError, KeyMismatchError, warn
+from tensordict.errors import (
+    AcceleratorUnavailableError,
+    InvalidArgumentError,
+    KeyMismatchError,
+    LockedError,
+    warn,
+)
 from tensordict.memmap.tensor import MemoryMappedTensor
 
 
@@ -22,13 +29,44 @@ def _holds_attrs(td) -> bool:
     return any(getattr(type(v), "_is_tensor_attrs", False) for v in td.values(True, False))
 
 
-def _rebind_leaves(td, fn) -> None:
-    """Replaces every tensor leaf of ``td`` by ``fn(leaf)``, level by level."""
+def _rebind_leaves(td, fn, prefix: tuple = ()) -> None:
+    """Replaces every tensor leaf of ``td`` by ``fn(key, leaf)``, level by level.
+
+    ``key`` is the leaf's full key: a string at the top level, a tuple below.
+    """
     for key, value in list(td._items_level()):
         if isinstance(value, torch.Tensor):
-            td._set_str(key, fn(value), inplace=False, validated=True)
+            full = prefix + (key,) if prefix else key
+            td._set_str(key, fn(full, value), inplace=False, validated=True)
         elif is_tensor_collection(value) and not isinstance(value, NonTensorData):
-            _rebind_leaves(value, fn)
+            _rebind_leaves(value, fn, prefix + (key,))
+
+
+def _leaf_mover(device, dtype, non_blocking: bool, pin: bool) -> Callable:
+    """What ``to`` does to one tensor leaf: pin it if asked, then move and cast it."""
+    if device is None:
+        return lambda x: x.to(dtype)
+    if pin:
+        return lambda x: x.pin_memory().to(device, dtype, non_blocking=True)
+    return lambda x: x.to(device, dtype, non_blocking=non_blocking)
+
+
+def _cast_back(restore_dtype: bool) -> Callable:
+    """The inverse of ``to`` for a with-block: each leaf on the device (and dtype) of the one it replaces.
+
+    A new leaf keeps its dtype; the source's device, if it has one, takes it on update.
+    """
+
+    def to_source(result, source):
+        def back(key, leaf):
+            old = source.get(key, None)
+            if not isinstance(old, torch.Tensor):
+                return leaf
+            return leaf.to(old.device, old.dtype if restore_dtype else None)
+
+        return result._fast_apply(back, named=True, nested_keys=True, device=source.device)
+
+    return to_source
 
 
 def _require_accelerator(what: str) -> None:
@@ -60,12 +98,18 @@ class DeviceMixin(CastOps):
         """Returns the tensordict moved to a device and/or cast to a dtype.
 
         The positional arguments may be a device (a ``torch.device``, a string or an index),
-        a ``torch.dtype``, a tensor (its device and dtype) or a tensordict (its device only), in
-        any combination; each overrides what an earlier one, or a keyword, gave. The dtype cast
-        applies to every tensor leaf, integer and boolean ones included; non-tensor entries are
-        kept. With neither a device nor a dtype, or with only a device equal to
-        :attr:`device`, this tensordict itself is returned. Otherwise the result is new, and
-        its :attr:`device` is the target device when one was given.
+        a ``torch.dtype``, a tensor (its device and dtype), a tensordict (its device only),
+        ``None`` (nothing) or a bool (``non_blocking``), in any combination; each overrides
+        what an earlier one, or a keyword, gave. The dtype cast applies to every tensor leaf,
+        integer and boolean ones included, unless ``cast_filter`` says otherwise; non-tensor
+        entries are kept. With neither a device nor a dtype, or with only a device equal to
+        :attr:`device`, this tensordict itself is returned. Otherwise the result is new
+        (unless ``inplace``), and its :attr:`device` is the target device when one was given.
+
+        Used as a context manager, ``with td.to(torch.float64) as td64:``, the entries of the
+        result are written back into this tensordict when the block ends, each on the device
+        (and with the dtype, if the call cast them) of the entry it replaces; a new entry is
+        moved to :attr:`device` but keeps its dtype.
 
         Args:
             *args: the devices, dtypes, tensors or tensordicts described above.
@@ -73,8 +117,23 @@ class DeviceMixin(CastOps):
         Keyword Args:
             device (torch.device, str or int, optional): the target device.
             dtype (torch.dtype, optional): the target dtype.
+            other (TensorDictBase, optional): a tensordict whose device is the target device,
+                and whose dtype too when all its tensor leaves share one. Defaults to None.
             non_blocking (bool, optional): passed on to ``Tensor.to`` when a device is given.
                 Defaults to False.
+            cast_filter (callable, optional): called as ``cast_filter(key, leaf)`` with the
+                leaf's full key as a tuple; only the leaves where it returns True are cast to
+                the dtype (every leaf still moves to the device). Defaults to None: all.
+            batch_size (sequence of int, optional): the batch size of the result. Without a
+                device or dtype to change, it is set on this tensordict itself, which is
+                returned. Defaults to None: kept.
+            inplace (bool, optional): replace the leaves of this tensordict by the moved or
+                cast ones, record the device, and return it. Defaults to False.
+            non_blocking_pin (bool, optional): pin each leaf in page-locked memory before
+                sending it, which needs a CUDA device. Defaults to False.
+            num_threads (int, optional): with ``non_blocking_pin``, the number of threads the
+                well-known API pins with; here the calling thread pins every leaf. Defaults
+                to None.
 
         Returns:
             This tensordict, or a new one.
@@ -82,25 +141,45 @@ class DeviceMixin(CastOps):
         Raises:
             TypeError: if another keyword is given, or a positional argument is none of the
                 above.
+            ValueError: if ``other`` and ``device`` name different devices
+                (InvalidArgumentError).
             RuntimeError: if a string names no device, or the device cannot be used (an index
-                without an accelerator, for instance).
+                without an accelerator, for instance); with ``non_blocking_pin`` and no CUDA
+                device (AcceleratorUnavailableError); with ``inplace``, if the tensordict is
+                locked (LockedError).
             AssertionError: from torch, when moving to CUDA with a build that has no CUDA.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2)}, [2], device="cpu")
             >>> td.to(torch.float64)["a"].dtype
             torch.float64
-            >>> td.to("cpu") is td
-            True
+            >>> td.to("cpu") is td, td.to(None) is td
+            (True, True)
+            >>> with td.to(torch.float64) as td64:
+            ...     td64["b"] = td64["a"] + 1
+            >>> td["a"].dtype, td["b"].dtype
+            (torch.float32, torch.float64)
+            >>> td.to(torch.int64, inplace=True) is td, td["a"].dtype
+            (True, torch.int64)
         """
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         non_blocking = kwargs.pop("non_blocking", False)
+        other = kwargs.pop("other", None)
+        cast_filter = kwargs.pop("cast_filter", None)
+        batch_size = kwargs.pop("batch_size", None)
+        inplace = kwargs.pop("inplace", False)
+        pin = kwargs.pop("non_blocking_pin", False)
+        kwargs.pop("num_threads", None)
         if kwargs:
             msg = f"to() got unexpected keyword arguments {sorted(kwargs)}"
             raise TypeError(msg)
         for arg in args:
-            if isinstance(arg, torch.dtype):
+            if arg is None:
+                continue
+            if isinstance(arg, bool):
+                non_blocking = arg
+            elif isinstance(arg, torch.dtype):
                 dtype = arg
             elif isinstance(arg, (str, torch.device, int)):
                 device = torch.device(arg)
@@ -115,19 +194,52 @@ class DeviceMixin(CastOps):
                 raise TypeError(msg)
         if device is not None:
             device = torch.device(device)
-        if device is None and dtype is None:
+        if other is not None:
+            if device is not None and device != other.device:
+                msg = f"to(): other= is on {other.device} and device= is {device}; give one of them"
+                raise InvalidArgumentError(msg)
+            device = other.device
+            dtypes = {leaf.dtype for leaf in leaf_tensors(other)}
+            dtype = dtypes.pop() if len(dtypes) == 1 else None
+        if dtype is None and (device is None or device == self.device):
+            if batch_size is not None:
+                self.batch_size = batch_size
             return self
-        if dtype is None:
-            if device == self.device:
-                return self
-            return self._fast_apply(
-                lambda x: x.to(device, non_blocking=non_blocking), device=device
-            )
-        if device is None:
-            return self._fast_apply(lambda x: x.to(dtype))
-        return self._fast_apply(
-            lambda x: x.to(device, dtype, non_blocking=non_blocking), device=device
-        )
+        if pin:
+            _require_accelerator("to(non_blocking_pin=True)")
+        move = _leaf_mover(device, dtype, non_blocking, pin)
+        if cast_filter is None:
+            fn, named = move, False
+        else:
+            keep_dtype = _leaf_mover(device, None, non_blocking, pin)
+
+            def fn(key, leaf):
+                key = key if isinstance(key, tuple) else (key,)
+                return move(leaf) if cast_filter(key, leaf) else keep_dtype(leaf)
+
+            named = True
+        if inplace:
+            return self._cast_in_place(fn, named, device, batch_size)
+        target = self.device if device is None else device
+        if named:
+            result = self._fast_apply(fn, named=True, nested_keys=True, device=target)
+        else:
+            result = self._fast_apply(fn, device=target)
+        if batch_size is not None:
+            result.batch_size = batch_size
+        return written_back(result, self, update_back(_cast_back(dtype is not None)))
+
+    def _cast_in_place(self, fn, named: bool, device, batch_size):
+        """``to(..., inplace=True)``: each tensor leaf is replaced by ``fn(leaf)`` (``fn(key, leaf)``)."""
+        if self.is_locked:
+            msg = "to(inplace=True) replaces the leaves: the tensordict is locked; call unlock_() first"
+            raise LockedError(msg)
+        _rebind_leaves(self, fn if named else lambda key, leaf: fn(leaf))
+        if device is not None:
+            self._reset_device(device)
+        if batch_size is not None:
+            self.batch_size = batch_size
+        return self
 
     def cpu(self: T) -> T:
         """Returns the tensordict on the CPU.
@@ -845,7 +957,7 @@ class DeviceMixin(CastOps):
         """
         if leaf_tensors(self):
             _require_accelerator("pin_memory_()")
-        _rebind_leaves(self, lambda x: x.pin_memory())
+        _rebind_leaves(self, lambda key, x: x.pin_memory())
         return self
 
     def record_stream(self: T, stream: torch.cuda.Stream) -> T:

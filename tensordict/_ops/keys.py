@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from tensordict._blocks import update_back, written_back
 from tensordict._collection import (
     NO_DEFAULT,
     default_is_leaf,
@@ -67,6 +68,54 @@ def _renamed(key: tuple, pairs: list) -> tuple:
         if key[: len(src)] == src:
             return dst + key[len(src) :]
     return key
+
+
+def _split_key(key: str, separator: str) -> tuple:
+    return tuple(key.split(separator)) if separator in key else (key,)
+
+
+def _leaf_keys(td) -> Iterator[tuple]:
+    """Every leaf key of ``td`` (non-tensor entries included) as a tuple."""
+    for key in td.keys(True, True, is_leaf=_is_leaf_nontensor):
+        yield (key,) if isinstance(key, str) else key
+
+
+def _flat_to_source(separator: str) -> Callable:
+    """The inverse of ``flatten_keys``: each flat key goes back to the key it was made from.
+
+    A key the with-block added is split at ``separator``, as ``unflatten_keys`` would.
+    """
+
+    def to_source(result, source) -> dict:
+        origin = {separator.join(parts): parts for parts in _leaf_keys(source)}
+        return {
+            origin.get(name) or _split_key(name, separator): value for name, value in result.items()
+        }
+
+    return to_source
+
+
+def _nested_to_source(separator: str) -> Callable:
+    """The inverse of ``unflatten_keys``: each leaf goes back to the key it was made from.
+
+    A key the with-block added is joined with ``separator`` into a flat key, as
+    ``flatten_keys`` would.
+    """
+
+    def to_source(result, source) -> dict:
+        origin = {
+            tuple(part for key in parts for part in _split_key(key, separator)): parts
+            for parts in _leaf_keys(source)
+        }
+        return {
+            origin.get(path) or (separator.join(path),): value
+            for path, value in (
+                (_as_tuple(key), value)
+                for key, value in result.items(True, True, is_leaf=_is_leaf_nontensor)
+            )
+        }
+
+    return to_source
 
 
 def _fits_batch(value, batch_size: torch.Size) -> bool:
@@ -648,6 +697,10 @@ class KeysMixin(Contract):
     def flatten_keys(self: T, separator: str = ".", inplace: bool = False) -> T:
         """Returns a tensordict whose nested keys are joined by ``separator`` into flat keys.
 
+        Used as a context manager, ``with td.flatten_keys() as flat:``, the entries the block
+        adds or rebinds are written back into this tensordict under their nested keys when
+        the block ends (a new flat key is split at ``separator``).
+
         Args:
             separator (str, optional): joins the parts of a key. Defaults to ``"."``.
             inplace (bool, optional): replace the entries of this tensordict. Defaults to False.
@@ -660,8 +713,13 @@ class KeysMixin(Contract):
             RuntimeError: if ``inplace`` and the tensordict is locked (LockedError).
 
         Examples:
-            >>> TensorDict({"a": {"b": torch.zeros(2)}, "c": torch.zeros(2)}, [2]).flatten_keys("/")
+            >>> td = TensorDict({"a": {"b": torch.zeros(2)}, "c": torch.zeros(2)}, [2])
+            >>> td.flatten_keys("/")
             TensorDict(batch_size=[2], fields={a/b: f32[], c: f32[]})
+            >>> with td.flatten_keys("/") as flat:
+            ...     flat["a/d"] = torch.ones(2)
+            >>> td["a", "d"]
+            tensor([1., 1.])
         """
         source = {}
         for key in self.keys(True, True, is_leaf=_is_leaf_nontensor):
@@ -679,10 +737,14 @@ class KeysMixin(Contract):
             for key, value in source.items():
                 self._set_str(key, value, inplace=False, validated=True)
             return self
-        return out
+        return written_back(out, self, update_back(_flat_to_source(separator)))
 
     def unflatten_keys(self: T, separator: str = ".", inplace: bool = False) -> T:
         """Returns a tensordict whose keys are split at ``separator`` into nested keys (all levels).
+
+        Used as a context manager, ``with td.unflatten_keys() as nested:``, the entries the
+        block adds or rebinds are written back into this tensordict under the keys they were
+        made from when the block ends (a new nested key is joined with ``separator``).
 
         Args:
             separator (str, optional): the string to split at. Defaults to ``"."``.
@@ -701,7 +763,7 @@ class KeysMixin(Contract):
         """
         out = self._new_like({}, self.batch_size)
         for key, value in self._items_level():
-            parts = tuple(key.split(separator)) if separator in key else (key,)
+            parts = _split_key(key, separator)
             if is_tensordict(value):
                 value = value.unflatten_keys(separator)
             if out.get(parts, None) is not None:
@@ -714,7 +776,7 @@ class KeysMixin(Contract):
             for key, value in out._items_level():
                 self._set_str(key, value, inplace=False, validated=True)
             return self
-        return out
+        return written_back(out, self, update_back(_nested_to_source(separator)))
 
     def rename_keys(self: T, mapping: Mapping, *, strict: bool = True) -> T:
         """Returns a tensordict with several keys renamed at once; this one is left as it is.

@@ -3,7 +3,10 @@
 Like :mod:`tensordict._ops.batch_dims`, each method acts on the batch dimensions
 only and hands one per-entry function to the class primitive ``_batch_op`` (or
 goes through :meth:`_fast_apply` when the batch size does not change). The leaves
-of the result are new tensors; on a lazy stack the result is dense.
+of the result are new tensors; on a lazy stack the result is dense. The results of
+``roll``, ``flip`` and ``rot90`` (``fliplr``, ``flipud``) write back into their
+source at the end of a with-block, by the inverse arrangement (see
+:mod:`tensordict._blocks`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 import torch
 
 from tensordict import _dim_names as dimnames
+from tensordict._blocks import update_back, written_back
 from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._nontensor import _dummy
 from tensordict._ops._contract import Contract
@@ -200,7 +204,12 @@ class RearrangeMixin(Contract):
 
             op = entrywise(flat_roll, flat_roll)
             result = self._batch_op(op, self.batch_size, dimnames.clean(self.names))
-            return self._maybe_inplace(result, inplace, "roll")
+            back = tuple(-s for s in shift_t)
+            return written_back(
+                self._maybe_inplace(result, inplace, "roll"),
+                self,
+                update_back(lambda r, _: r.roll(back)),
+            )
         dims_t = as_ints(dims)
         if len(shift_t) != len(dims_t):
             msg = f"roll: shifts and dims must have as many entries, got shifts={shifts!r} and dims={dims!r}"
@@ -211,7 +220,12 @@ class RearrangeMixin(Contract):
             lambda x, extra: x.roll(shift_t, dims_t),
         )
         result = self._batch_op(op, self.batch_size, dimnames.clean(self.names))
-        return self._maybe_inplace(result, inplace, "roll")
+        back = tuple(-s for s in shift_t)
+        return written_back(
+            self._maybe_inplace(result, inplace, "roll"),
+            self,
+            update_back(lambda r, _: r.roll(back, dims_t)),
+        )
 
     def flip(self: T, dims: int | Sequence[int]) -> T:
         """Returns a tensordict with the order of the elements reversed along the batch dims ``dims``.
@@ -236,7 +250,8 @@ class RearrangeMixin(Contract):
         ndim = self.batch_dims
         dims_t = tuple(norm_dim(d, ndim) for d in as_ints(dims))
         op = entrywise(lambda x, extra: x.flip(dims_t), lambda x, extra: x.flip(dims_t))
-        return self._batch_op(op, self.batch_size, dimnames.clean(self.names))
+        result = self._batch_op(op, self.batch_size, dimnames.clean(self.names))
+        return written_back(result, self, update_back(lambda r, _: r.flip(dims_t)))
 
     def fliplr(self: T) -> T:
         """Returns a tensordict reversed along batch dim 1, like ``torch.fliplr``.
@@ -319,7 +334,8 @@ class RearrangeMixin(Contract):
             names = list(names)
             names[d0], names[d1] = names[d1], names[d0]
         op = entrywise(lambda x, extra: x.rot90(k, (d0, d1)), lambda x, extra: x.rot90(k, (d0, d1)))
-        return self._batch_op(op, new, dimnames.clean(names))
+        result = self._batch_op(op, new, dimnames.clean(names))
+        return written_back(result, self, update_back(lambda r, _: r.rot90(-k, (d0, d1))))
 
     # ------------------------------------------------------------------ picking and masking
     def gather(
