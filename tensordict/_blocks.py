@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 
 class _Record:
@@ -53,7 +54,14 @@ def _no_record() -> None:
     return None
 
 
-def written_back(result, source, finish: Callable, *, undo_on_error: bool = False, undone_by=None):
+def written_back(
+    result: Any,
+    source: Any,
+    finish: Callable,
+    *,
+    undo_on_error: bool = False,
+    undone_by: Any = None,
+) -> Any:
     """Returns ``result``, recording that a with-block over it ends with ``finish(result, source)``.
 
     Args:
@@ -76,7 +84,7 @@ def written_back(result, source, finish: Callable, *, undo_on_error: bool = Fals
     return result
 
 
-def undone(td, call):
+def undone(td: Any, call: Any) -> Any:
     """The source of ``td`` if ``call`` (as named by ``undone_by``) undoes what made ``td``, else None.
 
     The legacy lazy mode returns the source itself for such a call, as the well-known API's
@@ -88,7 +96,7 @@ def undone(td, call):
     return record.source()
 
 
-def enter(td) -> None:
+def enter(td: Any) -> None:
     """Starts a block over ``td``: it takes the record ``td`` holds now (or none)."""
     record = getattr(td, "_write_back", None)
     blocks = getattr(td, "_blocks", None)
@@ -98,7 +106,7 @@ def enter(td) -> None:
         blocks.append(record)
 
 
-def leave(td, failed: bool) -> None:
+def leave(td: Any, failed: bool) -> None:
     """Ends the innermost block over ``td``: writes back unless the block raised (see the module)."""
     record = td._blocks.pop()
     if record is None or failed and not record.undo_on_error:

@@ -13,6 +13,8 @@ way, with the value split across the members it reaches.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
@@ -23,8 +25,10 @@ from tensordict._indexing import (
     normalize_index,
     result_layout,
 )
+from tensordict._keys import NestedKey
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._td import TensorDict
+from tensordict._typing import IndexType, T
 from tensordict.errors import FirstClassDimError
 from tensordict.memmap import _io
 
@@ -205,7 +209,7 @@ class LazyIndexMixin:
         """Hook of :meth:`copy_at_`: a lazy stack's leaves are stacked copies, never written through."""
         return "a lazy stack"
 
-    def set_at_(self, key, value, index):
+    def set_at_(self: T, key: NestedKey, value: Any, index: IndexType) -> T:
         """Writes ``value`` into the rows ``index`` of the entry at ``key``, in each member.
 
         A lazy stack's ``get`` stacks copies, so the rows are written member by member, as

@@ -10,6 +10,8 @@ go through a dense copy (``_batch_op``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from tensordict._nontensor import _dummy
@@ -67,7 +69,7 @@ class LazyShapeMixin:
             return self._restack([m.unsqueeze(d) for m in self.tensordicts], self._stack_dim + 1)
         return self._restack([m.unsqueeze(d - 1) for m in self.tensordicts], self._stack_dim)
 
-    def squeeze(self, dim: int | None = None):
+    def squeeze(self, dim: int | None = None) -> TensorDictBase:
         """Returns the stack without its batch dims of size 1, or without ``dim`` if its size is 1.
 
         Each member is squeezed and the members are stacked lazily again; squeezing the
@@ -106,7 +108,7 @@ class LazyShapeMixin:
             return self._restack([m.squeeze(d) for m in self.tensordicts], self._stack_dim - 1)
         return self._restack([m.squeeze(d - 1) for m in self.tensordicts], self._stack_dim)
 
-    def permute(self, *dims) -> TensorDictBase:
+    def permute(self, *dims: int | Sequence[int]) -> TensorDictBase:
         """Returns a lazy stack with the batch dims in the order ``dims``.
 
         Each member is permuted on its own dims and the members are stacked lazily again
@@ -169,7 +171,7 @@ class LazyShapeMixin:
             return out
         return None
 
-    def reshape(self, *shape, inplace: bool = False):
+    def reshape(self, *shape: int | Sequence[int], inplace: bool = False) -> TensorDictBase:
         """Returns the stack with its batch dims reshaped to ``shape`` (see :meth:`TensorDictBase.reshape`).
 
         A reshape to one dim gives a lazy stack of the rows, and one that only adds or
@@ -200,7 +202,7 @@ class LazyShapeMixin:
         out = self._lazy_reshape(shape)
         return super().reshape(*shape) if out is None else out
 
-    def view(self, *shape):
+    def view(self, *shape: int | Sequence[int]) -> TensorDictBase:
         """Returns the stack with its batch dims viewed as ``shape``; lazy as :meth:`reshape` is.
 
         Args:
@@ -220,7 +222,9 @@ class LazyShapeMixin:
         out = self._lazy_reshape(shape)
         return super().view(*shape) if out is None else out
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
+    def flatten(
+        self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False
+    ) -> TensorDictBase:
         """Merges the batch dims ``start_dim`` to ``end_dim``; merging them all stacks the rows lazily.
 
         Args:
@@ -250,7 +254,7 @@ class LazyShapeMixin:
             return self._stack_of(self._rows(), 0)
         return super().flatten(start_dim, end_dim, inplace=inplace)
 
-    def expand(self, *shape):
+    def expand(self, *shape: int | Sequence[int]) -> TensorDictBase:
         """Returns the stack with its batch dims expanded to ``shape`` (see :meth:`TensorDictBase.expand`).
 
         In the legacy lazy mode (:func:`~tensordict.set_lazy_legacy`) each member is expanded

@@ -11,7 +11,7 @@ combine them here (:func:`combine_leaves`).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -75,7 +75,7 @@ def read_as(
     as_nested_tensor: bool,
     layout: torch.layout | None,
     padding_side: str,
-    padding_value,
+    padding_value: float,
 ) -> ReadAs | None:
     """The :class:`ReadAs` of :meth:`get`'s keyword arguments, or None when none asks for one.
 
@@ -96,7 +96,7 @@ def read_as(
     return ReadAs(kind, layout, padding_side, padding_value)
 
 
-def combine_leaves(key: str, values: list, how: ReadAs):
+def combine_leaves(key: str, values: list, how: ReadAs) -> Any:
     """The members' leaves at ``key`` (tensors, or what inner stacks gave) combined as ``how`` says.
 
     Raises:

@@ -112,8 +112,7 @@ def _write(writes: list) -> None:
 class ApplyMixin(Contract):
     """The apply family of every tensordict class (see ``TensorDictBase``).
 
-    Calls: ``_get_str``, ``_items_level``, ``_keys_level``, ``_new_like``, ``_set_str``,
-        ``_with``.
+    Calls: ``_get_str``, ``_items_level``, ``_keys_level``, ``_new_like``, ``_set_str``.
     """
 
     __slots__ = ()

@@ -79,7 +79,7 @@ def entrywise(tensor_fn: Callable, td_fn: Callable) -> Callable[[Any, torch.Size
     return op
 
 
-def reshaped_back(result, source):
+def reshaped_back(result: T, source: TensorCollection) -> T:
     """``result``, a reshape of the batch dims of ``source``, made to write back into ``source``.
 
     A with-block over it (``with td.unsqueeze(0) as tdu:``) reshapes what it holds back to

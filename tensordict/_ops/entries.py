@@ -152,7 +152,8 @@ class EntriesMixin(Contract):
     """Entry methods of :class:`~tensordict.TensorDictBase` (see the module docstring).
 
     Calls: ``_del_str``, ``_get_str``, ``_index``, ``_items_level``, ``_keys_level``,
-        ``_new_like``, ``_read_value``, ``_set_at``, ``_set_str``, ``_shallow_copy``.
+        ``_new_like``, ``_read_value``, ``_set_at``, ``_set_str``, ``_shallow_copy``,
+        ``_written_at``.
     """
 
     __slots__ = ()

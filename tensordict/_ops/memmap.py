@@ -862,7 +862,7 @@ class MemmapMixin(Contract):
 
             def create() -> None:
                 os.makedirs(sub_folder, exist_ok=True)
-                sub._mm.update(fmt.level_meta(sub.batch_size, sub.device, names=sub._names))
+                sub._mm.update(fmt.level_meta(sub.batch_size, sub.device, names=sub.names))
 
             found = parent_level.add_level(part, record, create)
             if found is not None:

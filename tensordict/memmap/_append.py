@@ -33,6 +33,7 @@ import os
 import pickle
 import shutil
 import stat as _stat
+from typing import Any
 
 import torch
 
@@ -52,7 +53,7 @@ class _Level:
         self.tensors: dict = {}  # file name -> the new rows' tensor (contiguous, on the CPU)
 
 
-def append_rows(prefix, rows, *, allow_pickle: bool | None = None) -> None:
+def append_rows(prefix: str | os.PathLike, rows: Any, *, allow_pickle: bool | None = None) -> None:
     """Appends ``rows`` to the tree saved in the folder ``prefix``, in one step (see the module docstring).
 
     Args:
