@@ -84,6 +84,7 @@ from tensordict.memmap._archive import (
     unpack_memmap,
 )
 from tensordict.memmap.tensor import MemoryMappedTensor
+from tensordict.nn import TensorDictParams
 from tensordict.tensorclass import TensorClass, is_tensorclass, tensorclass
 
 # The version of the well-known API this package implements, which code written for it
@@ -106,6 +107,7 @@ __all__ = [
     "TensorCollection",
     "TensorDict",
     "TensorDictBase",
+    "TensorDictParams",
     "TypedTensorDict",
     "UnbatchedTensor",
     "__version__",

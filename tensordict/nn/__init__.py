@@ -26,6 +26,7 @@ from tensordict.nn.distributions import (
     rand_one_hot,
 )
 from tensordict.nn.interaction import InteractionType, interaction_type, set_interaction_type
+from tensordict.nn.params import TensorDictParams
 from tensordict.nn.probabilistic import (
     ProbabilisticTensorDictModule,
     ProbabilisticTensorDictSequential,
@@ -55,6 +56,7 @@ __all__ = [
     "TensorDictModule",
     "TensorDictModuleBase",
     "TensorDictModuleWrapper",
+    "TensorDictParams",
     "TensorDictSequential",
     "TruncatedNormal",
     "WrapModule",
