@@ -8,6 +8,7 @@ leaves the parameters of an ``nn.Module``.
 """
 
 from tensordict.functional import make_tensordict
+from tensordict.nn import functional_modules  # noqa: F401 - teaches torch.vmap about tensordicts
 from tensordict.nn.common import (
     TensorDictModule,
     TensorDictModuleBase,
@@ -15,6 +16,7 @@ from tensordict.nn.common import (
     WrapModule,
     as_tensordict_module,
 )
+from tensordict.nn.cudagraphs import CudaGraphModule
 from tensordict.nn.dispatch import dispatch
 from tensordict.nn.distributions import (
     AddStateIndependentNormalScale,
@@ -25,6 +27,7 @@ from tensordict.nn.distributions import (
     TruncatedNormal,
     rand_one_hot,
 )
+from tensordict.nn.ensemble import EnsembleModule
 from tensordict.nn.interaction import InteractionType, interaction_type, set_interaction_type
 from tensordict.nn.params import TensorDictParams
 from tensordict.nn.probabilistic import (
@@ -32,6 +35,7 @@ from tensordict.nn.probabilistic import (
     ProbabilisticTensorDictSequential,
 )
 from tensordict.nn.sequence import TensorDictSequential
+from tensordict.nn.tensorclass_module import TensorClassModuleBase, TensorClassModuleWrapper
 from tensordict.nn.utils import (
     add_custom_mapping,
     biased_softplus,
@@ -47,12 +51,16 @@ from tensordict.nn.utils import (
 __all__ = [
     "AddStateIndependentNormalScale",
     "CompositeDistribution",
+    "CudaGraphModule",
     "Delta",
+    "EnsembleModule",
     "InteractionType",
     "NormalParamExtractor",
     "OneHotCategorical",
     "ProbabilisticTensorDictModule",
     "ProbabilisticTensorDictSequential",
+    "TensorClassModuleBase",
+    "TensorClassModuleWrapper",
     "TensorDictModule",
     "TensorDictModuleBase",
     "TensorDictModuleWrapper",
