@@ -17,6 +17,7 @@ ignored with a ``FutureWarning`` without it) and ``device``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from collections.abc import Mapping
 
@@ -529,7 +530,14 @@ def _write_leaf(module, name, value, inplace, non_blocking, preserve_module_stat
             del module._parameters[name]
             module.__dict__[name] = value
     elif name in module._buffers:
+        if preserve_module_state and isinstance(value, nn.Parameter):
+            # a buffer stays a buffer (a parameter there would reach optimizers)
+            value = nn.Buffer(value, persistent=name not in module._non_persistent_buffers_set)
         module._buffers[name] = value
+    elif isinstance(value, nn.Parameter) and name in module.__dict__:
+        # a plain tensor put here by preserve_module_state=False gives its place back
+        del module.__dict__[name]
+        module._parameters[name] = value
     else:
         setattr(module, name, value)
 
@@ -568,9 +576,21 @@ def _to_module(
     if use_state_dict:
         flat = {".".join(path): _unwrap_leaf(value) for _mod, _name, value, path in plan}
         module.load_state_dict(flat, strict=False)
-        return swap
-    for mod, name, value, _path in plan:
-        _write_leaf(mod, name, value, inplace, non_blocking, preserve_module_state)
+    else:
+        for mod, name, value, _path in plan:
+            _write_leaf(mod, name, value, inplace, non_blocking, preserve_module_state)
+    if swap is not None:
+        # ``with td.to_module(module):`` puts the previous values back when the block ends
+        swap._exit_action = functools.partial(
+            _to_module,
+            swap,
+            module,
+            inplace=inplace,
+            return_swap=False,
+            use_state_dict=use_state_dict,
+            non_blocking=non_blocking,
+            preserve_module_state=preserve_module_state,
+        )
     return swap
 
 

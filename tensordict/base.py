@@ -164,8 +164,9 @@ class TensorDictBase(
     tree can be indexed, reshaped, stacked, moved and saved like one tensor.
     """
 
-    # The states to restore when ``with td.lock_():`` / ``with td.unlock_():`` blocks end.
-    __slots__ = ("_lock_blocks",)
+    # The states to restore when ``with td.lock_():`` / ``with td.unlock_():`` blocks end, and
+    # what ends a ``with td.to_module(module):`` block (set on the tensordict to_module returns).
+    __slots__ = ("_lock_blocks", "_exit_action")
     _is_tensor_collection = True
     _is_tensorclass = False
     _is_lazy = False
@@ -1276,14 +1277,21 @@ class TensorDictBase(
             blocks.append(entry)
 
     def __enter__(self) -> TensorDictBase:
+        if getattr(self, "_exit_action", None) is not None:
+            return self  # what to_module() returned: the block ends by putting it back
         blocks = getattr(self, "_lock_blocks", None)
         if not blocks or blocks[-1][1]:
-            msg = "a tensordict is a context manager only as 'with td.lock_():' or 'with td.unlock_():'"
+            msg = "a tensordict is a context manager only as 'with td.lock_():', 'with td.unlock_():' or 'with td.to_module(module):'"
             raise RuntimeError(msg)
         blocks[-1][1] = True
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        action = getattr(self, "_exit_action", None)
+        if action is not None:
+            self._exit_action = None
+            action()
+            return
         was_locked, _ = self._lock_blocks.pop()
         if was_locked != self.is_locked:
             if not was_locked and getattr(self, "_lock_parents", 0):
