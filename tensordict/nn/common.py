@@ -102,10 +102,6 @@ class TensorDictModuleBase(nn.Module):
         ['a', 'c']
     """
 
-    _in_keys: list = []
-    _out_keys: list = []
-    _out_keys_apparent: list = []
-
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         # Plain class attributes become the stored keys behind the properties.
