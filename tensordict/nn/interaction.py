@@ -242,6 +242,11 @@ def deterministic_rule(dist, who: str = "the module"):
     Returns:
         ``(value, None)`` when the distribution gives its deterministic value,
         ``(None, rule)`` otherwise.
+
+    Examples:
+        >>> from tensordict.nn.interaction import deterministic_rule
+        >>> deterministic_rule(torch.distributions.Normal(torch.zeros(1), 1.0))
+        (None, <InteractionType.MEAN: 'mean'>)
     """
     if hasattr(dist, "deterministic_sample"):
         return dist.deterministic_sample, None

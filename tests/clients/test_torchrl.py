@@ -10,6 +10,7 @@ that they run as soon as those names exist.
 from __future__ import annotations
 
 import importlib
+import multiprocessing
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,12 @@ import torch
 from torch import distributions as D
 from torch import nn
 
+_START_METHOD = multiprocessing.get_start_method(allow_none=True)
 pytest.importorskip("torchrl", reason="torchrl is a client of tensordict installed by `make test`")
+# importing torchrl sets the start method of the whole process to "spawn"; the other test
+# files start their workers with the default one (a spawned pool that replaces its workers,
+# max_tasks_per_child, never finishes, with the reference too)
+multiprocessing.set_start_method(_START_METHOD, force=True)
 
 from tensordict import TensorDict  # noqa: E402
 from tensordict.nn import (  # noqa: E402

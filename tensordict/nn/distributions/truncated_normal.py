@@ -81,6 +81,13 @@ class TruncatedStandardNormal(Distribution):
 
     @constraints.dependent_property
     def support(self) -> constraints.Constraint:
+        """The interval ``[a, b]``.
+
+        Examples:
+            >>> from tensordict.nn.distributions.truncated_normal import TruncatedStandardNormal
+            >>> TruncatedStandardNormal(torch.tensor(-1.0), torch.tensor(1.0)).support.check(torch.tensor(2.0))
+            tensor(False)
+        """
         return constraints.interval(self.a, self.b)
 
     @property
@@ -218,6 +225,13 @@ class TruncatedNormal(TruncatedStandardNormal):
 
     @constraints.dependent_property
     def support(self) -> constraints.Constraint:
+        """The interval ``[a, b]``, in the units of ``loc``.
+
+        Examples:
+            >>> from tensordict.nn import TruncatedNormal
+            >>> TruncatedNormal(5.0, 1.0, 4.0, 6.0).support.check(torch.tensor(5.5))
+            tensor(True)
+        """
         return constraints.interval(self._low, self._high)
 
     def _standardize(self, value: torch.Tensor) -> torch.Tensor:
