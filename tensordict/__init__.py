@@ -92,6 +92,12 @@ from tensordict.memmap._archive import (
     unpack_memmap,
 )
 from tensordict.memmap.tensor import MemoryMappedTensor
+from tensordict.nn import (
+    TensorClassModuleBase,
+    TensorClassModuleWrapper,
+    TensorDictParams,
+    as_tensordict_module,
+)
 from tensordict.tensorclass import TensorClass, is_tensorclass, tensorclass
 
 # The version of the well-known API this package implements, which code written for it
@@ -114,6 +120,10 @@ __all__ = [
     "TensorCollection",
     "TensorDict",
     "TensorDictBase",
+    "TensorDictParams",
+    "TensorClassModuleBase",
+    "TensorClassModuleWrapper",
+    "as_tensordict_module",
     "TypedTensorDict",
     "UnbatchedTensor",
     "__version__",

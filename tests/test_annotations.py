@@ -21,7 +21,10 @@ from tensordict import TensorDict
 from tensordict._typing import T
 from tensordict.utils import DeviceType, IndexType
 
-# Annotated on other branches: the count below leaves them out until they are merged.
+# Not annotated yet (the storage modules and the lazy stack were changed on other branches
+# while the annotations were written; tensordict.nn is new): the count below leaves them
+# out until they are done. The list only shrinks.
+NOT_YET_COVERED_PACKAGES = ("tensordict.nn",)
 NOT_YET_COVERED = frozenset(
     {
         "tensordict._api",
@@ -45,7 +48,11 @@ MODULES = sorted(
     for info in pkgutil.walk_packages(tensordict.__path__, prefix="tensordict.")
     if info.name != "tensordict.__main__"
 )
-COVERED = [name for name in MODULES if name not in NOT_YET_COVERED]
+COVERED = [
+    name
+    for name in MODULES
+    if name not in NOT_YET_COVERED and not name.startswith(NOT_YET_COVERED_PACKAGES)
+]
 
 
 def _own_functions(owner, qualname: str, module: str):

@@ -565,8 +565,8 @@ class ConvertMixin(Contract):
 
         Args:
             module (torch.nn.Module): the module.
-            as_module (bool, optional): return a ``TensorDictParams``, which is not
-                supported here (``tensordict.nn`` is out of scope). Defaults to ``False``.
+            as_module (bool, optional): return a :class:`~tensordict.nn.TensorDictParams`,
+                whose leaves are parameters and buffers of it. Defaults to ``False``.
             lock (bool, optional): lock the result. Defaults to ``False``.
             use_state_dict (bool, optional): read ``module.state_dict()`` instead,
                 so that its hooks run (the values are then detached tensors, and
@@ -580,7 +580,6 @@ class ConvertMixin(Contract):
         Raises:
             ConversionInputError: (a ``TypeError`` and an ``AttributeError``) if
                 ``module`` is not an ``nn.Module``.
-            UnsupportedConversionError: (a ``NotImplementedError``) if ``as_module``.
 
         Examples:
             >>> module = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU())
@@ -621,8 +620,8 @@ class ConvertMixin(Contract):
                 buffer names (and, for a dense stack, shapes).
 
         Keyword Args:
-            as_module (bool, optional): return a ``TensorDictParams``, which is not
-                supported here. Defaults to ``False``.
+            as_module (bool, optional): return a :class:`~tensordict.nn.TensorDictParams`.
+                Defaults to ``False``.
             lock (bool, optional): lock the result. Defaults to ``True``.
             use_state_dict (bool, optional): read each module's ``state_dict()``.
                 Defaults to ``False``.
@@ -640,7 +639,6 @@ class ConvertMixin(Contract):
             ShapeMismatchError: (a ``RuntimeError``) if a dense stack meets tensors of
                 different shapes under one name.
             ConversionInputError: if an argument is not an ``nn.Module``.
-            UnsupportedConversionError: (a ``NotImplementedError``) if ``as_module``.
 
         Examples:
             >>> params = TensorDict.from_modules(torch.nn.Linear(2, 3), torch.nn.Linear(2, 3))
