@@ -186,10 +186,22 @@ class _Pool:
     def close(self, failed: bool) -> None:
         if not self.owned:
             return
-        if failed:
-            self.pool.terminate()
-        else:
+        if not failed:
             self.pool.close()
+            self.pool.join()
+            return
+        workers = list(getattr(self.pool, "_pool", ()))  # multiprocessing.Pool's own list
+        try:
+            self.pool.terminate()
+        except AssertionError:
+            # After a worker was killed, CPython may refuse to terminate the pool ("Cannot have
+            # cache with result_hander not alive"): its result thread has ended with results
+            # pending. The workers are stopped here instead, so that none is left behind.
+            for process in workers + list(getattr(self.pool, "_pool", ())):
+                if process.exitcode is None:
+                    process.kill()
+                process.join(timeout=5)
+            return
         self.pool.join()
 
 
