@@ -39,8 +39,10 @@ class _Record:
 
     __slots__ = ("source", "finish", "undo_on_error", "undone_by")
 
-    def __init__(self, source, finish: Callable, undo_on_error: bool, undone_by) -> None:
-        self.source = weakref.ref(source)
+    def __init__(
+        self, source, finish: Callable, undo_on_error: bool, undone_by, keep_source: bool
+    ) -> None:
+        self.source = (lambda: source) if keep_source else weakref.ref(source)
         self.finish = finish
         self.undo_on_error = undo_on_error
         self.undone_by = undone_by
@@ -61,6 +63,7 @@ def written_back(
     *,
     undo_on_error: bool = False,
     undone_by: Any = None,
+    keep_source: bool = False,
 ) -> Any:
     """Returns ``result``, recording that a with-block over it ends with ``finish(result, source)``.
 
@@ -74,13 +77,16 @@ def written_back(
             method changed ``source`` itself and ``finish`` puts it back. Defaults to False.
         undone_by (hashable, optional): names the call on ``result`` that gives ``source``'s
             layout back (``("permute", (1, 0))``), for :func:`undone`. Defaults to None.
+        keep_source (bool, optional): hold ``source`` strongly, for a block that must end
+            even when nothing else holds it (``with td.detach().to_module(m):`` puts the
+            module's tensors back). Defaults to False: weakly.
 
     Returns:
         ``result``.
     """
     if result is source and not undo_on_error:
         return result
-    result._write_back = _Record(source, finish, undo_on_error, undone_by)
+    result._write_back = _Record(source, finish, undo_on_error, undone_by, keep_source)
     return result
 
 

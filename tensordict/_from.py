@@ -588,7 +588,9 @@ def _to_module(
         "non_blocking": non_blocking,
         "preserve_module_state": preserve_module_state,
     }
-    return written_back(swap, td, _module_restorer(module, placed, options), undo_on_error=True)
+    return written_back(
+        swap, td, _module_restorer(module, placed, options), undo_on_error=True, keep_source=True
+    )
 
 
 def _module_restorer(module, placed: dict, options: dict):

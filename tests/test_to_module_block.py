@@ -13,8 +13,6 @@ from torch import nn
 
 from tensordict import TensorDict
 
-from conftest import ours_only
-
 
 def _zeros(module):
     return TensorDict.from_module(module).data.clone().zero_()
@@ -79,10 +77,10 @@ def test_a_parameter_over_a_buffer_stays_a_buffer():
     torch.testing.assert_close(module.buffer, torch.zeros(3))
 
 
-# The reference accepts any tensordict in a with-statement, as a block that does nothing.
-@ours_only
-def test_other_tensordicts_are_not_context_managers():
-    """A tensordict that did not come from to_module, lock_ or unlock_ refuses with."""
-    with pytest.raises(RuntimeError, match="to_module"):
-        with TensorDict(a=torch.zeros(1)):
-            pass
+def test_any_other_tensordict_is_a_block_that_does_nothing():
+    """As in the reference, a tensordict that no method offered as a block is a context
+    manager whose end changes nothing."""
+    td = TensorDict(a=torch.zeros(1))
+    with td as inside:
+        inside["a"] += 1
+    assert inside is td and td["a"].item() == 1

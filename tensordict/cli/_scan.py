@@ -251,6 +251,7 @@ class FolderScan:
         node["batch_size"] = batch
         node["device"] = meta.get("device")
         self._check(node, where, fmt.parse_device, node["device"], f"{where!r} field 'device'")
+        self._check(node, where, fmt.parse_names, folder, meta, batch)
         node["entries"] = []
         taken: dict = {}
         for entry_key, record in fmt.entries(meta):

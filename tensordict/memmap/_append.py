@@ -226,12 +226,12 @@ def _check_value(folder: str, key: str, value, pickles: bool) -> None:
             raise _fail(folder, msg)
         with open(saved, "rb") as handle:
             saved = pickle.load(handle)["data"]  # noqa: S301 - the caller allowed it
-    values = value.tolist()
     if value._memmap_record == fmt.KIND_NONTENSOR_STACK:  # nested lists, one per batch dim
+        values = value.tolist()
         for _ in range(len(value.batch_size) - 1):
             values = [v for row in values for v in row]
-    else:
-        values = [values]
+    else:  # one value for every row
+        values = [value.data]
     if any(v != saved for v in values):
         msg = f"the non-tensor entry {key!r} holds {saved!r}; the rows must hold that value"
         raise _fail(folder, msg)
