@@ -48,6 +48,15 @@ from tensordict._options import (
     set_get_defaults_to_none,
 )
 from tensordict._torch_function import dispatch
+from tensordict._torchrl_names import (  # noqa: F401  (kept for torchrl, see below)
+    DEFAULT_IS_LEAF as _default_is_leaf,
+)
+from tensordict._torchrl_names import (  # noqa: F401
+    IS_LEAF_NONTENSOR as _is_leaf_nontensor,
+)
+from tensordict._torchrl_names import (  # noqa: F401
+    NESTED_TENSORS_AS_LISTS as _NESTED_TENSORS_AS_LISTS,
+)
 from tensordict.errors import LockedError
 from tensordict.memmap.tensor import MemoryMappedTensor
 
@@ -421,6 +430,11 @@ def _leaf_bytes(value: torch.Tensor) -> int:
         return sum(p.numel() * p.element_size() for p in parts)
     return value.numel() * value.element_size()
 
+
+# Kept for torchrl: the classes a torchrl ListStorage accepts as one stored item.
+# torchrl also imports _NESTED_TENSORS_AS_LISTS, _default_is_leaf and _is_leaf_nontensor
+# from this module (tensordict/_torchrl_names.py).
+_ACCEPTED_CLASSES = (torch.Tensor, TensorDictBase)
 
 __all__ = [
     "KEY_SEPARATOR",

@@ -44,6 +44,22 @@ from tensordict._tools import (
     remove_duplicates,
     timeit,
 )
+from tensordict._torchrl_names import (  # noqa: F401  (kept for torchrl)
+    getitem_batch_size as _getitem_batch_size,
+)
+from tensordict._torchrl_names import (  # noqa: F401
+    is_non_tensor_class as _is_non_tensor,
+)
+from tensordict._torchrl_names import (  # noqa: F401
+    is_tensorclass_class as _is_tensorclass,
+)
+from tensordict._torchrl_names import (  # noqa: F401
+    maybe_correct_neg_dim as _maybe_correct_neg_dim,
+)
+from tensordict._torchrl_names import (  # noqa: F401
+    unravel_key_to_tuple_or_empty as _unravel_key_to_tuple,
+)
+from tensordict._torchrl_names import zip_strict as _zip_strict  # noqa: F401
 from tensordict._typing import DeviceType, IndexType
 from tensordict.tensorclass import is_tensorclass
 

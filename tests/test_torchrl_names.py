@@ -1,0 +1,98 @@
+"""The private names kept for torchrl (tensordict/_torchrl_names.py), at the paths torchrl imports."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+from tensordict import NonTensorData, TensorClass, TensorCollection, TensorDict, lazy_stack
+from tensordict import base as td_base
+from tensordict import utils as td_utils
+
+
+def test_nested_tensors_as_lists_is_a_falsy_default_is_leaf():
+    """_NESTED_TENSORS_AS_LISTS answers like the default is_leaf, is falsy, and stays one object."""
+    marker = td_base._NESTED_TENSORS_AS_LISTS
+    assert not marker
+    assert marker(torch.Tensor) and not marker(TensorDict) and not marker(NonTensorData)
+    assert pickle.loads(pickle.dumps(marker)) is marker
+    stack = lazy_stack([TensorDict(a=torch.zeros(3), b={"c": torch.zeros(1)}) for _ in range(2)])
+    keys = set(stack.keys(True, True, is_leaf=marker))
+    assert keys == {"a", ("b", "c")}
+
+
+def test_is_leaf_functions_of_base():
+    """_default_is_leaf skips non-tensors; _is_leaf_nontensor lists them beside the tensors."""
+    td = TensorDict(a=torch.zeros(()), name="x", sub={"b": torch.zeros(())})
+    assert set(td.keys(True, True, is_leaf=td_base._default_is_leaf)) == {"a", ("sub", "b")}
+    found = set(td.keys(True, True, is_leaf=td_base._is_leaf_nontensor))
+    assert found == {"a", "name", ("sub", "b")}
+
+
+def test_accepted_classes():
+    """_ACCEPTED_CLASSES are the tensor and tensordict classes (torchrl's ListStorage check)."""
+    assert isinstance(torch.zeros(1), td_base._ACCEPTED_CLASSES)
+    assert isinstance(TensorDict(), td_base._ACCEPTED_CLASSES)
+    assert not isinstance([1], td_base._ACCEPTED_CLASSES)
+
+
+def test_zip_strict_refuses_different_lengths():
+    """_zip_strict zips iterables of one length and raises ValueError otherwise."""
+    assert list(td_utils._zip_strict([1, 2], [3, 4])) == [(1, 3), (2, 4)]
+    with pytest.raises(ValueError):
+        list(td_utils._zip_strict([1], [3, 4]))
+
+
+def test_unravel_key_to_tuple():
+    """_unravel_key_to_tuple flattens a nested key and gives () for what is not a key."""
+    assert td_utils._unravel_key_to_tuple(("a", ("b", "c"))) == ("a", "b", "c")
+    assert td_utils._unravel_key_to_tuple("a") == ("a",)
+    assert td_utils._unravel_key_to_tuple(1) == ()
+    assert td_utils._unravel_key_to_tuple((0, slice(3, 4))) == ()
+
+
+@pytest.mark.parametrize(
+    "index",
+    [1, slice(1, 3), (slice(None), None, 0), torch.tensor([[0, 1]]), ..., [0, 2], (0, [1, 2])],
+)
+def test_getitem_batch_size_matches_indexing(index):
+    """_getitem_batch_size gives the batch size that indexing a tensordict gives."""
+    td = TensorDict(a=torch.zeros(3, 4, 2), batch_size=[3, 4])
+    assert td_utils._getitem_batch_size(td.batch_size, index) == td[index].batch_size
+
+
+def test_maybe_correct_neg_dim():
+    """_maybe_correct_neg_dim makes a negative dim positive and refuses one out of range."""
+    assert td_utils._maybe_correct_neg_dim(-1, torch.Size([2, 3])) == 1
+    assert td_utils._maybe_correct_neg_dim(0, None, ndim=2) == 0
+    with pytest.raises(IndexError, match="out of range"):
+        td_utils._maybe_correct_neg_dim(2, torch.Size([2, 3]))
+
+
+def test_class_predicates():
+    """_is_non_tensor and _is_tensorclass take a class, as torchrl passes them."""
+
+    class Point(TensorClass):
+        x: torch.Tensor
+
+    assert td_utils._is_non_tensor(NonTensorData) and not td_utils._is_non_tensor(torch.Tensor)
+    assert td_utils._is_tensorclass(Point) and not td_utils._is_tensorclass(TensorDict)
+
+
+def test_tensorcollection_import_path():
+    """tensordict._tensorcollection.TensorCollection is the public TensorCollection."""
+    from tensordict._tensorcollection import TensorCollection as FromPath
+
+    assert FromPath is TensorCollection and isinstance(TensorDict(), FromPath)
+
+
+def test_other_names_torchrl_imports():
+    """Buffer, is_seq_of_nested_key, from_dataclass and tensordict._pytree are importable."""
+    from tensordict import _pytree  # noqa: F401
+    from tensordict.tensorclass import from_dataclass  # noqa: F401
+
+    assert td_utils.Buffer is torch.nn.Buffer
+    with pytest.warns(DeprecationWarning):
+        assert td_utils.is_seq_of_nested_key(["a", ("b", "c")])
