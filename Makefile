@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # requirements name the reference tensordict, which must never replace this package.
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test,dev]'
+	$(PY) -m pip install -q -e '.[test,dev,h5]'
 	$(PY) -m pip install -q --no-deps torchrl==0.14.1 pyvers hoptorch cloudpickle packaging
 	touch $(STAMP)
 

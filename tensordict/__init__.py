@@ -9,6 +9,7 @@ from tensordict import (
     base,
     functional,
     memmap,
+    persistent,  # noqa: F401 - the tensordict.persistent import path
     tensordict,
     utils,
 )
@@ -68,6 +69,7 @@ from tensordict._options import (
     set_printoptions,
 )
 from tensordict._parse import parse_tensor_dict_string
+from tensordict._persistent import PersistentTensorDict
 from tensordict._safetensors import from_safetensors, to_safetensors
 from tensordict._stack import cat, stack
 from tensordict._td import TensorDict
@@ -111,6 +113,7 @@ __all__ = [
     "MemoryMappedTensor",
     "MetaData",
     "PackLayout",
+    "PersistentTensorDict",
     "NestedKey",
     "NonTensorData",
     "NonTensorDataBase",

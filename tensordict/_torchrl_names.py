@@ -14,6 +14,7 @@ and index normalisation.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import torch
 
@@ -79,7 +80,7 @@ def zip_strict(*iterables: Iterable) -> Iterator[tuple]:
     return zip(*iterables, strict=True)
 
 
-def unravel_key_to_tuple_or_empty(key) -> tuple:
+def unravel_key_to_tuple_or_empty(key: Any) -> tuple:
     """A nested key as a flat tuple of strings, ``()`` for anything else (kept for torchrl).
 
     Examples:
@@ -95,7 +96,7 @@ def unravel_key_to_tuple_or_empty(key) -> tuple:
     return (flat,) if isinstance(flat, str) else flat
 
 
-def getitem_batch_size(batch_size: torch.Size, index) -> torch.Size:
+def getitem_batch_size(batch_size: torch.Size, index: Any) -> torch.Size:
     """The shape that indexing a tensor of shape ``batch_size`` with ``index`` gives (kept for torchrl).
 
     Examples:

@@ -21,6 +21,7 @@ convert back in the other.
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -655,6 +656,68 @@ class ConvertMixin(Contract):
         )
 
     # ------------------------------------------------------------------ out of a tensordict
+    @classmethod
+    def from_h5(
+        cls,
+        filename: str | os.PathLike,
+        *,
+        mode: str = "r",
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+        batch_size: torch.Size | None = None,
+    ) -> Any:
+        """Opens an HDF5 file as a :class:`~tensordict.PersistentTensorDict` (needs h5py).
+
+        Args:
+            filename (str or Path): the file.
+
+        Keyword Args:
+            mode (str, optional): h5py's file mode. Defaults to ``"r"``.
+            auto_batch_size (bool, optional): use the longest leading shape every entry
+                shares. Defaults to False (the batch size the file records, else ``[]``).
+            batch_dims (int, optional): with ``auto_batch_size``, keep at most this many dims.
+            batch_size (torch.Size, optional): the batch size.
+
+        Returns:
+            A PersistentTensorDict reading the file lazily.
+
+        Raises:
+            ImportError: if h5py (the extra ``tensordict[h5]``) is not installed.
+
+        Examples:
+            >>> TensorDict({"a": torch.zeros(2)}, [2]).to_h5("x.h5").close()
+            >>> TensorDict.from_h5("x.h5")["a"]
+            tensor([0., 0.])
+        """
+        return _converter("from_h5")(
+            filename,
+            mode=mode,
+            auto_batch_size=auto_batch_size,
+            batch_dims=batch_dims,
+            batch_size=batch_size,
+        )
+
+    def to_h5(self, filename: str | os.PathLike, **kwargs: Any) -> Any:
+        """Writes the tensordict into a new HDF5 file; returns it as a PersistentTensorDict.
+
+        Args:
+            filename (str or Path): the new file (an existing one is replaced).
+            **kwargs: passed to h5py's ``create_dataset`` for every tensor
+                (``compression="gzip"``, ...).
+
+        Returns:
+            A :class:`~tensordict.PersistentTensorDict` over the file, open for writing.
+
+        Raises:
+            ImportError: if h5py (the extra ``tensordict[h5]``) is not installed.
+
+        Examples:
+            >>> h5 = TensorDict({"a": torch.ones(2)}, [2]).to_h5("y.h5")
+            >>> h5.batch_size, h5["a"]
+            (torch.Size([2]), tensor([1., 1.]))
+        """
+        return _converter("to_h5")(self, filename, **kwargs)
+
     def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict:
         """Returns a nested ``dict`` of the entries (sharing tensors; non-tensors give their value).
 
