@@ -168,7 +168,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         return cls(*tds, stack_dim=dim)
 
     @classmethod
-    def maybe_dense_stack(cls, tds, dim: int = 0):
+    def maybe_dense_stack(cls, tds, dim: int = 0, *, out=None):
         """Stacks densely when the members allow it, lazily otherwise.
 
         Lazy members are made dense first, then ``torch.stack`` is tried: when it
@@ -180,8 +180,12 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             tds (sequence of TensorDictBase): the members, with one batch size.
             dim (int, optional): the new batch dimension. Defaults to 0.
 
+        Keyword Args:
+            out (TensorDictBase, optional): a tensordict of the stacked batch size that the
+                stack is written into in place, and returned. Defaults to None.
+
         Returns:
-            A :class:`TensorDict`, or a :class:`LazyStackedTensorDict`.
+            A :class:`TensorDict`, or a :class:`LazyStackedTensorDict`, or ``out``.
 
         Raises:
             RuntimeError: if ``tds`` is empty or the batch sizes differ.
@@ -195,6 +199,8 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             >>> type(LazyStackedTensorDict.maybe_dense_stack([a, TensorDict({}, [2])])).__name__
             'LazyStackedTensorDict'
         """
+        if out is not None:
+            return torch.stack(list(tds), dim, out=out)
         try:
             return torch.stack(
                 [t.contiguous() if getattr(type(t), "_is_lazy", False) else t for t in tds], dim
@@ -494,7 +500,9 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         members = [m.rename_keys(mapping, strict=strict) for m in self.tensordicts]
         return self._restack(members, self._stack_dim)
 
-    def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
+    def _set_str(
+        self, key: str, value, *, inplace: bool, validated: bool, non_blocking: bool = False
+    ) -> None:
         if not validated:
             value = _as_value(key, value, None)
             if isinstance(value, dict):

@@ -466,7 +466,9 @@ class NonTensorStack(LazyStackedTensorDict):
             raise self._missing((key,), 0, self)
         return default
 
-    def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
+    def _set_str(
+        self, key: str, value, *, inplace: bool, validated: bool, non_blocking: bool = False
+    ) -> None:
         msg = (
             f"cannot set the key {key!r} in a NonTensorStack: it holds values, not keys; assign "
             "to an index instead (stack[0] = value)"

@@ -442,7 +442,9 @@ class PersistentTensorDict(TensorDictBase):
             tensor = tensor.to(self._device)
         return tensor
 
-    def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
+    def _set_str(
+        self, key: str, value, *, inplace: bool, validated: bool, non_blocking: bool = False
+    ) -> None:
         if not validated:
             value = TensorDict._new_unsafe({}, self._batch_size)._validate(key, value)
         current = self._group.get(key)

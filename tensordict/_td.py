@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from types import EllipsisType
@@ -46,6 +47,7 @@ _EMPTY = torch.Size(())
 
 
 _CPU = torch.device("cpu")
+_ROW_WRITES = threading.RLock()
 
 
 def _fill(td, source: dict, batch_size: torch.Size, device) -> dict:
@@ -486,7 +488,9 @@ class TensorDict(TensorDictBase):
             raise self._missing((key,), 0, self)
         return value
 
-    def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
+    def _set_str(
+        self, key: str, value, *, inplace: bool, validated: bool, non_blocking: bool = False
+    ) -> None:
         data = self._tensordict
         if inplace and isinstance(data.get(key), _Tensor) and not is_tensor_collection(value):
             # Writing into an existing tensor: numbers and broadcastable tensors are fine.
@@ -748,6 +752,12 @@ class TensorDict(TensorDictBase):
         return result
 
     def _set_at(self, index, value) -> None:
+        # One index write at a time in the process: two threads writing the same rows
+        # leaf by leaf would otherwise leave rows whose leaves come from different writes.
+        with _ROW_WRITES:
+            self._write_rows(index, value)
+
+    def _write_rows(self, index, value) -> None:
         leaf_index, rows = normalize_index(index, self._batch_size)
         data = self._tensordict
         given = getattr(value, "batch_size", None)

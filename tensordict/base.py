@@ -148,8 +148,14 @@ class TensorDictBase(
         """The value at one key of this level, or ``default`` (``NO_DEFAULT`` raises)."""
 
     @abc.abstractmethod
-    def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
-        """Stores a value at one key of this level."""
+    def _set_str(
+        self, key: str, value, *, inplace: bool, validated: bool, non_blocking: bool = False
+    ) -> None:
+        """Stores a value at one key of this level.
+
+        ``non_blocking`` is accepted because torchrl passes it (kept for torchrl); every
+        write here is synchronous.
+        """
 
     @abc.abstractmethod
     def _del_str(self, key: str) -> None:
@@ -337,6 +343,29 @@ class TensorDictBase(
                 "set_() / index assignment to write into an existing entry in place"
             )
             raise LockedError(msg)
+
+    # ------------------------------------------------------------------ kept for torchrl
+    # torchrl calls these private methods of the well-known implementation; each is a thin
+    # layer over our own API.
+    def _has_names(self) -> bool:
+        """Whether a batch dim has a name (kept for torchrl)."""
+        names = self.names
+        return names is not None and any(name is not None for name in names)
+
+    def _apply_nest(self, fn, *others, **kwargs):
+        """The engine of ``apply`` under the well-known private name (kept for torchrl).
+
+        torchrl passes ``batch_size``, ``filter_empty`` and ``call_on_nested``.
+        """
+        return self._fast_apply(fn, *others, **kwargs)
+
+    def _stack_onto_(self, list_item: list, dim: int) -> TensorDictBase:
+        """Writes ``torch.stack(list_item, dim)`` into this tensordict in place (kept for torchrl).
+
+        torchrl's storages write a lazy stack of rows into a slice of their storage with it.
+        """
+        self.update_(torch.stack(list(list_item), dim))
+        return self
 
     # ------------------------------------------------------------------ misc
     def __bool__(self) -> bool:

@@ -730,3 +730,21 @@ def test_to_dict_and_numpy_give_each_kind_of_entry_its_value():
     arrays = td.numpy()
     assert arrays["box"]["x"].tolist() == [0, 1] and arrays["sub"]["y"].tolist() == [1.0, 1.0]
     assert arrays["name"] == "cart" and arrays["labels"] == ["a", "b"]
+
+
+def test_state_dict_records_each_level_and_an_empty_tensordict_adopts_it():
+    """state_dict()._metadata gives each level's batch size; load_state_dict(strict=False) of an
+    empty TensorDict takes the batch sizes and the keys (torchrl's storage checkpoints)."""
+    import pickle
+
+    td = TensorDict(
+        a=torch.zeros(3, 2), b={"c": torch.ones(3), "d": {"e": torch.zeros(3, 4)}}, batch_size=[3]
+    )
+    sd = pickle.loads(pickle.dumps(td.state_dict()))
+    assert sd._metadata[""]["batch_size"] == torch.Size([3])
+    assert set(sd._metadata) == {"", "b", "b.d"}
+    loaded = TensorDict().load_state_dict(sd, strict=False)
+    assert loaded.batch_size == (3,) and loaded["b", "d"].batch_size == (3,)
+    assert (loaded == td).all()
+    plain = TensorDict(batch_size=[3]).load_state_dict({"x": torch.zeros(3, 2)}, strict=False)
+    assert plain.batch_size == (3,) and plain["x"].shape == (3, 2)

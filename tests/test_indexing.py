@@ -335,3 +335,32 @@ def test_first_class_dims_on_memory_mapped_tensordict_raise(tmp_path):
     td = make_td().memmap(tmp_path)
     with pytest.raises(ValueError):
         td[ftdim.dims(1)]
+
+
+def test_index_writes_from_threads_never_tear_a_row():
+    """Threads writing whole rows at the same index leave every row from one write."""
+    import sys
+    import threading
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        td = TensorDict(
+            a=torch.zeros(64, 4), b=torch.zeros(64, 4), c=torch.zeros(64, 4), batch_size=[64]
+        )
+        rows = torch.arange(64)
+
+        def write(value: float) -> None:
+            for _ in range(100):
+                full = torch.full((64, 4), value)
+                td[rows] = TensorDict(a=full, b=full.clone(), c=full.clone(), batch_size=[64])
+                td.update_(TensorDict(a=full, b=full.clone(), c=full.clone(), batch_size=[64]))
+
+        threads = [threading.Thread(target=write, args=(float(i),)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert torch.equal(td["a"], td["b"]) and torch.equal(td["a"], td["c"])

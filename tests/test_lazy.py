@@ -308,3 +308,11 @@ def test_torch_stack_into_a_lazy_stack_writes_its_members():
     out = lazy_stack([a.clone() * 0, a.clone() * 0])
     torch.stack([a, a], 0, out=out)
     assert (out.tensordicts[1]["x"] == 1).all()
+
+
+def test_maybe_dense_stack_into_out():
+    """maybe_dense_stack(out=td) writes the stack into td in place and returns it."""
+    out = TensorDict(a=torch.zeros(2, 3), batch_size=[2])
+    members = [TensorDict(a=torch.ones(3)), TensorDict(a=torch.full((3,), 2.0))]
+    assert LazyStackedTensorDict.maybe_dense_stack(members, 0, out=out) is out
+    assert out["a"][:, 0].tolist() == [1.0, 2.0]

@@ -96,3 +96,71 @@ def test_other_names_torchrl_imports():
     assert td_utils.Buffer is torch.nn.Buffer
     with pytest.warns(DeprecationWarning):
         assert td_utils.is_seq_of_nested_key(["a", ("b", "c")])
+
+
+# ---------------------------------------------------------------------- private hooks torchrl calls
+def _tree() -> TensorDict:
+    return TensorDict(
+        a=torch.zeros(2), b=TensorDict(c=torch.zeros(2), batch_size=[2]), e={}, batch_size=[2]
+    )
+
+
+def test_fast_apply_filter_empty():
+    """_fast_apply(filter_empty=True) drops the levels left empty; all empty gives None."""
+    td = _tree()
+    assert td._fast_apply(lambda x: None, filter_empty=True) is None
+    kept = td._fast_apply(lambda x: None, filter_empty=False)
+    assert set(kept.keys(True)) == {"b", "e"}
+    assert set(td._fast_apply(lambda x: x, filter_empty=True).keys(True)) == {"a", "b", ("b", "c")}
+    assert "e" in td._fast_apply(lambda x: x, filter_empty=False).keys()
+
+
+def test_fast_apply_with_others_and_default():
+    """torchrl's select-and-clone: others with a None default, empty levels filtered out."""
+    td = _tree()
+    other = td.exclude("a")
+    out = td._fast_apply(
+        lambda x, y: x + 1 if y is not None else None, other, default=None, filter_empty=True
+    )
+    assert set(out.keys(True, True)) == {("b", "c")} and (out["b", "c"] == 1).all()
+
+
+def test_apply_nest_calls_on_nested_with_a_new_batch_size():
+    """_apply_nest(call_on_nested=True) hands sub-tensordicts to fn (torchrl's expand of params)."""
+    td = _tree()
+
+    def expand(x):
+        if isinstance(x, torch.Tensor):
+            return x.expand(3, *x.shape).clone()
+        return x._apply_nest(expand, batch_size=[3, *x.shape], call_on_nested=True)
+
+    out = td._apply_nest(expand, batch_size=[3, 2], filter_empty=False, call_on_nested=True)
+    assert out.batch_size == (3, 2) and out["b"].batch_size == (3, 2)
+    assert out["b", "c"].shape == (3, 2) and "e" in out.keys()
+
+
+def test_has_names():
+    """_has_names is True when a batch dim is named."""
+    td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3])
+    assert not td._has_names()
+    assert td.refine_names("x", None)._has_names()
+
+
+def test_stack_onto_writes_a_stack_into_a_view():
+    """_stack_onto_ writes the stack of its members into the rows of a slice, in place."""
+    storage = TensorDict(a=torch.zeros(4, 2), batch_size=[4])
+    rows = [TensorDict(a=torch.ones(2)), TensorDict(a=torch.full((2,), 2.0))]
+    assert storage[1:3]._stack_onto_(rows, 0) is not None
+    assert storage["a"][:, 0].tolist() == [0.0, 1.0, 2.0, 0.0]
+
+
+def test_set_str_takes_non_blocking():
+    """_set_str accepts the non_blocking keyword that torchrl passes."""
+    td = TensorDict(batch_size=[2])
+    td._set_str(
+        "_reset", torch.ones(2, dtype=torch.bool), validated=True, inplace=False, non_blocking=False
+    )
+    assert td["_reset"].all()
+    lazy = lazy_stack([TensorDict(a=torch.zeros(())), TensorDict(a=torch.zeros(()))])
+    lazy._set_str("b", torch.ones(2), validated=False, inplace=False, non_blocking=False)
+    assert lazy["b"].tolist() == [1.0, 1.0]

@@ -320,14 +320,17 @@ class ApplyMixin(Contract):
         call_on_nested: bool = False,
         checked: bool = False,
         writes: list | None = None,
+        filter_empty: bool | None = None,
     ):
         """The engine of :meth:`apply` and :meth:`named_apply`, one level at a time (classes specialise it).
 
         ``checked`` checks each result against the level's new batch size; ``writes``
-        (with ``inplace``) collects the writes instead of doing them.
+        (with ``inplace``) collects the writes instead of doing them. With
+        ``filter_empty=True`` a level whose result holds nothing gives None (and is left
+        out of its parent); torchrl calls this hook with it.
         """
         out: dict = {}
-        new_bs = self.batch_size if batch_size is None or inplace else batch_size
+        new_bs = self.batch_size if batch_size is None or inplace else torch.Size(batch_size)
         for key, value in list(self._items_level()):
             other_values = []
             for other in others:
@@ -358,6 +361,8 @@ class ApplyMixin(Contract):
                         default=default,
                         checked=checked,
                         writes=writes,
+                        filter_empty=filter_empty,
+                        call_on_nested=call_on_nested,
                     )
             else:
                 if named:
@@ -380,6 +385,8 @@ class ApplyMixin(Contract):
                 out[key] = res
         if inplace:
             return self
+        if filter_empty and not out:
+            return None
         if names is NO_DEFAULT:
             names = self.names if batch_size is None else None
         return self._new_like(

@@ -29,7 +29,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_non_tensor,
+    is_tensor_collection,
+)
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._contract import Contract
 from tensordict._typing import DeviceType, ShapeType, T
@@ -43,11 +48,22 @@ from tensordict.errors import (
 CONVERTERS: dict[str, Callable] = {}
 """Method name -> implementation, filled by :mod:`tensordict._from` when it is imported."""
 
+STATE_DICT_METADATA = "_metadata"
+"""The attribute of a state dict that records each level's batch size and device."""
+
 PYTREE_TYPE = "_pytree_type"
 """The key of the entry that records the container type of a pytree level."""
 
 NON_STRING_KEY = "<NON_NESTED>"
 """The prefix of the key under which a pytree dict entry with a non-string key is stored."""
+
+
+def _level_metadata(td) -> dict:
+    return {"batch_size": td.batch_size, "device": td.device}
+
+
+def _is_not_tensordict(cls: type) -> bool:
+    return not (is_tensor_collection(cls) and not getattr(cls, "_is_non_tensor", False))
 
 
 def _converter(name: str) -> Callable:
@@ -82,7 +98,7 @@ def _field_dtype(key: str, value, batch_dims: int, batch_size: torch.Size):
 class ConvertMixin(Contract):
     """Conversions between every tensordict class and other containers (see ``TensorDictBase``).
 
-    Calls: ``_items_level``.
+    Calls: ``_items_level``, ``_new_like``.
     """
 
     __slots__ = ()
@@ -795,18 +811,35 @@ class ConvertMixin(Contract):
             flatten (bool, optional): accepted for compatibility; the keys are always flattened.
 
         Returns:
-            The filled dict (non-tensor entries are left out).
+            The filled dict (non-tensor entries are left out). Its ``_metadata`` attribute
+            (as ``nn.Module.state_dict`` has one) gives the batch size and device of every
+            level, keyed by the level's ``"."``-joined key (``""`` for the top), which
+            :meth:`load_state_dict` adopts.
 
         Examples:
-            >>> list(TensorDict({"a": 0, "b": {"c": 0}}, []).state_dict())
-            ['a', 'b.c']
+            >>> sd = TensorDict({"a": 0, "b": {"c": 0}}, []).state_dict()
+            >>> list(sd), list(sd._metadata)
+            (['a', 'b.c'], ['', 'b'])
         """
         out = OrderedDict() if destination is None else destination
+        # the dict's own attribute, named as nn.Module.state_dict names it
+        metadata = getattr(out, STATE_DICT_METADATA, None)
+        if metadata is None and isinstance(out, OrderedDict):
+            metadata = OrderedDict()
+            setattr(out, STATE_DICT_METADATA, metadata)
+        if metadata is not None:
+            metadata[prefix[:-1] if prefix.endswith(".") else prefix] = _level_metadata(self)
         for key in self.keys(True, True):
             value = self.get(key, NO_DEFAULT)
             if isinstance(value, torch.Tensor):
                 name = key if isinstance(key, str) else ".".join(key)
                 out[prefix + name] = value if keep_vars else value.detach()
+        if metadata is not None:
+            for key in self.keys(True, False, is_leaf=_is_not_tensordict):
+                value = self.get(key, NO_DEFAULT)
+                if is_tensor_collection(value) and not is_non_tensor(value):
+                    name = key if isinstance(key, str) else ".".join(key)
+                    metadata[prefix + name] = _level_metadata(value)
         return out
 
     def load_state_dict(
@@ -840,6 +873,19 @@ class ConvertMixin(Contract):
             >>> td.load_state_dict({"a.b": torch.ones(2)})["a", "b"]
             tensor([1., 1.])
         """
+        # the batch size of each level, which a state dict made by state_dict() records:
+        # an empty tensordict (TensorDict().load_state_dict(sd)) takes them
+        levels = getattr(state_dict, STATE_DICT_METADATA, {}).items()
+        for level, meta in sorted(levels, key=lambda item: item[0].count(".") + bool(item[0])):
+            if not isinstance(meta, dict) or "batch_size" not in meta:
+                continue
+            key = tuple(level.split(".")) if level else ()
+            node = self if not key else self.get(key, None)
+            size = torch.Size(meta["batch_size"])
+            if node is None:
+                self.set(key, self._new_like({}, size))
+            elif is_tensor_collection(node) and node.batch_size != size:
+                node.batch_size = size
         wanted = {}
         for key, value in state_dict.items():
             if key.startswith("__"):

@@ -535,7 +535,8 @@ KIND_TENSORCLASS = "tensorclass"
 KIND_NONTENSOR = "NonTensorData"
 KIND_NONTENSOR_STACK = "NonTensorStack"
 
-_CLASS_TYPE = re.compile(r"^<class '([A-Za-z_][\w.]*)'>$")
+# a class defined inside a function has "<locals>" in its qualified name
+_CLASS_TYPE = re.compile(r"^<class '([A-Za-z_][\w.]*(?:\.<locals>\.[A-Za-z_][\w.]*)*)'>$")
 
 
 def level_kind(folder: str, meta: dict) -> str:

@@ -320,7 +320,9 @@ class TensorDictParams(TensorDictBase, nn.Module):
     def _get_str(self, key: str, default):
         return self._param_td._get_str(key, default)
 
-    def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
+    def _set_str(
+        self, key: str, value, *, inplace: bool, validated: bool, non_blocking: bool = False
+    ) -> None:
         if value is self:
             msg = f"a TensorDictParams cannot hold itself (at {key!r})"
             raise InvalidArgumentError(msg)

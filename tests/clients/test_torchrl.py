@@ -1,10 +1,10 @@
 """What torchrl users do with tensordict: policies, parameters in optimizers, replay buffers, losses.
 
 torchrl (PyPI ``torchrl==0.14.1``, installed by ``make test`` with ``--no-deps``) is the
-largest real user of tensordict, and must run on this package unchanged. Parts of torchrl
-that do not import yet on this package (``torchrl.data`` needs ``PersistentTensorDict`` and
-private helpers of ``tensordict.utils``/``tensordict.base``) skip with the import error, so
-that they run as soon as those names exist.
+largest real user of tensordict, and must run on this package unchanged: ``torchrl.data``,
+``torchrl.envs``, ``torchrl.modules`` and ``torchrl.objectives`` import on it (they need
+``PersistentTensorDict`` and the private names kept for torchrl, see
+``tensordict/_torchrl_names.py``).
 """
 
 from __future__ import annotations
@@ -41,11 +41,8 @@ from tensordict.nn import (  # noqa: E402
 
 
 def _torchrl(name: str):
-    """Imports ``torchrl.<name>``, or skips naming what still blocks it on this package."""
-    try:
-        return importlib.import_module(f"torchrl.{name}")
-    except ImportError as err:
-        pytest.skip(f"torchrl.{name} does not import on this tensordict yet: {err}")
+    """Imports ``torchrl.<name>`` (an import error fails the test)."""
+    return importlib.import_module(f"torchrl.{name}")
 
 
 def _policy(obs_dim=3, act_dim=2):
@@ -183,6 +180,24 @@ def test_replay_buffer_dumps_and_loads_in_another_process(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("ok")
+
+
+def test_replay_buffer_state_dict_round_trip():
+    """A buffer's state_dict loads into a new buffer, whose storage adopts the batch and keys."""
+    data = _torchrl("data")
+    rb = data.TensorDictReplayBuffer(storage=data.LazyTensorStorage(100), batch_size=4)
+    rb.extend(
+        TensorDict(
+            a=torch.arange(10.0),
+            nested=TensorDict(b=torch.arange(10), batch_size=[10]),
+            batch_size=[10],
+        )
+    )
+    other = data.TensorDictReplayBuffer(storage=data.LazyTensorStorage(100), batch_size=4)
+    other.load_state_dict(rb.state_dict())
+    assert len(other) == 10
+    assert torch.equal(other[:]["a"], torch.arange(10.0))
+    assert torch.equal(other[:]["nested", "b"], torch.arange(10))
 
 
 @pytest.mark.parametrize("storage", ["LazyTensorStorage", "ListStorage"])

@@ -636,3 +636,16 @@ def test_check_batch_prefix_names_the_key_and_both_shapes():
     fmt.check_batch_prefix("f", "k", [3, 2], [3])
     with pytest.raises(ValueError, match=r"'k'.*\[2, 2\].*\[3\]"):
         fmt.check_batch_prefix("f", "k", [2, 2], [3])
+
+
+def test_a_tensorclass_defined_in_a_function_loads_back(tmp_path):
+    """A folder of a tensorclass defined inside a function loads back as that class."""
+    from tensordict import TensorDict, tensorclass
+
+    @tensorclass
+    class Local:
+        x: torch.Tensor
+
+    Local(x=torch.arange(3.0), batch_size=[3]).memmap(tmp_path / "local")
+    loaded = TensorDict.load_memmap(tmp_path / "local")
+    assert type(loaded) is Local and loaded.x.tolist() == [0.0, 1.0, 2.0]
