@@ -20,6 +20,7 @@ import argparse
 import gc
 import json
 import math
+import multiprocessing
 import os
 import platform
 import shutil
@@ -63,6 +64,7 @@ class Settings:
     open_files: int = 1000
     rb_rows: int = 100_000
     rb_batch: int = 256
+    rb_rounds: int = 100
     map_bytes: int = 64 << 20
     map_workers: int = 2
     dist_bytes: int = 256 << 20
@@ -571,6 +573,82 @@ def row_rb_read(res: Result, cfg: Settings, scratch: Scratch) -> None:
     res.record(_micro("buffer[idx]", "{k: v[idx] for k, v in leaves.items()}", env, cfg))
 
 
+class RowSkipped(Exception):
+    """Raised by a row that cannot run here (a missing optional package); the message says why."""
+
+
+def _torchrl_data():
+    """``torchrl.data``, or RowSkipped when torchrl is not installed."""
+    start_method = multiprocessing.get_start_method(allow_none=True)
+    try:
+        import torchrl.data
+    except ImportError as exc:
+        msg = f"torchrl is not installed ({exc}); `make test` installs it"
+        raise RowSkipped(msg) from exc
+    finally:
+        # importing torchrl sets the start method to "spawn"; the map rows use the default
+        multiprocessing.set_start_method(start_method, force=True)
+    return torchrl.data
+
+
+def row_torchrl_rb(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    data = _torchrl_data()
+    b, rounds = cfg.rb_batch, cfg.rb_rounds
+    capacity = b * rounds
+    batches = [
+        TensorDict(
+            {
+                "obs": torch.randn(b, 16),
+                "action": torch.randn(b, 4),
+                "next": {"obs": torch.randn(b, 16), "reward": torch.randn(b, 1)},
+                "done": torch.rand(b, 1) > 0.5,
+            },
+            batch_size=[b],
+        )
+        for _ in range(rounds)
+    ]
+    plain = [{k: v for k, v in batch.items(True, True)} for batch in batches]
+    state: dict = {}
+
+    def work_setup():
+        folder = scratch.path("torchrl")
+        storage = data.LazyMemmapStorage(capacity, scratch_dir=folder)
+        state["rb"] = data.TensorDictReplayBuffer(storage=storage, batch_size=b)
+
+    def work():
+        rb = state.pop("rb")
+        for batch in batches:
+            rb.extend(batch)
+            rb.sample()
+        return rb
+
+    def floor():
+        # the same rows into plain tensors on files made on the first batch, read at
+        # random rows after each write
+        folder = scratch.folder("torchrl-floor")
+        leaves = {}
+        for i, batch in enumerate(plain):
+            if not leaves:
+                for j, (key, value) in enumerate(batch.items()):
+                    shape = (capacity, *value.shape[1:])
+                    numel = math.prod(shape)
+                    path = os.path.join(folder, f"{j}.memmap")
+                    leaves[key] = torch.from_file(
+                        path, shared=True, size=numel, dtype=value.dtype
+                    ).view(shape)
+            for key, value in batch.items():
+                leaves[key][i * b : (i + 1) * b] = value
+            idx = torch.randint(0, (i + 1) * b, (b,))
+            {key: leaf[idx] for key, leaf in leaves.items()}
+        return leaves
+
+    res.record(_alternate(work, floor, cfg.io_repeat, warmup=1, work_setup=work_setup))
+    res.notes.append(
+        f"{rounds} x (extend {b} rows + sample {b}); compare with --python .venv-ref/bin/python "
+        "(with torchrl installed there): target <= 1.0x the reference's workload"
+    )
+
+
 def row_from_tensor(res: Result, cfg: Settings, scratch: Scratch) -> None:
     src = _fill(cfg.from_tensor_bytes // 4, 1.5)
     state = {}
@@ -880,6 +958,12 @@ ROWS = [
     ),
     ("rb_write", row_rb_write, "replay buffer: td[idx] = batch, 256 of 100k rows", ("ratio", 1.2)),
     ("rb_read", row_rb_read, "replay buffer: td[idx], 256 of 100k rows", ("ratio", 1.2)),
+    (
+        "torchrl_rb",
+        row_torchrl_rb,
+        "LazyMemmapStorage extend + sample of 100 batches of 256 rows",
+        None,
+    ),
     ("from_tensor", row_from_tensor, "MemoryMappedTensor.from_tensor, 256 MiB", ("ratio", 1.1)),
     ("from_filename", row_from_filename, "1000 MemoryMappedTensor.from_filename", ("ratio", 1.2)),
     ("map", row_map, "td.map(fn) of 64 MiB memmap, 2 workers (vs 1 process)", ("ratio", 1 / 1.6)),
@@ -945,6 +1029,9 @@ def run_rows(names: list[str], cfg: Settings) -> list[Result]:
             start = time.perf_counter()
             try:
                 fn(res, cfg, scratch)
+            except RowSkipped as exc:
+                res.error = f"skipped: {exc}"
+                res.work = res.floor = None
             except Exception as exc:  # a missing or failing API must not stop the table
                 res.error = _short_error(exc)
                 res.work = res.floor = None
