@@ -3,7 +3,8 @@
 Each level of the tensordict is an HDF5 group; each tensor is a dataset whose leading
 dimensions are the batch dimensions; a non-tensor entry is a scalar dataset holding its
 value as text, marked by the attribute ``tensordict_non_tensor`` (``"str"`` for a string,
-``"json"`` for any other JSON value). A group whose batch size is longer than its parent's
+``"json"`` for any other JSON value); a string also carries ``__tensordict_str__``, the mark
+of the well-known implementation, and any dataset of a string dtype reads as a string. A group whose batch size is longer than its parent's
 records it in its ``tensordict_batch_size`` attribute.
 
 Nothing is read until asked: ``get`` reads one dataset, indexing gives a view that reads
@@ -42,6 +43,9 @@ except ImportError:  # the optional extra is not installed
 __all__ = ["PersistentTensorDict"]
 
 NON_TENSOR_ATTR = "tensordict_non_tensor"
+# the attribute the well-known implementation marks its string datasets with: a file
+# written by either implementation reads the same in the other
+STR_ATTR = "__tensordict_str__"
 BATCH_SIZE_ATTR = "tensordict_batch_size"
 
 
@@ -64,6 +68,26 @@ def _is_h5_friendly(index) -> bool:
             continue
         return False
     return True
+
+
+def _is_non_tensor_dataset(item) -> bool:
+    """A dataset that holds a non-tensor value: marked, or of a string dtype."""
+    if not isinstance(item, h5py.Dataset):
+        return False
+    attrs = item.attrs
+    if NON_TENSOR_ATTR in attrs or STR_ATTR in attrs:
+        return True
+    return h5py.check_string_dtype(item.dtype) is not None or item.dtype.kind in "OSU"
+
+
+def _is_scalar(item) -> bool:
+    return isinstance(item, h5py.Dataset) and item.shape == ()
+
+
+def _mark(dataset, kind: str) -> None:
+    dataset.attrs[NON_TENSOR_ATTR] = kind
+    if kind == "str":
+        dataset.attrs[STR_ATTR] = True
 
 
 def _read_non_tensor(dataset, batch_size: torch.Size) -> NonTensorData:
@@ -97,7 +121,9 @@ class PersistentTensorDict(TensorDictBase):
     indexing gives a view of the rows that reads only them; writes (``set``,
     ``set_``, ``td[rows] = ...``) go to the file. The results of operations that make
     new tensordicts (``clone``, ``apply``, arithmetic, ``to_tensordict``) are in-memory
-    :class:`TensorDict` objects. Strings are read back as ``str``.
+    :class:`TensorDict` objects. Strings are read back as ``str`` (the well-known
+    implementation 0.15 reads them as ``bytes`` and announces ``str`` for 0.17; a
+    ``str`` also memory-maps as JSON, where ``bytes`` would need a pickle).
 
     h5py is an optional dependency: install ``tensordict[h5]``.
 
@@ -370,8 +396,8 @@ class PersistentTensorDict(TensorDictBase):
     def _check_batch_size(self, batch_size: torch.Size) -> None:
         n = len(batch_size)
         for key, item in self._group.items():
-            if isinstance(item, h5py.Dataset) and NON_TENSOR_ATTR in item.attrs:
-                continue
+            if _is_non_tensor_dataset(item) or _is_scalar(item):
+                continue  # one value for every row
             shape = _item_shape(item, n)
             if shape is not None and tuple(shape[:n]) != tuple(batch_size):
                 msg = (
@@ -424,8 +450,11 @@ class PersistentTensorDict(TensorDictBase):
         if isinstance(item, h5py.Group):
             batch, root = self._child_batch(item)
             return PersistentTensorDict._view(self, item, batch, root, self._chain)
-        if NON_TENSOR_ATTR in item.attrs:
+        if _is_non_tensor_dataset(item):
             return _read_non_tensor(item, self._batch_size)
+        if self._batch_size and _is_scalar(item):
+            # a scalar (written by the well-known implementation for a non-tensor number)
+            return NonTensorData(item[()].item(), batch_size=self._batch_size)
         return self._read(item)
 
     def _read(self, dataset) -> torch.Tensor:
@@ -465,7 +494,7 @@ class PersistentTensorDict(TensorDictBase):
         if is_non_tensor(value):
             text, kind = _encode_non_tensor(key, value)
             dataset = self._group.create_dataset(key, data=text)
-            dataset.attrs[NON_TENSOR_ATTR] = kind
+            _mark(dataset, kind)
         elif isinstance(value, torch.Tensor):
             if self._chain:
                 feature = value.shape[len(self._batch_size) :]
@@ -498,7 +527,7 @@ class PersistentTensorDict(TensorDictBase):
             sub = self._get_str(key, NO_DEFAULT)
             sub._set_at(Ellipsis, value)
             return
-        if NON_TENSOR_ATTR in current.attrs or is_non_tensor(value):
+        if _is_non_tensor_dataset(current) or is_non_tensor(value):
             if self._chain:
                 return  # a non-tensor entry holds one value for every row
             del self._group[key]
@@ -607,7 +636,7 @@ class PersistentTensorDict(TensorDictBase):
             item = view._group[key]
             if isinstance(item, h5py.Group):
                 view._get_str(key, NO_DEFAULT)._set_at(Ellipsis, value)
-            elif NON_TENSOR_ATTR not in item.attrs:
+            elif not _is_non_tensor_dataset(item):
                 view._write_into(key, item, value)
 
     def _in_memory(self) -> TensorDict:
@@ -739,7 +768,7 @@ def _item_shape(item, batch_dims: int):
 def _common_leading_shape(group, batch_dims: int | None) -> torch.Size:
     shapes = []
     for item in group.values():
-        if isinstance(item, h5py.Dataset) and NON_TENSOR_ATTR in item.attrs:
+        if _is_non_tensor_dataset(item):
             continue
         shape = _item_shape(item, 0)
         if shape is None and isinstance(item, h5py.Group):
@@ -764,7 +793,7 @@ def _write_group(group, td, batch_size: torch.Size, kwargs: dict) -> None:
         if is_non_tensor(value):
             text, kind = _encode_non_tensor(key, value)
             dataset = group.create_dataset(key, data=text)
-            dataset.attrs[NON_TENSOR_ATTR] = kind
+            _mark(dataset, kind)
         elif isinstance(value, torch.Tensor):
             group.create_dataset(key, data=value.detach().cpu().numpy(), **kwargs)
         else:

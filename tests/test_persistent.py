@@ -213,3 +213,19 @@ def test_import_paths():
     from tensordict.persistent import PersistentTensorDict as FromModule
 
     assert FromModule is PersistentTensorDict
+
+
+def test_strings_and_scalars_of_other_writers(tmp_path):
+    """A string dataset (marked __tensordict_str__ or of a string dtype) reads as a string; a
+    scalar dataset in a batched file reads as one value for every row; ours carry the mark."""
+    with h5py.File(tmp_path / "other.h5", "w") as file:
+        file.create_dataset("a", data=torch.zeros(4, 3).numpy())
+        file.create_dataset("s", data="cart").attrs["__tensordict_str__"] = True
+        file.create_dataset("plain", data="pole")
+        file.create_dataset("i", data=1)
+    td = PersistentTensorDict.from_h5(tmp_path / "other.h5", batch_size=[4], mode="r+")
+    assert td.get_non_tensor("s") == "cart" and td.get_non_tensor("plain") == "pole"
+    assert td.get_non_tensor("i") == 1 and td.get("i").batch_size == (4,)
+    td.set("t", "text")
+    assert td.file["t"].attrs["__tensordict_str__"]
+    td.close()
