@@ -1015,7 +1015,7 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
                 out[key] = self.get(key)
         return self._new_like(out, self.batch_size)
 
-    def contiguous(self) -> TensorDict:
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> TensorDict:
         """Returns a dense TensorDict with every key the members share stacked.
 
         ``to_tensordict`` is the same method. Every tensor is a new one, sub-stacks
@@ -1023,12 +1023,19 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         The new tensordict has the stack's batch size, device and :attr:`names`,
         and is neither locked nor memory-mapped.
 
+        Keyword Args:
+            canonical (bool, optional): every stacked tensor has row-major strides
+                already. Defaults to False.
+            inplace (bool, optional): not supported: a stack stays a stack. Defaults to
+                False.
+
         Returns:
             A new :class:`TensorDict`.
 
         Raises:
             RuntimeError: if the members' tensors of one key differ in shape (naming
                 the key).
+            NotImplementedError: with ``inplace=True``.
 
         Examples:
             >>> a = TensorDict({"x": torch.zeros(2), "only_a": torch.zeros(2)}, [2])
@@ -1036,6 +1043,9 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             >>> type(dense).__name__, dense["x"].tolist(), list(dense.keys())
             ('TensorDict', [[0.0, 0.0], [1.0, 1.0]], ['x'])
         """
+        if inplace:
+            msg = "contiguous(inplace=True) is not supported on a lazy stack: use contiguous()"
+            raise NotImplementedError(msg)
         source = {}
         for key in self._keys_level():
             value = self._get_str(key, NO_DEFAULT)
@@ -1459,13 +1469,13 @@ _io.LOADERS[fmt.LAZY_TYPE] = _load_lazy
 _archive.BUILDERS[fmt.KIND_LAZY] = _build_lazy
 
 
-def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
+def lazy_stack(input, dim: int = 0, *, out=None) -> LazyStackedTensorDict:  # noqa: A002
     """Stacks tensordicts lazily along ``dim``: no copy, and the members may differ.
 
     The members are kept as they are; see :class:`LazyStackedTensorDict`.
 
     Args:
-        tds (iterable of TensorDictBase): the members; they must share their batch size.
+        input (iterable of TensorDictBase): the members; they must share their batch size.
         dim (int, optional): the position of the new batch dimension; a negative one
             counts from the end. Defaults to 0.
 
@@ -1478,7 +1488,7 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
         A new :class:`LazyStackedTensorDict`, or ``out``.
 
     Raises:
-        RuntimeError: if ``tds`` is empty, the batch sizes differ, or a value does
+        RuntimeError: if ``input`` is empty, the batch sizes differ, or a value does
             not fit its entry of ``out``.
         TypeError: if a member after the first is not a tensordict.
         IndexError: if ``dim`` is out of range.
@@ -1490,7 +1500,7 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
         >>> stack.batch_size, stack.get("r", as_nested_tensor=True).is_nested
         (torch.Size([2]), True)
     """
-    tds = list(tds)
+    tds = list(input)
     cls = type(tds[0]) if tds else None
     if getattr(cls, "_is_tensorclass", False) and out is None:
         # instances of one tensorclass: their tensordicts stacked lazily, as the class

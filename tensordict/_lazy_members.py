@@ -295,7 +295,7 @@ class LazyMembersMixin:
         """
         return TensorDict.fromkeys(keys, value)
 
-    def auto_batch_size_(self, batch_dims: int | None = None):
+    def auto_batch_size_(self, batch_dims: int | None = None, keep_compliant_size: bool = False):
         """Grows the batch size to the leading dims that every entry of every member shares.
 
         Each member's batch size grows to what its own entries share, then every member
@@ -304,6 +304,8 @@ class LazyMembersMixin:
         Args:
             batch_dims (int, optional): keep at most this many batch dims, the stack dim
                 included. Defaults to ``None``: as many as the entries share.
+            keep_compliant_size (bool, optional): passed to each member's own
+                ``auto_batch_size_`` (for its sub-tensordicts). Defaults to False.
 
         Returns:
             The lazy stack itself.
@@ -314,7 +316,9 @@ class LazyMembersMixin:
             torch.Size([2, 2])
         """
         for member in self.tensordicts:
-            member.auto_batch_size_(None if batch_dims is None else max(batch_dims - 1, 0))
+            member.auto_batch_size_(
+                None if batch_dims is None else max(batch_dims - 1, 0), keep_compliant_size
+            )
         _common_batch_size(self.tensordicts)
         self._members_changed()
         return self

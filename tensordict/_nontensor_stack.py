@@ -30,6 +30,7 @@ from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
 from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.classes import CLASSES
+from tensordict._ops.convert import CONVERTERS
 from tensordict.errors import BatchSizeError, MemmapFormatError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
@@ -507,17 +508,21 @@ class NonTensorStack(LazyStackedTensorDict):
         flat, device = self._flat(), self.device
         return tuple(_gather(flat, p, device) for p in _positions(self._batch_size).unbind(dim))
 
-    def contiguous(self) -> NonTensorStack:
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> NonTensorStack:
         """Returns a new stack with the same members (a stack is its own dense form).
 
+        Keyword Args:
+            canonical (bool, optional): no effect: there is no tensor. Defaults to False.
+            inplace (bool, optional): return this stack itself. Defaults to False.
+
         Returns:
-            A new :class:`NonTensorStack`.
+            A new :class:`NonTensorStack`, or this one with ``inplace``.
 
         Examples:
             >>> NonTensorStack("a", "b").contiguous().tolist()
             ['a', 'b']
         """
-        return self._shallow_copy()
+        return self if inplace else self._shallow_copy()
 
     def _shallow_copy(self) -> NonTensorStack:
         return NonTensorStack._of(list(self.tensordicts), self._stack_dim, self._batch_size)
@@ -769,5 +774,6 @@ _nontensor.STACK_BUILDERS["cat"] = _cat_entries
 _nontensor.STACK_BUILDERS["from_list"] = NonTensorStack.from_list
 _io.LOADERS[fmt.NONTENSOR_STACK_CLASS] = _load_stack
 CLASSES["NonTensorStack"] = NonTensorStack
+CONVERTERS["linked_list"] = LinkedList  # tolist(as_linked_list=True)
 _io.LOADERS[fmt.NONTENSOR_STACK_TYPE] = _load_stack
 _archive.BUILDERS[fmt.KIND_NONTENSOR_STACK] = NonTensorStack.from_list

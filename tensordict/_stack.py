@@ -51,11 +51,18 @@ def _collections(items, what: str) -> list:
 
 
 @implements(torch.stack)
-def stack(tds, dim: int = 0, *, out=None):
+def stack(input, dim: int = 0, *, out=None):  # noqa: A002 - the well-known API's name
     """Stacks tensordicts along a new batch dimension ``dim``.
 
     Every tensordict must have the same keys and batch size; leaves with the same
     key are stacked with ``torch.stack``.
+
+    Args:
+        input (sequence of TensorDictBase): the tensordicts (or tensorclass instances).
+        dim (int, optional): the position of the new batch dim. Defaults to 0.
+
+    Keyword Args:
+        out (TensorDictBase, optional): written into in place and returned. Defaults to None.
 
     Raises:
         RuntimeError: if the batch sizes or the keys differ (naming them), or a leaf's
@@ -66,7 +73,7 @@ def stack(tds, dim: int = 0, *, out=None):
         >>> torch.stack(tds, 0).batch_size
         torch.Size([4, 3])
     """
-    tds = _collections(tds, "stack")
+    tds = _collections(input, "stack")
     first = tds[0]
     if lazy_legacy() and out is None and not getattr(type(first), "_is_tensorclass", False):
         return LazyStackedTensorDict._stack_members(tds, dim)
@@ -173,8 +180,15 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
 
 
 @implements(torch.cat, torch.concat, torch.concatenate)
-def cat(tds, dim: int = 0, *, out=None):
+def cat(input, dim: int = 0, *, out=None):  # noqa: A002 - the well-known API's name
     """Concatenates tensordicts along an existing batch dimension ``dim``.
+
+    Args:
+        input (sequence of TensorDictBase): the tensordicts (or tensorclass instances).
+        dim (int, optional): the batch dim to concatenate along. Defaults to 0.
+
+    Keyword Args:
+        out (TensorDictBase, optional): written into in place and returned. Defaults to None.
 
     Raises:
         RuntimeError: if the keys differ, or the batch sizes differ outside ``dim``.
@@ -184,7 +198,7 @@ def cat(tds, dim: int = 0, *, out=None):
         >>> torch.cat([a, a]).batch_size
         torch.Size([4])
     """
-    tds = _collections(tds, "concatenate")
+    tds = _collections(input, "concatenate")
     first = tds[0]
     if out is None and getattr(type(first), "_is_typed", False):
         return type(first)._combine_members(cat, tds, dim)

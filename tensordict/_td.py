@@ -967,18 +967,21 @@ class TensorDict(TensorDictBase):
             td.set(key, value.clone() if isinstance(value, _Tensor) else value)
         return td
 
-    def auto_batch_size_(self, batch_dims: int | None = None):
+    def auto_batch_size_(self, batch_dims: int | None = None, keep_compliant_size: bool = False):
         """Sets the batch size to the longest leading shape every entry shares, and returns the tensordict.
 
         Each sub-:class:`TensorDict` first gets its own inferred batch size (with
-        no limit), then counts with it. Only tensors and sub-:class:`TensorDict`
+        the same limit), then counts with it. Only tensors and sub-:class:`TensorDict`
         entries are looked at; :class:`NonTensorData` entries take the new batch
         size. The new size replaces the old one without checking the lock, and
         clears :attr:`names`. Without any tensor, the batch size becomes empty.
 
         Args:
-            batch_dims (int, optional): keep at most this many leading dimensions.
-                Defaults to ``None``: no limit.
+            batch_dims (int, optional): keep at most this many leading dimensions, here
+                and in every sub-tensordict. Defaults to ``None``: no limit.
+            keep_compliant_size (bool, optional): with ``batch_dims``, a sub-tensordict
+                that has ``batch_dims`` batch dimensions or more already keeps its batch
+                size. Defaults to False.
 
         Returns:
             The tensordict itself.
@@ -994,7 +997,9 @@ class TensorDict(TensorDictBase):
         shapes = []
         for value in self._tensordict.values():
             if isinstance(value, TensorDict):
-                value.auto_batch_size_()
+                compliant = batch_dims is not None and value.batch_dims >= batch_dims
+                if not (keep_compliant_size and compliant):
+                    value.auto_batch_size_(batch_dims, keep_compliant_size)
                 shapes.append(value.batch_size)
             elif isinstance(value, _Tensor) and not is_unbatched(value):
                 shape = shape_of(value) if value.is_nested else value.shape

@@ -608,3 +608,42 @@ def test_to_tensordict_plain_copies():
     stack = lazy_stack([TensorDict(x=torch.zeros(3)), TensorDict(x=torch.ones(3))])
     dense = stack.to_tensordict(retain_none=True)
     assert type(dense) is TensorDict and dense["x"].shape == torch.Size([2, 3])
+
+
+# --- the keyword arguments of the well-known API --------------------------------------
+
+
+def test_set__and_set_at__take_non_blocking():
+    """set_(..., non_blocking=) and set_at_(..., non_blocking=) write as without it."""
+    td = make_td()
+    td.set_("a", torch.ones(3, 4), non_blocking=True)
+    td.set_at_(("b", "c"), 5.0, 1, non_blocking=True)
+    assert (td["a"] == 1).all()
+    assert td["b", "c"].tolist() == [1.0, 5.0, 1.0]
+
+
+def test_setdefault_passes_inplace_to_set():
+    """setdefault(key, default, inplace=True) stores a missing key as set(..., inplace=True) does."""
+    td = make_td()
+    assert (td.setdefault("new", torch.ones(3), inplace=True) == 1).all()
+    kept = td["a"]
+    assert td.setdefault("a", torch.ones(3, 4), inplace=True) is kept
+
+
+def test_update_at__takes_idx_and_keys_to_update():
+    """update_at_(source, idx=..., keys_to_update=[...]) writes only those keys at idx."""
+    td = make_td()
+    source = {"a": torch.ones(4), "b": {"c": torch.zeros(()), "d": {"e": torch.tensor(9)}}}
+    td.update_at_(source, idx=1, keys_to_update=[("b", "d")], non_blocking=True)
+    assert (td["a"] == 0).all()
+    assert td["b", "c"].tolist() == [1.0, 1.0, 1.0]
+    assert td["b", "d", "e"].tolist() == [0, 9, 2]
+    assert td.update_at_(source, 0, keys_to_update=[]) is td
+    assert td["b", "d", "e"].tolist() == [0, 9, 2]
+
+
+def test_update_at__with_the_empty_index_writes_whole_entries():
+    """update_at_(source, ()) writes each entry whole, as update_ does."""
+    td = make_td()
+    td.update_at_({"a": torch.ones(3, 4)}, ())
+    assert (td["a"] == 1).all()

@@ -247,3 +247,9 @@ def test_torch_stack_into_a_lazy_stack_writes_its_members():
     out = lazy_stack([a.clone() * 0, a.clone() * 0])
     torch.stack([a, a], 0, out=out)
     assert (out.tensordicts[1]["x"] == 1).all()
+
+
+def test_lazy_stack_takes_input_by_name():
+    """lazy_stack(input=...) names its sequence as the well-known API does."""
+    parts = [TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)]
+    assert lazy_stack(input=parts).batch_size == torch.Size([2, 3])

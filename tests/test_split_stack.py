@@ -406,3 +406,10 @@ def test_tensor_split_property(shape_dim, sections):
     assert len(parts) == sections
     for i, part in enumerate(parts):
         assert_leaves(part, td, lambda x, e, i=i: x.tensor_split(sections, d)[i])
+
+
+def test_stack_and_cat_take_input_by_name():
+    """tensordict.stack(input=...) and tensordict.cat(input=...) name their sequence as torch does."""
+    parts = [TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)]
+    assert tensordict.stack(input=parts, dim=1).batch_size == torch.Size([3, 2])
+    assert tensordict.cat(input=parts).batch_size == torch.Size([6])

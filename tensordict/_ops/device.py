@@ -8,6 +8,7 @@ import torch
 
 from tensordict._blocks import update_back, written_back
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._helpers import contiguous_strides
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.casts import CastOps
 from tensordict._ops.convert import CONVERTERS
@@ -30,14 +31,24 @@ def _holds_attrs(td) -> bool:
 def _rebind_leaves(td, fn, prefix: tuple = ()) -> None:
     """Replaces every tensor leaf of ``td`` by ``fn(key, leaf)``, level by level.
 
-    ``key`` is the leaf's full key: a string at the top level, a tuple below.
+    ``key`` is the leaf's full key: a string at the top level, a tuple below. A leaf that
+    ``fn`` returns as it is stays bound.
     """
     for key, value in list(td._items_level()):
         if isinstance(value, torch.Tensor):
             full = prefix + (key,) if prefix else key
-            td._set_str(key, fn(full, value), inplace=False, validated=True)
+            new = fn(full, value)
+            if new is not value:
+                td._set_str(key, new, inplace=False, validated=True)
         elif is_tensor_collection(value) and not isinstance(value, NonTensorData):
             _rebind_leaves(value, fn, prefix + (key,))
+
+
+def _canonical(leaf: torch.Tensor) -> torch.Tensor:
+    """``leaf`` if its strides are the row-major strides of its shape, else such a copy."""
+    if leaf.stride() == contiguous_strides(leaf.shape):
+        return leaf
+    return leaf.clone(memory_format=torch.contiguous_format)
 
 
 def _leaf_mover(device, dtype, non_blocking: bool, pin: bool) -> Callable:
@@ -441,22 +452,45 @@ class DeviceMixin(CastOps):
             return self._shallow_copy()
         return self._fast_apply(torch.Tensor.clone)
 
-    def contiguous(self):
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False):
         """Returns a tensordict whose tensor leaves are contiguous in memory.
 
         Each leaf goes through ``Tensor.contiguous``: the leaves that are already contiguous
-        are shared, the others copied. The result is always a new tensordict, with the same
-        keys, batch size, names and device; non-tensor entries are kept.
+        are shared, the others copied. The result is a new tensordict, with the same keys,
+        batch size, names and device; non-tensor entries are kept.
+
+        Keyword Args:
+            canonical (bool, optional): also copy a leaf whose strides are not the row-major
+                strides of its shape although torch calls it contiguous (as dims of size 1
+                allow). Defaults to False.
+            inplace (bool, optional): replace the leaves that are not contiguous in this
+                tensordict itself (its sub-tensordicts keep their identity) and return it.
+                Defaults to False.
 
         Returns:
-            A new tensordict.
+            A new tensordict, or this one with ``inplace``.
+
+        Raises:
+            RuntimeError: with ``inplace``, if a leaf to replace is in a locked tensordict
+                (LockedError).
+            NotImplementedError: with ``inplace``, on a lazy stack (its dense form is a new
+                tensordict).
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).permute(1, 0)
             >>> td["a"].is_contiguous(), td.contiguous()["a"].is_contiguous()
             (False, True)
+            >>> td.contiguous(inplace=True) is td, td["a"].is_contiguous()
+            (True, True)
+            >>> odd = torch.empty_strided((1, 3), (1, 1))
+            >>> TensorDict(a=odd).contiguous(canonical=True)["a"].stride()
+            (3, 1)
         """
-        return self._fast_apply(torch.Tensor.contiguous)
+        fn = _canonical if canonical else torch.Tensor.contiguous
+        if not inplace:
+            return self._fast_apply(fn)
+        _rebind_leaves(self, lambda key, leaf: fn(leaf))
+        return self
 
     def detach(self):
         """Returns a tensordict whose tensor leaves are detached from the autograd graph.

@@ -481,12 +481,17 @@ class EntriesMixin(Contract):
             level = nxt
         return inner_tensordict(level)
 
-    def set_(self, key: NestedKey, item):
+    def set_(self, key: NestedKey, item, *, non_blocking: bool = False):
         """Copies ``item`` into the entry at ``key`` (even when locked) and returns the tensordict.
 
         Args:
             key (NestedKey): the key of an existing entry.
             item: the value to copy; anything that broadcasts to the entry, such as a number.
+
+        Keyword Args:
+            non_blocking (bool, optional): lets a copy between devices run asynchronously;
+                the copy is made as ``Tensor.copy_`` makes it, which waits for it. Defaults
+                to False.
 
         Returns:
             The tensordict itself.
@@ -514,12 +519,14 @@ class EntriesMixin(Contract):
             return
         self._set_at(index, value)
 
-    def setdefault(self, key: NestedKey, default):
+    def setdefault(self, key: NestedKey, default, inplace: bool = False):
         """Returns the entry at ``key``, storing ``default`` there first if the key is missing.
 
         Args:
             key (NestedKey): a string, or a tuple of strings for a nested entry.
             default: the value to store, of any kind :meth:`set` accepts.
+            inplace (bool, optional): passed to :meth:`set` when ``default`` is stored.
+                Defaults to False.
 
         Returns:
             The existing or the new entry (a NonTensorData entry itself, not its value).
@@ -536,7 +543,7 @@ class EntriesMixin(Contract):
         """
         value = self.get(key, None)
         if value is None:
-            self.set(key, default)
+            self.set(key, default, inplace=inplace)
             value = self.get(key, NO_DEFAULT)
         return value
 
@@ -729,13 +736,18 @@ class EntriesMixin(Contract):
             self.set_(parts, value.clone() if clone else value)
         return self
 
-    def set_at_(self, key: NestedKey, value, index):
+    def set_at_(self, key: NestedKey, value, index, *, non_blocking: bool = False):
         """Writes ``value`` into the rows ``index`` of the entry at ``key``, even when locked.
 
         Args:
             key (NestedKey): the key of an existing tensor or sub-tensordict.
             value: a tensor, number or (for a sub-tensordict) mapping that broadcasts to the rows.
             index: an index of the leading dims: an int, slice, tensor, or a tuple of them.
+
+        Keyword Args:
+            non_blocking (bool, optional): lets a copy between devices run asynchronously;
+                the write is made as ``tensor[index] = value`` makes it, which waits for it.
+                Defaults to False.
 
         Returns:
             The tensordict itself.
@@ -752,15 +764,31 @@ class EntriesMixin(Contract):
         self.get(key, NO_DEFAULT)[index] = value
         return self
 
-    def update_at_(self, input_dict_or_td, index, clone: bool = False):
-        """Writes each entry of a mapping or tensordict into the rows ``index`` of the same entry.
+    def update_at_(
+        self,
+        input_dict_or_td,
+        idx,
+        clone: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update=None,
+    ):
+        """Writes each entry of a mapping or tensordict into the rows ``idx`` of the same entry.
 
         Nested mappings go into the matching sub-tensordicts, in place, so this works when locked.
 
         Args:
             input_dict_or_td (Mapping or TensorDictBase): the values, keyed as in this tensordict.
-            index: an index of the batch dims: an int, slice, tensor, or a tuple of them.
+            idx: an index of the batch dims: an int, slice, tensor, or a tuple of them; the
+                empty tuple writes whole entries, as :meth:`update_`.
             clone (bool, optional): call ``clone()`` on each value first. Defaults to False.
+
+        Keyword Args:
+            non_blocking (bool, optional): lets copies between devices run asynchronously; they
+                are made as ``tensor[idx] = value`` makes them, which waits. Defaults to False.
+            keys_to_update (sequence of NestedKey, optional): write only the values at these
+                keys of ``input_dict_or_td`` (a sub-tensordict's key: all it holds). Defaults
+                to None: every value.
 
         Returns:
             The tensordict itself.
@@ -768,20 +796,36 @@ class EntriesMixin(Contract):
         Raises:
             KeyError: if a key of ``input_dict_or_td`` is not in this tensordict.
             TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict.
-            IndexError: if ``index`` is out of range.
+            IndexError: if ``idx`` is out of range.
             RuntimeError: if a value does not broadcast to the indexed rows.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.zeros(3)}}, [3])
             >>> td.update_at_({"a": 1.0, "b": {"c": 2.0}}, 1)["b", "c"]
             tensor([0., 2., 0.])
+            >>> td.update_at_({"a": 5.0, "b": {"c": 5.0}}, 0, keys_to_update=["a"])["b", "c"]
+            tensor([0., 2., 0.])
         """
-        for key, value in _source_items(input_dict_or_td):
-            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
-                self.get(key, NO_DEFAULT).update_at_(value, index, clone)
-            else:
-                self.set_at_(key, value.clone() if clone else value, index)
+        wanted = None
+        if keys_to_update is not None:
+            wanted = {_key_parts(k) for k in keys_to_update}
+            if not wanted:
+                return self
+        if isinstance(idx, tuple) and not idx:
+            return self.update_(input_dict_or_td, clone, keys_to_update=keys_to_update)
+        self._update_at(input_dict_or_td, idx, clone, wanted, ())
         return self
+
+    def _update_at(self, source, idx, clone: bool, wanted, prefix: tuple) -> None:
+        for key, value in _source_items(source):
+            parts = prefix + _key_parts(key)
+            if wanted is not None and not any(parts[: len(w)] == w for w in wanted):
+                if not any(w[: len(parts)] == parts for w in wanted):
+                    continue
+            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
+                self._update_at(value, idx, clone, wanted, parts)
+            else:
+                self.set_at_(parts, value.clone() if clone else value, idx)
 
     def copy_at_(self, tensordict, idx, non_blocking: bool = False, *, fast: bool = True):
         """Copies the tensors of ``tensordict`` into the existing entries at ``idx``; returns self.
