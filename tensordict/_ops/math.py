@@ -12,7 +12,13 @@ from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
-from tensordict.errors import DimensionError, DimTypeError, KeyMismatchError
+from tensordict.errors import (
+    ConflictingArgumentsError,
+    DimensionError,
+    DimTypeError,
+    InvalidArgumentError,
+    KeyMismatchError,
+)
 
 
 # ---------------------------------------------------------------------- shared with device.py
@@ -215,6 +221,49 @@ def _batch_dim(td, dim, what: str) -> int:
     return dim + ndim if dim < 0 else dim
 
 
+def _over_features(td, reduce_last: Callable, extra: tuple = ()):
+    """Each tensor leaf reduced over its feature dims: ``reduce_last`` of the leaf with them flattened last.
+
+    The feature dims of a leaf are those past the batch dims of the tensordict holding it,
+    so a sub-tensordict keeps its own batch size (``extra``, the leading dims that a tensor
+    ``q`` of several quantiles adds, before it). A leaf without feature dims is reduced over
+    its one element per batch position.
+    """
+    ndim = td.batch_dims
+
+    def reduce_leaf(x):
+        if isinstance(x, torch.Tensor):
+            return reduce_last(x.flatten(ndim, -1) if x.ndim > ndim else x.unsqueeze(-1))
+        return _over_features(x, reduce_last, extra)
+
+    if not extra:
+        return td._fast_apply(reduce_leaf, call_on_nested=True)
+    return td._fast_apply(
+        reduce_leaf, call_on_nested=True, batch_size=torch.Size(extra) + td.batch_size, names=None
+    )
+
+
+def _features_last(td) -> list:
+    """Every tensor leaf with its dims past ``td``'s batch dims flattened into one last dim."""
+    ndim = td.batch_dims
+    return [
+        leaf.flatten(ndim, -1) if leaf.ndim > ndim else leaf.unsqueeze(-1)
+        for leaf in leaf_tensors(td)
+    ]
+
+
+def _feature_dim(dim, keepdim: bool) -> None:
+    """Checks a string ``dim``: only ``"feature"``, and not with ``keepdim``."""
+    if dim != "feature":
+        msg = f"a reduction takes an int batch dim, a tuple of them or 'feature', got {dim!r}"
+        raise InvalidArgumentError(msg)
+    if keepdim:
+        msg = (
+            "dim='feature' keeps the batch dims and reduces the others: keepdim=True does not apply"
+        )
+        raise ConflictingArgumentsError(msg)
+
+
 def _cumulative(td, name: str, dim: int, reduce: bool | None, return_indices: bool):
     d = _batch_dim(td, dim, name)
     fn = getattr(torch, name)
@@ -316,6 +365,16 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
 
     def _reduce(self, name: str, dim, keepdim: bool, reduce, return_indices: bool, kwargs: dict):
         fn = getattr(torch, name)
+        if isinstance(dim, str):
+            _feature_dim(dim, keepdim)
+
+            def reduce_last(x):
+                out = fn(x, dim=-1, **kwargs)
+                return out[0] if isinstance(out, tuple) else out
+
+            if reduce:
+                return reduce_last(torch.cat(_features_last(self._as_dense()), -1))
+            return _over_features(self._as_dense(), reduce_last)
         if name in ("max", "min") and isinstance(dim, int) and return_indices:
             return _values_indices(self, name, dim, keepdim)
         if dim is None or dim is ...:
@@ -840,19 +899,14 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             out = src._fast_apply(
                 lambda x: torch.quantile(x.reshape(-1), q, **kwargs), batch_size=extra, names=None
             )
-        elif isinstance(dim, str) and dim == "feature":
-
-            def features(x):
-                return x.reshape(batch + (-1,))
-
+        elif isinstance(dim, str):
+            _feature_dim(dim, keepdim)
             if reduce:
-                flat = torch.cat([features(leaf) for leaf in leaf_tensors(src)], -1)
-                return torch.quantile(flat, q, dim=-1, **kwargs)
-            extra = torch.as_tensor(q).shape
-            out = src._fast_apply(
-                lambda x: torch.quantile(features(x), q, dim=-1, **kwargs),
-                batch_size=extra + batch,
-                names=None,
+                return torch.quantile(torch.cat(_features_last(src), -1), q, dim=-1, **kwargs)
+            out = _over_features(
+                src,
+                lambda x: torch.quantile(x, q, dim=-1, **kwargs),
+                torch.as_tensor(q).shape,
             )
         else:
             d = _batch_dim(src, dim, "quantile")
