@@ -106,8 +106,12 @@ def _where(condition, input, other, *, out=None):  # noqa: A002 - torch's argume
 
 
 def _like(factory):
+    # A device given to the factory is the device of the new tensordict too.
     def impl(td, *args, **kwargs):
-        return td._fast_apply(lambda x: factory(x, *args, **kwargs))
+        device = kwargs.get("device")
+        if device is None:
+            return td._fast_apply(lambda x: factory(x, *args, **kwargs))
+        return td._fast_apply(lambda x: factory(x, *args, **kwargs), device=torch.device(device))
 
     return impl
 

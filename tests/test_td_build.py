@@ -359,6 +359,18 @@ def test_torch_like_factories(fn, fill):
     assert out["a"].data_ptr() != td["a"].data_ptr()
 
 
+@pytest.mark.parametrize("factory", [torch.empty_like, torch.zeros_like, torch.rand_like])
+@pytest.mark.parametrize("device", [None, "cpu", "meta"])
+def test_like_factories_take_the_device_given(factory, device):
+    """torch.*_like(td, device=...) puts the new tensordict (every level) on that device."""
+    td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
+    out = factory(td, device=device)
+    expected = None if device is None else torch.device(device)
+    assert out.device == expected and out["b"].device == expected
+    if device is not None:
+        assert out["a"].device == expected and out["b", "c"].device == expected
+
+
 def test_empty_like_shapes():
     """torch.empty_like keeps keys, shapes and dtypes."""
     td = make_td()
