@@ -234,6 +234,15 @@ def test_the_permutation_that_undoes_gives_the_source_in_legacy_mode():
     assert td.permute(2, 0, 1).permute(0, 2, 1) is not td
 
 
+@set_lazy_legacy(True)
+def test_the_view_back_gives_the_source_in_legacy_mode():
+    """In the legacy lazy mode viewing a result back to its source's batch size returns the source."""
+    td = TensorDict(a=torch.zeros(3, 4), batch_size=[3, 4])
+    assert td.view(-1).view(-1, 4) is td
+    assert td.view(-1).view(3, 4) is td
+    assert td.view(-1).view(4, 3) is not td
+
+
 def test_the_permutation_that_undoes_is_new_otherwise():
     """Outside the legacy mode, permuting back gives a new tensordict."""
     td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3])

@@ -83,7 +83,12 @@ def reshaped_back(result, source):
     the batch size of ``source`` when it ends, and updates ``source`` with it (see
     :mod:`tensordict._blocks`).
     """
-    return written_back(result, source, update_back(_reshape_to_source))
+    return written_back(
+        result,
+        source,
+        update_back(_reshape_to_source),
+        undone_by=("view", tuple(source.batch_size)),
+    )
 
 
 def _reshape_to_source(result, source):
@@ -268,7 +273,9 @@ class BatchDimsMixin(Contract):
         batch size must leave the leaves a feature dim then (``batch_size=``).
 
         Used as a context manager, ``with td.view(-1) as flat:``, the entries the block adds
-        or rebinds are written back into this tensordict when the block ends.
+        or rebinds are written back into this tensordict when the block ends. In the legacy
+        lazy mode (:class:`~tensordict.set_lazy_legacy`), viewing the result of a shape
+        method back to the batch size it came from returns the tensordict it came from.
 
         Args:
             *shape (int or sequence of int): the new batch size, as ints or as one sequence;
@@ -310,6 +317,10 @@ class BatchDimsMixin(Contract):
         new = _dummy(self.batch_size).reshape(_shape_arg(shape, size, "view")).shape
         if new == self.batch_size:
             return self
+        if lazy_legacy():
+            source = undone(self, ("view", tuple(new)))
+            if source is not None:
+                return source
         return reshaped_back(self._batch_op(lambda x, extra: x.view(new + extra), new), self)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
