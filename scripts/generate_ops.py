@@ -406,12 +406,16 @@ def _reduction_doc(name: str) -> str:
         + _section(
             "Args",
             (
-                "dim (int, tuple of int or Ellipsis, optional)",
+                "dim (int, tuple of int or Ellipsis, optional)"
+                if name == "logsumexp"
+                else 'dim (int, tuple of int, Ellipsis or "feature", optional)',
                 "the batch dims to reduce; negative values count from the last batch dim. "
                 + (
                     "Required: the default None raises."
                     if name == "logsumexp"
-                    else "Defaults to None, which (like ``...``) reduces each leaf over all its dims."
+                    else '``"feature"`` reduces each leaf over its feature dims instead (those past '
+                    "the batch dims of the tensordict holding it), keeping every batch size. "
+                    "Defaults to None, which (like ``...``) reduces each leaf over all its dims."
                 ),
             ),
             (
@@ -423,8 +427,10 @@ def _reduction_doc(name: str) -> str:
             "Keyword Args",
             (
                 "reduce (bool, optional)",
-                "without ``dim``, reduce all the leaves together into one tensor; ignored with "
-                "``dim``. Defaults to None (off)."
+                "reduce all the leaves together into one tensor: their elements without ``dim``, "
+                "the leaves concatenated along the first batch dim of ``dim`` (they must have as "
+                'many dims), or their feature dims side by side with ``"feature"``. Defaults to '
+                "None (off)."
                 if name != "logsumexp"
                 else "ignored: with ``dim`` it has no effect, and without it the call raises.",
             ),
@@ -449,11 +455,11 @@ def _reduction_doc(name: str) -> str:
         + "Returns:\n"
         + (
             "    A :class:`ValuesIndices` pair of tensordicts for an int ``dim`` with\n"
-            "    ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.\n\n"
+            "    ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.\n\n"
             if indices
             else "    A tensordict.\n\n"
             if name == "logsumexp"
-            else "    A tensordict, or a 0-dim tensor with ``reduce=True``.\n\n"
+            else "    A tensordict, or a tensor with ``reduce=True``.\n\n"
         )
         + _section(
             "Raises",

@@ -654,6 +654,15 @@ def test_feature_reduction_with_reduce_gives_one_tensor_of_the_batch_size():
     assert torch.allclose(td.mean(dim="feature", reduce=True), torch.full((3,), 4 / 12))
 
 
+@pytest.mark.parametrize("name", ["sum", "mean", "std", "prod", "amax"])
+def test_reduce_with_a_batch_dim_joins_the_leaves_along_it(name):
+    """reduce=True with an int dim concatenates the leaves along it, then reduces one tensor."""
+    a, c = torch.rand(3, 4, 5), torch.rand(3, 4, 5)
+    td = TensorDict(a=a, b=TensorDict(c=c, batch_size=[3, 4, 5]), batch_size=[3, 4])
+    expected = getattr(torch, name)(torch.cat([a, c], 1), dim=1)
+    assert torch.allclose(getattr(td, name)(dim=1, reduce=True), expected)
+
+
 def test_feature_reduction_refuses_keepdim():
     """dim="feature" keeps the batch dims: keepdim=True is a TypeError."""
     with pytest.raises(TypeError):

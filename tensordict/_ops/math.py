@@ -392,6 +392,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
                 raise DimensionError(msg)
             norm.append(d + ndim if d < 0 else d)
         norm_t = tuple(sorted(set(norm)))
+        if reduce:
+            # the leaves joined along the first reduced dim, then reduced as one tensor
+            joined = torch.cat(leaf_tensors(self._as_dense()), norm_t[0])
+            if name in _ONE_DIM_ONLY:
+                out = fn(joined, norm_t[0], keepdim=keepdim, **kwargs)
+                return out[0] if isinstance(out, tuple) else out
+            return fn(joined, dim=norm_t, keepdim=keepdim, **kwargs)
         if keepdim:
             new = torch.Size(1 if i in norm_t else s for i, s in enumerate(self.batch_size))
         else:

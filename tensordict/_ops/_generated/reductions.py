@@ -35,21 +35,25 @@ class ReductionOps(Contract):
         are kept; the result has no dim names.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.sum`` for every leaf, ``dtype`` for instance.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -87,21 +91,25 @@ class ReductionOps(Contract):
         and boolean ones cast to float32 first.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.mean`` for every leaf, ``dtype`` for instance.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -138,21 +146,25 @@ class ReductionOps(Contract):
         are kept; the result has no dim names.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nansum`` for every leaf, ``dtype`` for instance.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -190,21 +202,25 @@ class ReductionOps(Contract):
         and boolean ones cast to float32 first.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nanmean`` for every leaf, ``dtype`` for instance.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -243,21 +259,25 @@ class ReductionOps(Contract):
         Several batch dims are reduced one after the other.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.prod`` for every leaf, ``dtype`` for instance.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -295,21 +315,25 @@ class ReductionOps(Contract):
         population one.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.std`` for every leaf.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -348,21 +372,25 @@ class ReductionOps(Contract):
         population one.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.var`` for every leaf.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -403,22 +431,26 @@ class ReductionOps(Contract):
         computed like :meth:`amax`.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.max`` for every leaf (not with an int ``dim``).
 
         Returns:
             A :class:`ValuesIndices` pair of tensordicts for an int ``dim`` with
-            ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.
+            ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -458,22 +490,26 @@ class ReductionOps(Contract):
         computed like :meth:`amin`.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.min`` for every leaf (not with an int ``dim``).
 
         Returns:
             A :class:`ValuesIndices` pair of tensordicts for an int ``dim`` with
-            ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.
+            ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -508,21 +544,25 @@ class ReductionOps(Contract):
         kept; the result has no dim names.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.amax`` for every leaf.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -557,21 +597,25 @@ class ReductionOps(Contract):
         kept; the result has no dim names.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.amin`` for every leaf.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
@@ -658,21 +702,25 @@ class ReductionOps(Contract):
         the median of all the elements.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
+            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
+                negative values count from the last batch dim. ``"feature"`` reduces each leaf
+                over its feature dims instead (those past the batch dims of the tensordict
+                holding it), keeping every batch size. Defaults to None, which (like ``...``)
                 reduces each leaf over all its dims.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the leaves together into one tensor: their
+                elements without ``dim``, the leaves concatenated along the first batch dim of
+                ``dim`` (they must have as many dims), or their feature dims side by side with
+                ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.median`` for every leaf.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
