@@ -813,6 +813,9 @@ class TensorDict(TensorDictBase):
         result = TensorDict._new_unsafe(out, batch_size, self._device, names)
         if self._mm is not None:
             _mark_view(result, self._locked)
+        elif self._locked:
+            # the batch dims of a locked tensordict rearranged are locked as it is
+            result._propagate_lock(True)
         return result
 
     def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
@@ -832,9 +835,11 @@ class TensorDict(TensorDictBase):
             TensorDict._new_unsafe(part, size, self._device, None if names is None else list(names))
             for part, size in zip(parts, batch_sizes)
         )
-        if self._mm is not None:
-            for result in results:
+        for result in results:
+            if self._mm is not None:
                 _mark_view(result, self._locked)
+            elif self._locked:
+                result._propagate_lock(True)
         return results
 
     def _become(self, other, method: str) -> None:

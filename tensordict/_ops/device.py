@@ -97,7 +97,7 @@ class DeviceMixin(CastOps):
     :meth:`data_ptr` and :meth:`is_contiguous`.
 
     Calls: ``_fast_apply``, ``_items_level``, ``_leafwise_operand``, ``_new_like``,
-        ``_reset_device``, ``_set_str``, ``_shallow_copy``.
+        ``_propagate_lock``, ``_reset_device``, ``_set_str``, ``_shallow_copy``.
     """
 
     __slots__ = ()
@@ -113,7 +113,8 @@ class DeviceMixin(CastOps):
         integer and boolean ones included, unless ``cast_filter`` says otherwise; non-tensor
         entries are kept. With neither a device nor a dtype, or with only a device equal to
         :attr:`device`, this tensordict itself is returned. Otherwise the result is new
-        (unless ``inplace``), and its :attr:`device` is the target device when one was given.
+        (unless ``inplace``), its :attr:`device` is the target device when one was given, and
+        it is locked if this tensordict is.
 
         Used as a context manager, ``with td.to(torch.float64) as td64:``, the entries of the
         result are written back into this tensordict when the block ends, each on the device
@@ -236,7 +237,15 @@ class DeviceMixin(CastOps):
             result = self._fast_apply(fn, device=target)
         if batch_size is not None:
             result.batch_size = batch_size
-        return written_back(result, self, update_back(_cast_back(dtype is not None)))
+        return written_back(
+            self._locked_like_me(result), self, update_back(_cast_back(dtype is not None))
+        )
+
+    def _locked_like_me(self, result):
+        """``result``, a copy of this tensordict's leaves moved or cast, locked if this one is."""
+        if self.is_locked:
+            result._propagate_lock(True)
+        return result
 
     def _cast_in_place(self, fn, named: bool, device, batch_size):
         """``to(..., inplace=True)``: each tensor leaf is replaced by ``fn(leaf)`` (``fn(key, leaf)``)."""
@@ -342,7 +351,8 @@ class DeviceMixin(CastOps):
                 Defaults to None: every leaf is cast.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device; locked
+            if this one is.
 
         Raises:
             ValueError: if ``dst_type`` is a string that names no tensor type.
@@ -355,13 +365,13 @@ class DeviceMixin(CastOps):
             torch.float32
         """
         if cast_filter is None:
-            return self._fast_apply(lambda x: x.type(dst_type))
+            return self._locked_like_me(self._fast_apply(lambda x: x.type(dst_type)))
 
         def cast(key, leaf):
             key = key if isinstance(key, tuple) else (key,)
             return leaf.type(dst_type) if cast_filter(key, leaf) else leaf
 
-        return self._fast_apply(cast, named=True, nested_keys=True)
+        return self._locked_like_me(self._fast_apply(cast, named=True, nested_keys=True))
 
     def _refuse_quantized(self, name: str, dtype, cast_filter: Callable | None):
         def refuse(key, leaf):
@@ -413,7 +423,8 @@ class DeviceMixin(CastOps):
         """A tensordict of the leaves' ``.data``: the same memory, detached from autograd.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device; locked
+            if this one is.
 
         Examples:
             >>> w = torch.ones(2, requires_grad=True)
@@ -421,7 +432,7 @@ class DeviceMixin(CastOps):
             >>> td["a"].requires_grad, td.data["a"].requires_grad
             (True, False)
         """
-        return self._fast_apply(lambda x: x.data)
+        return self._locked_like_me(self._fast_apply(lambda x: x.data))
 
     # ------------------------------------------------------------------ copies
     def clone(self, recurse: bool = True, **kwargs):
@@ -499,14 +510,15 @@ class DeviceMixin(CastOps):
         but no longer require gradients. Non-tensor entries are kept.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device; locked
+            if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.ones(2, requires_grad=True)}, [2])
             >>> td.detach()["a"].requires_grad
             False
         """
-        return self._fast_apply(torch.Tensor.detach)
+        return self._locked_like_me(self._fast_apply(torch.Tensor.detach))
 
     def detach_(self):
         """Detaches every tensor leaf from the autograd graph in place and returns the tensordict.
