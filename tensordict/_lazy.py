@@ -17,7 +17,7 @@ from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collecti
 from tensordict._indexing import batch_size_from_dummy, normalize_index
 from tensordict._lazy_members import LazyMembersMixin
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, _dummy, stack_entries
-from tensordict._ops.batch_dims import shape_args
+from tensordict._ops.batch_dims import shape_arg, shape_args
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.entries import _as_value, _check_batch, plain_tree
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
@@ -835,7 +835,7 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             return out
         return None
 
-    def reshape(self, *shape, inplace: bool = False):
+    def reshape(self, *shape, size=None, inplace: bool = False):
         """Returns the stack with its batch dims reshaped to ``shape`` (see :meth:`TensorDictBase.reshape`).
 
         A reshape to one dim gives a lazy stack of the rows, and one that only adds or
@@ -846,6 +846,8 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             *shape (int or sequence of int): the new batch size; one -1 is inferred.
 
         Keyword Args:
+            size (sequence of int, optional): the new batch size, instead of ``*shape``.
+                Defaults to None.
             inplace (bool, optional): not supported by lazy stacks. Defaults to False.
 
         Returns:
@@ -861,16 +863,26 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             >>> type(flat).__name__, flat.batch_size, len(flat.tensordicts)
             ('LazyStackedTensorDict', torch.Size([6]), 6)
         """
+        shape = shape_arg(shape, size, "reshape")
         if inplace:
-            return super().reshape(*shape, inplace=True)
+            return super().reshape(shape, inplace=True)
         out = self._lazy_reshape(shape)
-        return super().reshape(*shape) if out is None else out
+        return super().reshape(shape) if out is None else out
 
-    def view(self, *shape):
+    def view(self, *shape, size=None, batch_size=None):
         """Returns the stack with its batch dims viewed as ``shape``; lazy as :meth:`reshape` is.
 
+        ``view(dtype)`` views every leaf as another dtype (see :meth:`TensorDictBase.view`).
+
         Args:
-            *shape (int or sequence of int): the new batch size; one -1 is inferred.
+            *shape (int or sequence of int): the new batch size; one -1 is inferred; or a
+                ``torch.dtype``.
+
+        Keyword Args:
+            size (sequence of int, optional): the new batch size, instead of ``*shape``.
+                Defaults to None.
+            batch_size (sequence of int, optional): with a dtype, the batch size of the
+                result. Defaults to None: the current one.
 
         Returns:
             A LazyStackedTensorDict, or a TensorDict.
@@ -883,8 +895,11 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             >>> stack.view(1, 2, 3).batch_size
             torch.Size([1, 2, 3])
         """
+        if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+            return super().view(shape[0], batch_size=batch_size)
+        shape = shape_arg(shape, size, "view")
         out = self._lazy_reshape(shape)
-        return super().view(*shape) if out is None else out
+        return super().view(shape) if out is None else out
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
         """Merges the batch dims ``start_dim`` to ``end_dim``; merging them all stacks the rows lazily.

@@ -253,3 +253,11 @@ def test_lazy_stack_takes_input_by_name():
     """lazy_stack(input=...) names its sequence as the well-known API does."""
     parts = [TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)]
     assert lazy_stack(input=parts).batch_size == torch.Size([2, 3])
+
+
+def test_lazy_reshape_and_view_take_the_keywords():
+    """A lazy stack takes reshape(size=) and view(dtype, batch_size=) too."""
+    stack = lazy_stack([TensorDict({"x": torch.zeros(3, 2)}, [3]) for _ in range(2)])
+    assert stack.reshape(size=(6,)).batch_size == torch.Size([6])
+    viewed = stack.view(torch.uint8, batch_size=[])
+    assert viewed.batch_size == torch.Size([]) and viewed["x"].dtype == torch.uint8

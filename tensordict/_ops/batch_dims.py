@@ -9,7 +9,7 @@ nesting needs no special case. The leaves are views whenever torch can make them
 Methods that only reorder dims go through :meth:`permute`, so a lazy stack keeps
 its members lazy there, as in the well-known API.
 
-The argument helpers below (``shape_args``, ``norm_dim``, ``as_ints``,
+The argument helpers below (``shape_args``, ``shape_arg``, ``norm_dim``, ``as_ints``,
 ``entrywise``) are shared with :mod:`tensordict._ops.rearrange`,
 :mod:`tensordict._ops.split_stack`, the lazy stack and ``map``.
 """
@@ -95,7 +95,7 @@ def _reshape_to_source(result, source):
     return result.reshape(source.batch_size)
 
 
-def _shape_arg(shape: tuple, size, method: str) -> tuple:
+def shape_arg(shape: tuple, size, method: str) -> tuple:
     """The new batch size of ``reshape``/``view``, given as ``*shape`` or as ``size=``."""
     if size is None:
         return shape_args(shape)
@@ -256,7 +256,7 @@ class BatchDimsMixin(Contract):
             >>> td.reshape(-1)["a"].shape, td.reshape(size=(3, 2)).batch_size
             (torch.Size([6, 4]), torch.Size([3, 2]))
         """
-        new = _dummy(self.batch_size).reshape(_shape_arg(shape, size, "reshape")).shape
+        new = _dummy(self.batch_size).reshape(shape_arg(shape, size, "reshape")).shape
         if new == self.batch_size:
             return self
         return self._maybe_inplace(self._reshape_batch(new), inplace, "reshape")
@@ -314,7 +314,7 @@ class BatchDimsMixin(Contract):
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
             dtype = shape[0]
             return self.apply(lambda x: x.view(dtype), batch_size=batch_size)
-        new = _dummy(self.batch_size).reshape(_shape_arg(shape, size, "view")).shape
+        new = _dummy(self.batch_size).reshape(shape_arg(shape, size, "view")).shape
         if new == self.batch_size:
             return self
         if lazy_legacy():
