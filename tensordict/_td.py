@@ -24,7 +24,7 @@ from tensordict._torch_function import dispatch
 from tensordict._unbatched import UnbatchedTensor as _Unbatched
 from tensordict._unbatched import is_unbatched
 from tensordict.base import TensorDictBase
-from tensordict.errors import BatchSizeError, LockedError, UnbatchedMemmapError
+from tensordict.errors import BatchSizeError, EntryShapeError, LockedError, UnbatchedMemmapError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
@@ -481,7 +481,7 @@ class TensorDict(TensorDictBase):
                     msg = (
                         f"cannot write into the entry {key!r} of shape {list(current.shape)}: {err}"
                     )
-                    raise BatchSizeError(msg) from err
+                    raise EntryShapeError(msg) from err
             return
         if not validated:
             value = self._validate(key, value)

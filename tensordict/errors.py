@@ -30,6 +30,7 @@ __all__ = [
     "DimTypeError",
     "DimensionError",
     "EntryExistsError",
+    "EntryShapeError",
     "EntryTypeError",
     "ExistingFileError",
     "ForeignWriterError",
@@ -87,6 +88,14 @@ class LockedError(TensorDictError, RuntimeError):
 
 class BatchSizeError(TensorDictError, RuntimeError):
     """A value's leading dimensions do not match the batch size."""
+
+
+class EntryShapeError(BatchSizeError, ValueError):
+    """A value written in place (``set_``, ``update_``) does not fit the shape of its entry.
+
+    A ``ValueError`` as in the well-known API's ``set_``, and a ``RuntimeError`` as in its
+    ``update_``.
+    """
 
 
 class MemberBatchSizeError(BatchSizeError, ValueError):

@@ -647,3 +647,12 @@ def test_update_at__with_the_empty_index_writes_whole_entries():
     td = make_td()
     td.update_at_({"a": torch.ones(3, 4)}, ())
     assert (td["a"] == 1).all()
+
+
+def test_set__of_a_value_that_does_not_fit_is_a_value_error():
+    """set_ of a value that does not broadcast to the entry raises ValueError (also RuntimeError)."""
+    td = TensorDict({"a": torch.zeros(())}, [])
+    with pytest.raises(ValueError):
+        td.set_("a", torch.zeros(2))
+    with pytest.raises(RuntimeError):
+        td.update_({"a": torch.zeros(2)})

@@ -498,7 +498,8 @@ class EntriesMixin(Contract):
 
         Raises:
             KeyError: if the key is missing, or its path goes through a non-tensordict entry.
-            RuntimeError: if ``item`` does not broadcast to the entry's shape (BatchSizeError).
+            ValueError: if ``item`` does not broadcast to the entry's shape (EntryShapeError,
+                also a RuntimeError).
             TypeError: if the key is not a string or a tuple of strings.
             ValueError: if the key is the empty tuple.
 
