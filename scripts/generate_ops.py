@@ -171,7 +171,7 @@ _REDUCTION_DOCS = {
 _PER_DIM = "Several batch dims are reduced one after the other"
 _NAN_MEAN = "With ``reduce=True`` the mean runs over the elements of all the leaves together, integer and boolean ones cast to float32 first."
 _SAMPLE = "By default it is the sample estimate (``correction=1``); pass ``correction=0`` for the population one."
-_INDICES = "With an int ``dim`` and ``return_indices`` (the default), the result is a :class:`ValuesIndices` pair of tensordicts, ``.values`` and ``.indices`` (the positions along ``dim``); with a tuple of dims or ``return_indices=False``, only the values, computed like :meth:`{}`."
+_INDICES = "With an int ``dim`` and ``return_indices`` (the default), the result is a ``torch.return_types.{}`` pair of tensordicts, ``.values`` and ``.indices`` (the positions along ``dim``; an unbatched entry is kept among the values and has no indices); with a tuple of dims or ``return_indices=False``, only the values, computed like :meth:`{}`."
 # name: what sets the method apart, after the paragraph common to every reduction
 _REDUCTION_NOTES = {
     "mean": _NAN_MEAN,
@@ -179,9 +179,8 @@ _REDUCTION_NOTES = {
     "prod": f"{_PER_DIM}.",
     "std": _SAMPLE,
     "var": _SAMPLE,
-    "max": _INDICES.format("amax"),
-    "min": _INDICES.format("amin"),
-    "logsumexp": "``torch.logsumexp`` needs dims, so a call without ``dim`` raises TypeError, with or without ``reduce``.",
+    "max": _INDICES.format("max", "amax"),
+    "min": _INDICES.format("min", "amin"),
     "median": f"Of an even count of values it takes the lower middle one, and it returns no indices. {_PER_DIM}, which gives a median of medians, not the median of all the elements.",
 }  # fmt: skip
 
@@ -380,7 +379,7 @@ def _reduction_doc(name: str) -> str:
     indices = name in ("max", "min")
     summed = name in ("sum", "nansum")
     if name == "logsumexp":
-        whole = "Without ``dim`` it raises, see below."
+        whole = "Without ``dim`` (or with ``dim=...``), each leaf is reduced over all the batch dims and keeps its feature dims."
     else:
         whole = (
             "Without ``dim`` (or with ``dim=...``), each leaf is reduced over all its dims, "
@@ -399,7 +398,8 @@ def _reduction_doc(name: str) -> str:
         + _fill(
             "With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps "
             "the other batch dims (and the reduced ones with size 1 if ``keepdim``). "
-            f"{whole} Non-tensor entries are kept; the result has no dim names."
+            f"{whole} Non-tensor entries are kept, and so are unbatched entries (they have no "
+            "batch dims to reduce); the result keeps the names of the batch dims that remain."
         )
         + "\n\n"
         + (_fill(_REDUCTION_NOTES[name]) + "\n\n" if name in _REDUCTION_NOTES else "")
@@ -411,7 +411,7 @@ def _reduction_doc(name: str) -> str:
                 else 'dim (int, tuple of int, Ellipsis or "feature", optional)',
                 "the batch dims to reduce; negative values count from the last batch dim. "
                 + (
-                    "Required: the default None raises."
+                    "Defaults to None, which (like ``...``) reduces every batch dim."
                     if name == "logsumexp"
                     else '``"feature"`` reduces each leaf over its feature dims instead (those past '
                     "the batch dims of the tensordict holding it), keeping every batch size. "
@@ -432,7 +432,7 @@ def _reduction_doc(name: str) -> str:
                 'many dims), or their feature dims side by side with ``"feature"``. Defaults to '
                 "None (off)."
                 if name != "logsumexp"
-                else "ignored: with ``dim`` it has no effect, and without it the call raises.",
+                else "ignored: the leaves are always reduced one by one.",
             ),
             (
                 "return_indices (bool, optional)",
@@ -449,12 +449,15 @@ def _reduction_doc(name: str) -> str:
                     else ", ``dtype`` for instance."
                     if name in ("sum", "nansum", "mean", "nanmean", "prod")
                     else "."
-                ),
+                )
+                + " ``out=`` (a tensordict) receives the result, and is returned: a leaf it"
+                " already holds is written in place, a missing one is added"
+                + (" (not for the pair of values and indices)." if indices else "."),
             ),
         )
         + "Returns:\n"
         + (
-            "    A :class:`ValuesIndices` pair of tensordicts for an int ``dim`` with\n"
+            f"    A ``torch.return_types.{name}`` pair of tensordicts for an int ``dim`` with\n"
             "    ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.\n\n"
             if indices
             else "    A tensordict.\n\n"
@@ -468,7 +471,10 @@ def _reduction_doc(name: str) -> str:
                 "if an entry of ``dim`` is out of range for the batch dims (any ``dim`` when "
                 "there are no batch dims).",
             ),
-            ("TypeError", name == "logsumexp" and "if ``dim`` is None or ``...``."),
+            (
+                "InvalidArgumentError",
+                indices and "if ``out`` is given for the pair of values and indices.",
+            ),
             ("RuntimeError", floats_only or summed and empty),
             ("ValueError", not summed and name != "logsumexp" and empty),
         )
@@ -610,6 +616,8 @@ puts the definition first. The two that other mixins define, ``_fast_apply`` and
 common base of every mixin, which the method resolution order puts after all of them.
 """
 
+from __future__ import annotations
+
 PRIMITIVES = (
     "_fast_apply",
     "_stored_tensors",
@@ -628,9 +636,13 @@ _ELEMENTWISE = '''\
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class ElementwiseOps(Contract):
@@ -655,9 +667,13 @@ _INPLACE = '''\
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class InplaceOps(Contract):
@@ -678,7 +694,13 @@ _REDUCTIONS_MODULE = '''\
 
 from __future__ import annotations
 
+from types import EllipsisType
+from typing import Any
+
+import torch
+
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class ReductionOps(Contract):
@@ -701,6 +723,7 @@ from collections.abc import Callable
 import torch
 
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class CastOps(Contract):
@@ -708,7 +731,7 @@ class CastOps(Contract):
 
     __slots__ = ()
 
-    def type(self, dst_type, *, cast_filter: Callable | None = None):
+    def type(self: T, dst_type: torch.dtype | str, *, cast_filter: Callable | None = None) -> T:
         """The tensordict with its tensor leaves cast by ``Tensor.type(dst_type)``."""
         raise NotImplementedError
 
@@ -731,6 +754,17 @@ def _docstring(text: str) -> str:
     return f'{_INDENT}"""' + "\n".join(body) + f'\n{_INDENT}"""\n'
 
 
+def _signature(name: str, params: list[str], returns: str) -> str:
+    """``name(params) -> returns`` laid out as ruff formats a method: one line when it fits."""
+    flat = f"{name}({', '.join(params)}) -> {returns}"
+    if len(f"    def {flat}:") <= 100:
+        return flat
+    inner = f"{_INDENT}{', '.join(params)}"
+    if len(inner) <= 100:
+        return f"{name}(\n{inner}\n    ) -> {returns}"
+    return f"{name}(\n" + "".join(f"{_INDENT}{p},\n" for p in params) + f"    ) -> {returns}"
+
+
 def _method(signature: str, doc: str, *body: str) -> str:
     return f"\n    def {signature}:\n" + _docstring(doc) + "".join(_INDENT + b + "\n" for b in body)
 
@@ -739,16 +773,32 @@ def _comment(text: str) -> str:
     return f"\n    # {'-' * (90 - len(text))} {text}"
 
 
+# The annotations of the operands: a binary method's ``other`` as its docstring says.
+_OPERAND = "TensorCollection | torch.Tensor | float"
+_OPERAND_TYPES = {_NUMBER_OR_TENSOR: _OPERAND, _TENSOR_ONLY: "TensorCollection | torch.Tensor"}
+_DEFAULT = "default: str | float | None = None"
+_CAST_PARAMS = ["self: T", "*", "cast_filter: Callable | None = None"]
+
+
+def _binary_params(name: str) -> list[str]:
+    other = _OPERAND_TYPES[_BINARY_DOCS[name][1]]
+    return ["self: T", f"other: {other}", "*args: Any", "**kwargs: Any"]
+
+
 def _elementwise() -> str:
     out = [_comment("unary")]
     for name in _UNARY:
         doc = _unary_docs(name)[0]
-        out.append(_method(f"{name}(self)", doc, f"return self._fast_apply(torch.{name})"))
+        out.append(
+            _method(
+                _signature(name, ["self: T"], "T"), doc, f"return self._fast_apply(torch.{name})"
+            )
+        )
     out.append(_comment("binary"))
     for name in _BINARY:
         out.append(
             _method(
-                f"{name}(self, other, *args, **kwargs)",
+                _signature(name, _binary_params(name), "T"),
                 _binary_docs(name)[0],
                 f'return self._leafwise(torch.{name}, other, args, kwargs, "{name}")',
             )
@@ -756,7 +806,11 @@ def _elementwise() -> str:
     out.append(_comment("predicates"))
     for name in _PREDICATES:
         out.append(
-            _method(f"{name}(self)", _predicate_doc(name), f"return self._fast_apply(torch.{name})")
+            _method(
+                _signature(name, ["self: T"], "T"),
+                _predicate_doc(name),
+                f"return self._fast_apply(torch.{name})",
+            )
         )
     out.append(_comment("pairwise operations"))
     for name, (fn_name, _what, takes_default, extra, *_example) in _PAIRWISE.items():
@@ -764,7 +818,17 @@ def _elementwise() -> str:
         if extra == "alpha":
             out.append(
                 _method(
-                    f"{name}(self, other, *, alpha: float | None = None, default=None)",
+                    _signature(
+                        name,
+                        [
+                            "self: T",
+                            f"other: {_OPERAND}",
+                            "*",
+                            "alpha: float | None = None",
+                            _DEFAULT,
+                        ],
+                        "T",
+                    ),
                     doc,
                     'kwargs = {} if alpha is None else {"alpha": alpha}',
                     f"return self._pairwise(lambda x, y: torch.{fn_name}(x, y, **kwargs), other, "
@@ -774,7 +838,7 @@ def _elementwise() -> str:
         elif takes_default:
             out.append(
                 _method(
-                    f"{name}(self, other, *, default=None)",
+                    _signature(name, ["self: T", f"other: {_OPERAND}", "*", _DEFAULT], "T"),
                     doc,
                     f'return self._pairwise(torch.{fn_name}, other, "{name}", default)',
                 )
@@ -782,7 +846,7 @@ def _elementwise() -> str:
         else:
             out.append(
                 _method(
-                    f"{name}(self, other)",
+                    _signature(name, ["self: T", f"other: {_OPERAND}"], "T"),
                     doc,
                     f'return self._pairwise(torch.{fn_name}, other, "{name}")',
                 )
@@ -795,7 +859,7 @@ def _inplace() -> str:
     for name in _UNARY:
         out.append(
             _method(
-                f"{name}_(self)",
+                _signature(f"{name}_", ["self: T"], "T"),
                 _unary_docs(name)[1],
                 f"fn = torch.Tensor.{name}_",
                 "for leaf in self._stored_tensors():",
@@ -807,7 +871,7 @@ def _inplace() -> str:
     for name in _BINARY:
         out.append(
             _method(
-                f"{name}_(self, other, *args, **kwargs)",
+                _signature(f"{name}_", _binary_params(name), "T"),
                 _binary_docs(name)[1],
                 f"fn = torch.Tensor.{name}_  # looked up first: a missing method fails before anything",
                 f'return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "{name}")',
@@ -816,21 +880,26 @@ def _inplace() -> str:
     return _INPLACE + "".join(out)
 
 
-_REDUCTION_SIGNATURE = """(
-        self,
-        dim=None,
-        keepdim: bool = False,
-        *,
-        reduce: bool | None = None,
-        return_indices: bool = True,
-        **kwargs,
-    )"""
+_REDUCTION_PARAMS = [
+    "self: T",
+    "dim: int | tuple[int, ...] | EllipsisType | None = None",
+    "keepdim: bool = False",
+    "*",
+    "reduce: bool | None = None",
+    "return_indices: bool = True",
+    "**kwargs: Any",
+]
 
 
 def _reductions() -> str:
     out = [
         _method(
-            name + _REDUCTION_SIGNATURE,
+            _signature(
+                name,
+                _REDUCTION_PARAMS,
+                # max and min give a ValuesIndices, the tuple subclass of _ops/math.py (above)
+                "T | torch.Tensor | tuple[T, T]" if name in ("max", "min") else "T | torch.Tensor",
+            ),
             _reduction_doc(name),
             f'return self._reduce("{name}", dim, keepdim, reduce, return_indices, kwargs)',
         )
@@ -842,7 +911,7 @@ def _reductions() -> str:
 def _casts() -> str:
     out = [
         _method(
-            f"{name}(self, *, cast_filter: Callable | None = None)",
+            _signature(name, _CAST_PARAMS, "T"),
             _cast_doc(name, f"torch.{dtype}"),
             f"return self.type(torch.{dtype}, cast_filter=cast_filter)",
         )
@@ -851,7 +920,7 @@ def _casts() -> str:
     out.append(_comment("quantized dtypes: refused, saying what to call"))
     out.extend(
         _method(
-            f"{name}(self, *, cast_filter: Callable | None = None)",
+            _signature(name, _CAST_PARAMS, "T"),
             _quantized_doc(name, f"torch.{name}"),
             f'return self._refuse_quantized("{name}", torch.{name}, cast_filter)',
         )

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 
 class _Record:
@@ -38,8 +39,10 @@ class _Record:
 
     __slots__ = ("source", "finish", "undo_on_error", "undone_by")
 
-    def __init__(self, source, finish: Callable, undo_on_error: bool, undone_by) -> None:
-        self.source = weakref.ref(source)
+    def __init__(
+        self, source, finish: Callable, undo_on_error: bool, undone_by, keep_source: bool
+    ) -> None:
+        self.source = (lambda: source) if keep_source else weakref.ref(source)
         self.finish = finish
         self.undo_on_error = undo_on_error
         self.undone_by = undone_by
@@ -53,7 +56,15 @@ def _no_record() -> None:
     return None
 
 
-def written_back(result, source, finish: Callable, *, undo_on_error: bool = False, undone_by=None):
+def written_back(
+    result: Any,
+    source: Any,
+    finish: Callable,
+    *,
+    undo_on_error: bool = False,
+    undone_by: Any = None,
+    keep_source: bool = False,
+) -> Any:
     """Returns ``result``, recording that a with-block over it ends with ``finish(result, source)``.
 
     Args:
@@ -66,17 +77,20 @@ def written_back(result, source, finish: Callable, *, undo_on_error: bool = Fals
             method changed ``source`` itself and ``finish`` puts it back. Defaults to False.
         undone_by (hashable, optional): names the call on ``result`` that gives ``source``'s
             layout back (``("permute", (1, 0))``), for :func:`undone`. Defaults to None.
+        keep_source (bool, optional): hold ``source`` strongly, for a block that must end
+            even when nothing else holds it (``with td.detach().to_module(m):`` puts the
+            module's tensors back). Defaults to False: weakly.
 
     Returns:
         ``result``.
     """
     if result is source and not undo_on_error:
         return result
-    result._write_back = _Record(source, finish, undo_on_error, undone_by)
+    result._write_back = _Record(source, finish, undo_on_error, undone_by, keep_source)
     return result
 
 
-def undone(td, call):
+def undone(td: Any, call: Any) -> Any:
     """The source of ``td`` if ``call`` (as named by ``undone_by``) undoes what made ``td``, else None.
 
     The legacy lazy mode returns the source itself for such a call, as the well-known API's
@@ -88,7 +102,7 @@ def undone(td, call):
     return record.source()
 
 
-def enter(td) -> None:
+def enter(td: Any) -> None:
     """Starts a block over ``td``: it takes the record ``td`` holds now (or none)."""
     record = getattr(td, "_write_back", None)
     blocks = getattr(td, "_blocks", None)
@@ -98,7 +112,7 @@ def enter(td) -> None:
         blocks.append(record)
 
 
-def leave(td, failed: bool) -> None:
+def leave(td: Any, failed: bool) -> None:
     """Ends the innermost block over ``td``: writes back unless the block raised (see the module)."""
     record = td._blocks.pop()
     if record is None or failed and not record.undo_on_error:

@@ -9,12 +9,18 @@ registered by :mod:`tensordict._stack`, a layer above the classes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
 import torch
+
+from tensordict._collection import is_tensor_collection
+from tensordict.errors import InvalidArgumentError, NotTensorCollectionError
 
 _TABLE: dict = {}
 
 
-def implements(*funcs):
+def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
     """Registers the decorated function as the tensordict version of each torch function."""
 
     def register(fn):
@@ -25,7 +31,7 @@ def implements(*funcs):
     return register
 
 
-def dispatch(func, types, args, kwargs):
+def dispatch(func: Callable, types: Iterable[type], args: tuple, kwargs: dict) -> Any:
     """Calls the tensordict version of ``func``, or returns ``NotImplemented`` when there is none."""
     impl = _TABLE.get(func)
     if impl is None:
@@ -95,14 +101,81 @@ def _gather(td, dim, index, *, out=None):
 
 @implements(torch.masked_select)
 def _masked_select(td, mask):
-    return td[mask]
+    return td.masked_select(mask)
 
 
 @implements(torch.where)
 def _where(condition, input, other, *, out=None):  # noqa: A002 - torch's argument name
-    if hasattr(input, "where"):
-        return input.where(condition, other, out=out)
-    return (~condition if False else other).where(~condition, input, out=out)
+    if not is_tensor_collection(input):
+        # torch.where(condition, value, td): the tensordict's values where condition is False
+        return other.where(condition.logical_not(), input, out=out)
+    return input.where(condition, other, out=out)
+
+
+@implements(torch.broadcast_to)
+def _broadcast_to(td, size):
+    return td.broadcast_to(size)
+
+
+@implements(torch.swapdims)
+def _swapdims(td, dim0, dim1):
+    return td.swapdims(dim0, dim1)
+
+
+def _atleast_nd(name: str):
+    # torch calls these with the tensors unpacked: one tensordict gives one result, several
+    # give a tuple, as for tensors.
+    def impl(*tds):
+        results = tuple(getattr(td, name)() for td in tds)
+        return results[0] if len(results) == 1 else results
+
+    return impl
+
+
+for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
+    _TABLE[getattr(torch, _name)] = _atleast_nd(_name)
+
+
+def _reduction_of(size_average, reduce, reduction: str) -> str:
+    """The reduction a loss applies: ``reduction``, unless torch's legacy arguments say otherwise."""
+    if size_average is None and reduce is None:
+        return reduction
+    if reduce is False:
+        return "none"
+    return "sum" if size_average is False else "mean"
+
+
+def _loss(func):
+    def impl(input, target, size_average=None, reduce=None, reduction="mean", **kwargs):  # noqa: A002
+        if not is_tensor_collection(input):
+            msg = (
+                f"{func.__name__}() takes a tensordict as its input when its target is one, "
+                f"got {type(input).__name__}"
+            )
+            raise NotTensorCollectionError(msg)
+        mode = _reduction_of(size_average, reduce, reduction)
+        if mode not in ("none", "mean", "sum"):
+            msg = f"{func.__name__}(): reduction must be 'none', 'mean' or 'sum', got {reduction!r}"
+            raise InvalidArgumentError(msg)
+
+        def one(x, y):
+            return func(x, y, reduction=mode, **kwargs)
+
+        batch_size = None if mode == "none" else torch.Size(())
+        if is_tensor_collection(target):
+            return input.apply(one, target, batch_size=batch_size)
+        return input.apply(lambda x: one(x, target), batch_size=batch_size)
+
+    return impl
+
+
+for _func in (
+    torch.nn.functional.l1_loss,
+    torch.nn.functional.mse_loss,
+    torch.nn.functional.smooth_l1_loss,
+    torch.nn.functional.huber_loss,
+):
+    _TABLE[_func] = _loss(_func)
 
 
 def _like(factory):
@@ -118,17 +191,34 @@ def _like(factory):
 
 def _method(name: str):
     def impl(td, *args, **kwargs):
+        if not is_tensor_collection(td):
+            # torch.add(tensor, td): a tensor has no method that takes a tensordict
+            msg = f"torch.{name}() takes the tensordict as its first argument, got {type(td).__name__}"
+            raise NotTensorCollectionError(msg)
         return getattr(td, name)(*args, **kwargs)
 
     return impl
 
 
+# The torch functions whose tensordict method takes the same arguments after the tensordict.
 _METHODS = (
-    "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "exp", "expm1", "floor", "frac",
-    "log", "log10", "log1p", "log2", "neg", "reciprocal", "round", "rsqrt", "sigmoid", "sign",
-    "sin", "sinh", "sqrt", "tan", "tanh", "trunc", "add", "sub", "mul", "div", "pow", "maximum",
-    "minimum", "clamp", "sum", "mean", "prod", "std", "var", "amax", "amin", "all", "any",
-    "masked_fill", "repeat_interleave", "lerp",
+    # elementwise, and their in-place forms
+    "abs", "abs_", "acos", "acos_", "asin", "asin_", "atan", "atan_", "ceil", "ceil_", "cos",
+    "cos_", "cosh", "cosh_", "erf", "erf_", "erfc", "erfc_", "exp", "exp_", "expm1", "expm1_",
+    "floor", "floor_", "frac", "frac_", "lgamma", "log", "log_", "log10", "log10_", "log1p",
+    "log1p_", "log2", "log2_", "neg", "neg_", "reciprocal", "reciprocal_", "round", "round_",
+    "rsqrt", "sigmoid", "sigmoid_", "sign", "sin", "sin_", "sinh", "sinh_", "sqrt", "sqrt_",
+    "tan", "tan_", "tanh", "tanh_", "trunc", "trunc_", "isfinite", "isnan", "isneginf",
+    "isposinf", "isreal",
+    # with operands
+    "add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "clamp", "clamp_min",
+    "clamp_min_", "clamp_max", "clamp_max_", "lerp", "addcdiv", "addcmul", "bitwise_and",
+    "logical_and", "masked_fill",
+    # reductions
+    "sum", "mean", "prod", "std", "var", "amax", "amin", "all", "any",
+    # new arrangements of the batch elements
+    "repeat_interleave", "flip", "fliplr", "flipud", "roll", "rot90", "narrow", "tile",
+    "movedim", "moveaxis", "swapaxes", "tensor_split",
 )  # fmt: skip
 for _name in _METHODS:
     _TABLE.setdefault(getattr(torch, _name), _method(_name))

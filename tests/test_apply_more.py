@@ -154,3 +154,42 @@ def test_apply_accepts_exactly_the_results_with_the_batch_size(n, keep, threads)
             td.apply(lambda x: x[:keep], num_threads=threads)
     out = td.apply(lambda x: x[:keep], batch_size=[min(keep, n)], num_threads=threads)
     assert out["a"].shape == torch.Size([min(keep, n), 2])
+
+
+# ---------------------------------------------------------------------- out=
+def test_apply_out_replaces_the_entries_of_out():
+    """apply(out=) sets each result into out, replacing the entry (its dtype too), writes into
+    out's sub-tensordicts, keeps out's other entries, and returns out."""
+    td = TensorDict(a=torch.arange(6).reshape(2, 3), b={"c": torch.zeros(2, 3)}, batch_size=[2, 3])
+    out = TensorDict(
+        a=torch.zeros(2, 3, dtype=torch.int8), z=torch.ones(2, 3), b={}, batch_size=[2, 3]
+    )
+    sub = out["b"]
+    result = td.apply(lambda x: x.float() + 1, out=out)
+    assert result is out
+    assert out["a"].dtype == torch.float32 and out["a"].tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert out["b"] is sub and torch.equal(sub["c"], torch.ones(2, 3))
+    assert torch.equal(out["z"], torch.ones(2, 3))
+
+
+def test_apply_out_into_itself_casts_the_leaves():
+    """td.apply(fn, out=td) rebinds the leaves of td to the results (the reference's idiom for an
+    in-place cast)."""
+    td = TensorDict(a=torch.arange(3), batch_size=[3])
+    td.apply(lambda x: x.double(), out=td)
+    assert td["a"].dtype == torch.float64
+
+
+def test_named_apply_takes_out():
+    """named_apply(out=) fills out the same way."""
+    out = TensorDict(batch_size=[3])
+    assert make_td().named_apply(lambda key, x: x + 1, out=out) is out
+    assert torch.equal(out["b", "c"], torch.ones(3))
+
+
+def test_apply_out_refuses_a_locked_or_mismatched_out():
+    """A locked out raises RuntimeError; a batch_size other than out's raises RuntimeError."""
+    with pytest.raises(RuntimeError):
+        make_td().apply(lambda x: x, out=make_td().lock_())
+    with pytest.raises(RuntimeError):
+        make_td().apply(lambda x: x[0], batch_size=[], out=make_td())

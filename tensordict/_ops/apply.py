@@ -5,19 +5,27 @@ Classes specialise ``_fast_apply`` (one level at a time) for their own layouts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_non_tensor,
+    is_tensor_collection,
+)
 from tensordict._helpers import shape_of
+from tensordict._keys import NestedKey
 from tensordict._ops._contract import Contract
+from tensordict._typing import DeviceType, ShapeType, T
 from tensordict._unbatched import is_unbatched
-from tensordict.errors import BatchSizeError
+from tensordict.errors import BatchSizeError, LockedError
 
 
-def check_result(key, result, batch_size: torch.Size) -> None:
+def check_result(key: NestedKey, result: Any, batch_size: torch.Size) -> None:
     """Raises when ``result`` (what ``fn`` returned for ``key``) does not start with ``batch_size``.
 
     Shared with the classes' fast paths, so that every ``apply`` refuses the same results.
@@ -41,7 +49,7 @@ def check_result(key, result, batch_size: torch.Size) -> None:
     raise BatchSizeError(msg)
 
 
-def tensor_leaves(td) -> list:
+def tensor_leaves(td: TensorCollection) -> list:
     """``(key, tensor)`` of every tensor leaf of ``td``, nested keys as tuples, in walk order.
 
     The walk is ``apply``'s, so a lazy stack gives its members' own tensors, never
@@ -79,6 +87,19 @@ def _threaded(apply_once, fn, num_threads: int):
                 future.cancel()
 
 
+def _check_out(out, batch_size) -> None:
+    """Raises when the tensordict ``out`` cannot receive the results of an apply."""
+    if out.is_locked:
+        msg = "apply cannot write into out=, which is locked; unlock it first (out.unlock_())"
+        raise LockedError(msg)
+    if batch_size is not None and batch_size != out.batch_size:
+        msg = (
+            f"apply was given batch_size={list(batch_size)} and an out= of batch size "
+            f"{list(out.batch_size)}; they must be equal"
+        )
+        raise BatchSizeError(msg)
+
+
 def _write(writes: list) -> None:
     """Performs the writes an in-place apply collected, once every result was checked."""
     for td, key, value, res in writes:
@@ -91,26 +112,26 @@ def _write(writes: list) -> None:
 class ApplyMixin(Contract):
     """The apply family of every tensordict class (see ``TensorDictBase``).
 
-    Calls: ``_get_str``, ``_items_level``, ``_keys_level``, ``_new_like``, ``_set_str``,
-        ``_with``.
+    Calls: ``_get_str``, ``_items_level``, ``_keys_level``, ``_new_like``, ``_set_str``.
     """
 
     __slots__ = ()
 
     def apply(
-        self,
+        self: T,
         fn: Callable,
-        *others,
-        batch_size=None,
-        device=NO_DEFAULT,
-        names=NO_DEFAULT,
+        *others: TensorCollection,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = NO_DEFAULT,
+        names: Sequence[str | None] | None = NO_DEFAULT,
         inplace: bool = False,
-        default=NO_DEFAULT,
+        default: Any = NO_DEFAULT,
         filter_empty: bool | None = None,
         call_on_nested: bool = False,
         num_threads: int | None = None,
-        **constructor_kwargs,
-    ):
+        out: TensorCollection | None = None,
+        **constructor_kwargs: Any,
+    ) -> T | None:
         """Applies ``fn`` to every leaf tensor and returns a tensordict of the results.
 
         Sub-tensordicts are walked and rebuilt; non-tensor entries are kept as they are.
@@ -133,16 +154,21 @@ class ApplyMixin(Contract):
             call_on_nested (bool, optional): call ``fn`` on sub-tensordicts. Defaults to False.
             num_threads (int, optional): call ``fn`` on a pool of that many threads; the
                 result is the same as without. Defaults to None: no threads.
+            out (TensorDictBase, optional): a tensordict that receives the results, and is
+                returned: each result replaces the entry at its key (dtype and all), sub-tensordicts
+                are written into, the other entries of ``out`` are kept. Defaults to None.
             **constructor_kwargs: accepted for compatibility; ignored.
 
         Returns:
-            The new tensordict (this one with ``inplace``), or None when no entry is left at the top
-            level of a non-empty tensordict and ``filter_empty`` is not False.
+            The new tensordict (this one with ``inplace``, ``out`` when given), or None when no
+            entry is left at the top level of a non-empty tensordict and ``filter_empty`` is not
+            False.
 
         Raises:
             KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
             BatchSizeError: (a ``RuntimeError``) if a result does not start with the batch size
-                of its level.
+                of its level, or ``batch_size`` differs from the batch size of ``out``.
+            LockedError: (a ``RuntimeError``) if ``out`` is locked.
 
         Examples:
             >>> TensorDict({"a": {"b": torch.ones(2)}}, [2]).apply(lambda x: x * 3)["a", "b"]
@@ -163,10 +189,13 @@ class ApplyMixin(Contract):
             inplace=inplace,
             num_threads=num_threads,
             filter_empty=filter_empty,
+            out=out,
         )
 
-    def _apply_checked(self, fn, others, options: dict, inplace, num_threads, filter_empty):
+    def _apply_checked(self, fn, others, options: dict, inplace, num_threads, filter_empty, out):
         """The public apply calls: results checked, in-place writes deferred, threads optional."""
+        if out is not None:
+            _check_out(out, options["batch_size"])
         writes = [] if inplace else None
 
         def apply_once(f, inplace=inplace, check=True):
@@ -175,17 +204,20 @@ class ApplyMixin(Contract):
             )
 
         if num_threads:
-            out = _threaded(apply_once, fn, int(num_threads))
+            result = _threaded(apply_once, fn, int(num_threads))
         else:
-            out = apply_once(fn)
+            result = apply_once(fn)
         if inplace:
             _write(writes)
             return self
-        if filter_empty is not False and not out._keys_level() and self._keys_level():
+        if out is not None:
+            out.update(result)
+            return out
+        if filter_empty is not False and not result._keys_level() and self._keys_level():
             return None  # fn returned None for every leaf
-        return out
+        return result
 
-    def apply_(self, fn: Callable, *others, **kwargs):
+    def apply_(self: T, fn: Callable, *others: TensorCollection, **kwargs: Any) -> T:
         """Applies ``fn`` to every leaf and writes the results into this tensordict; returns it.
 
         Every result is checked against the batch size before the first one is written, so a
@@ -213,19 +245,20 @@ class ApplyMixin(Contract):
         return self.apply(fn, *others, inplace=True, **kwargs)
 
     def named_apply(
-        self,
+        self: T,
         fn: Callable,
-        *others,
+        *others: TensorCollection,
         nested_keys: bool = False,
-        batch_size=None,
-        names=NO_DEFAULT,
-        device=NO_DEFAULT,
+        batch_size: ShapeType | None = None,
+        names: Sequence[str | None] | None = NO_DEFAULT,
+        device: DeviceType | None = NO_DEFAULT,
         inplace: bool = False,
-        default=NO_DEFAULT,
+        default: Any = NO_DEFAULT,
         call_on_nested: bool = False,
         num_threads: int | None = None,
-        **kwargs,
-    ):
+        out: TensorCollection | None = None,
+        **kwargs: Any,
+    ) -> T:
         """Applies ``fn`` to each leaf and its key, and returns a tensordict of the results.
 
         The results are checked against the batch size as in :meth:`apply`.
@@ -237,8 +270,8 @@ class ApplyMixin(Contract):
         Keyword Args:
             nested_keys (bool, optional): pass the full key (a tuple when nested), not the key
                 at the leaf's level. Defaults to False.
-            batch_size, names, device, inplace, default, call_on_nested, num_threads: as in
-                :meth:`apply`.
+            batch_size, names, device, inplace, default, call_on_nested, num_threads, out: as
+                in :meth:`apply`.
             **kwargs: accepted for compatibility; ignored.
 
         Returns:
@@ -269,6 +302,7 @@ class ApplyMixin(Contract):
             inplace=inplace,
             num_threads=num_threads,
             filter_empty=False,
+            out=out,
         )
 
     def _fast_apply(
@@ -308,10 +342,8 @@ class ApplyMixin(Contract):
             if is_tensor_collection(value) and not (call_on_nested and not is_non_tensor(value)):
                 # with a new batch size, sub-tensordicts get exactly that batch size (their
                 # own further dims are dropped), as in the well-known API
-                if is_non_tensor(value) and not hasattr(value, "_with"):
-                    res = value.clone()  # a stack of values: a copy, never shared
-                elif is_non_tensor(value):
-                    res = value if batch_size is None else value._with(batch_size)
+                if is_non_tensor(value):  # the entry's own hook: no function maps a value
+                    res = value._fast_apply(fn, *other_values, batch_size=batch_size, device=device)
                 else:
                     res = value._fast_apply(
                         fn,

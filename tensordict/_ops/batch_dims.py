@@ -16,15 +16,18 @@ The argument helpers below (``shape_args``, ``shape_arg``, ``norm_dim``, ``as_in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
 from tensordict import _dim_names as dimnames
 from tensordict._blocks import undone, update_back, written_back
-from tensordict._nontensor import NonTensorData, _dummy
+from tensordict._collection import TensorCollection
+from tensordict._nontensor import NonTensorDataBase, _dummy
 from tensordict._ops._contract import Contract
 from tensordict._options import lazy_legacy
+from tensordict._typing import T
 from tensordict.errors import (
     AxisRangeError,
     ConflictingArgumentsError,
@@ -34,7 +37,7 @@ from tensordict.errors import (
 )
 
 
-def shape_args(args) -> tuple:
+def shape_args(args: tuple) -> tuple:
     """A shape given as ints or as one sequence (``reshape(2, 3)``, ``reshape((2, 3))``), as a tuple of ints."""
     if len(args) == 1 and isinstance(args[0], (Sequence, torch.Size, torch.Tensor)):
         return tuple(int(s) for s in args[0])
@@ -53,14 +56,14 @@ def norm_dim(dim: int, ndim: int, what: str = "dim") -> int:
     return dim + ndim if dim < 0 else dim
 
 
-def as_ints(value) -> tuple:
+def as_ints(value: int | Sequence[int]) -> tuple:
     """One int or a sequence of ints, as a tuple of ints."""
     if isinstance(value, (Sequence, torch.Size)):
         return tuple(int(v) for v in value)
     return (int(value),)
 
 
-def entrywise(tensor_fn, td_fn):
+def entrywise(tensor_fn: Callable, td_fn: Callable) -> Callable[[Any, torch.Size], Any]:
     """A ``_batch_op`` function: ``tensor_fn(x, extra)`` on tensors, ``td_fn(x, extra)`` on sub-tensordicts.
 
     A non-tensor entry takes the batch size ``tensor_fn`` gives a tensor of its batch shape.
@@ -69,14 +72,14 @@ def entrywise(tensor_fn, td_fn):
     def op(x, extra):
         if isinstance(x, torch.Tensor):
             return tensor_fn(x, extra)
-        if isinstance(x, NonTensorData):
+        if isinstance(x, NonTensorDataBase):
             return x._reshaped(lambda d: tensor_fn(d, torch.Size()))
         return td_fn(x, extra)
 
     return op
 
 
-def reshaped_back(result, source):
+def reshaped_back(result: T, source: TensorCollection) -> T:
     """``result``, a reshape of the batch dims of ``source``, made to write back into ``source``.
 
     A with-block over it (``with td.unsqueeze(0) as tdu:``) reshapes what it holds back to
@@ -162,7 +165,7 @@ class BatchDimsMixin(Contract):
         """
         return len(self.batch_size)
 
-    def size(self, dim: int | None = None):
+    def size(self, dim: int | None = None) -> torch.Size | int:
         """Returns the batch size, or its size along one batch dimension.
 
         Args:
@@ -219,7 +222,12 @@ class BatchDimsMixin(Contract):
         raise NotImplementedError(msg)
 
     # ------------------------------------------------------------------ reshaping
-    def reshape(self, *shape, size=None, inplace: bool = False):
+    def reshape(
+        self: T,
+        *shape: int | Sequence[int],
+        size: Sequence[int] | None = None,
+        inplace: bool = False,
+    ) -> T:
         """Returns a tensordict whose batch dims are reshaped to ``shape``, feature dims untouched.
 
         Each leaf goes through ``reshape(shape + feature_shape)``: a view when torch can make
@@ -261,7 +269,12 @@ class BatchDimsMixin(Contract):
             return self
         return self._maybe_inplace(self._reshape_batch(new), inplace, "reshape")
 
-    def view(self, *shape, size=None, batch_size=None):
+    def view(
+        self: T,
+        *shape: int | Sequence[int],
+        size: Sequence[int] | None = None,
+        batch_size: Sequence[int] | None = None,
+    ) -> T:
         """Returns a tensordict whose leaves are views with the batch dims reshaped to ``shape``.
 
         Like :meth:`reshape`, but each leaf goes through ``Tensor.view``, so the result always
@@ -323,7 +336,7 @@ class BatchDimsMixin(Contract):
                 return source
         return reshaped_back(self._batch_op(lambda x, extra: x.view(new + extra), new), self)
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
+    def flatten(self: T, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False) -> T:
         """Returns a tensordict with the batch dims ``start_dim`` to ``end_dim`` merged into one.
 
         The merged dim has the product of their sizes and no name; the other dims keep
@@ -372,7 +385,9 @@ class BatchDimsMixin(Contract):
         result = self._maybe_inplace(self._reshape_batch(new, names), inplace, "flatten")
         return reshaped_back(result, self)
 
-    def unflatten(self, dim: int, unflattened_size, *, inplace: bool = False):
+    def unflatten(
+        self: T, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False
+    ) -> T:
         """Returns a tensordict with the batch dim ``dim`` split into the dims ``unflattened_size``.
 
         The sizes must multiply to the size of ``dim``; one of them may be -1, inferred from
@@ -413,7 +428,7 @@ class BatchDimsMixin(Contract):
         return reshaped_back(self._maybe_inplace(result, inplace, "unflatten"), self)
 
     # ------------------------------------------------------------------ reordering
-    def permute(self, *dims):
+    def permute(self: T, *dims: int | Sequence[int]) -> T:
         """Returns a tensordict with the batch dims put in the order ``dims``.
 
         Each leaf is permuted on its batch dims while its feature dims stay last, in their
@@ -468,7 +483,7 @@ class BatchDimsMixin(Contract):
             undone_by=("permute", inverse),
         )
 
-    def transpose(self, dim0: int, dim1: int):
+    def transpose(self: T, dim0: int, dim1: int) -> T:
         """Returns a tensordict with the batch dims ``dim0`` and ``dim1`` swapped.
 
         This is :meth:`permute` with those two dims exchanged: the leaves are views, the dim
@@ -504,7 +519,7 @@ class BatchDimsMixin(Contract):
         order[d0], order[d1] = order[d1], order[d0]
         return self.permute(*order)
 
-    def movedim(self, source, destination):
+    def movedim(self: T, source: int | Sequence[int], destination: int | Sequence[int]) -> T:
         """Returns a tensordict with the batch dims ``source`` moved to the positions ``destination``.
 
         Like ``torch.movedim`` on the batch dims: the other dims keep their order. This is a
@@ -547,7 +562,7 @@ class BatchDimsMixin(Contract):
         order = [next(rest) if o is None else o for o in order]
         return self.permute(*order)
 
-    def moveaxis(self, source, destination):
+    def moveaxis(self: T, source: int | Sequence[int], destination: int | Sequence[int]) -> T:
         """Returns a tensordict with the batch dims ``source`` moved to ``destination``: :meth:`movedim`.
 
         Args:
@@ -569,7 +584,7 @@ class BatchDimsMixin(Contract):
         """
         return self.movedim(source, destination)
 
-    def swapaxes(self, axis0: int, axis1: int):
+    def swapaxes(self: T, axis0: int, axis1: int) -> T:
         """Returns a tensordict with the batch dims ``axis0`` and ``axis1`` exchanged.
 
         This is :meth:`transpose`: the leaves are views, the dim names follow their dims and
@@ -597,7 +612,7 @@ class BatchDimsMixin(Contract):
                 raise AxisRangeError(msg)
         return self.transpose(axis0, axis1)
 
-    def swapdims(self, axis0: int, axis1: int):
+    def swapdims(self: T, axis0: int, axis1: int) -> T:
         """Returns a tensordict with the batch dims ``axis0`` and ``axis1`` exchanged: :meth:`swapaxes`.
 
         Args:
@@ -617,7 +632,7 @@ class BatchDimsMixin(Contract):
         return self.swapaxes(axis0, axis1)
 
     # ------------------------------------------------------------------ adding and removing dims of size 1
-    def squeeze(self, dim: int | None = None):
+    def squeeze(self: T, dim: int | None = None) -> T:
         """Returns a tensordict without the batch dims of size 1, or without ``dim`` if its size is 1.
 
         Without ``dim`` every batch dim of size 1 goes; with ``dim`` only that one, and only
@@ -660,7 +675,7 @@ class BatchDimsMixin(Contract):
         )
         return reshaped_back(result, self)
 
-    def unsqueeze(self, dim: int):
+    def unsqueeze(self: T, dim: int) -> T:
         """Returns a tensordict with a batch dim of size 1 inserted at ``dim``.
 
         ``dim`` may range from ``-batch_dims - 1`` to ``batch_dims``; a negative value counts
@@ -710,7 +725,7 @@ class BatchDimsMixin(Contract):
             out = out.unsqueeze(0)
         return reshaped_back(out, self)
 
-    def atleast_1d(self):
+    def atleast_1d(self: T) -> T:
         """Returns the tensordict with at least 1 batch dim: a dim of size 1 is put first if needed.
 
         Returns:
@@ -722,7 +737,7 @@ class BatchDimsMixin(Contract):
         """
         return self._atleast(1)
 
-    def atleast_2d(self):
+    def atleast_2d(self: T) -> T:
         """Returns the tensordict with at least 2 batch dims: dims of size 1 are put first if needed.
 
         Returns:
@@ -735,7 +750,7 @@ class BatchDimsMixin(Contract):
         """
         return self._atleast(2)
 
-    def atleast_3d(self):
+    def atleast_3d(self: T) -> T:
         """Returns the tensordict with at least 3 batch dims: dims of size 1 are put first if needed.
 
         Unlike ``torch.atleast_3d``, which appends a dim to a 2-d tensor, the new dims always
@@ -752,7 +767,7 @@ class BatchDimsMixin(Contract):
         return self._atleast(3)
 
     # ------------------------------------------------------------------ expanding and narrowing
-    def expand(self, *shape):
+    def expand(self: T, *shape: int | Sequence[int]) -> T:
         """Returns a tensordict whose batch dims are expanded (broadcast) to ``shape``.
 
         As with ``Tensor.expand``, ``shape`` may add leading dims and grow the dims of size 1,
@@ -797,7 +812,7 @@ class BatchDimsMixin(Contract):
             lambda x, extra: x.expand(new + extra), new, dimnames.insert(self.names, 0, lead)
         )
 
-    def expand_as(self, other):
+    def expand_as(self: T, other: TensorCollection | torch.Tensor) -> T:
         """Returns this tensordict expanded to the batch size of ``other``, or to its shape for a tensor.
 
         This is ``self.expand(other.batch_size)``, or ``self.expand(other.shape)`` when
@@ -820,7 +835,7 @@ class BatchDimsMixin(Contract):
         """
         return self.expand(other.batch_size if hasattr(other, "batch_size") else other.shape)
 
-    def broadcast_to(self, shape):
+    def broadcast_to(self: T, shape: Sequence[int]) -> T:
         """Returns a tensordict whose batch dims are broadcast to ``shape``, like ``torch.broadcast_to``.
 
         The leaves are expanded views (see :meth:`expand`), the result has no dim names, and on
@@ -850,7 +865,7 @@ class BatchDimsMixin(Contract):
         )
         return self._batch_op(op, new)
 
-    def narrow(self, dim: int, start: int, length: int):
+    def narrow(self: T, dim: int, start: int, length: int) -> T:
         """Returns the ``length`` elements of batch dim ``dim`` from ``start`` on, like ``torch.narrow``.
 
         The leaves are views and the dims keep their names; on a lazy stack the result is
@@ -891,7 +906,7 @@ class BatchDimsMixin(Contract):
         return self._batch_op(op, new, dimnames.clean(self.names))
 
     # ------------------------------------------------------------------ dim names
-    def rename_(self, *names, **rename_map):
+    def rename_(self: T, *names: str | None, **rename_map: str | None) -> T:
         """Renames the batch dimensions in place and returns the tensordict.
 
         Pass either the new names, one per batch dimension (a single ``None`` clears them), or

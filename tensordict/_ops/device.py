@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
 from tensordict._blocks import update_back, written_back
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
 from tensordict._helpers import contiguous_strides
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.casts import CastOps
 from tensordict._ops.convert import CONVERTERS
 from tensordict._ops.math import leaf_keys, leaf_tensors, tensors_only
+from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import (
     AcceleratorUnavailableError,
     InvalidArgumentError,
@@ -103,7 +105,7 @@ class DeviceMixin(CastOps):
     __slots__ = ()
 
     # ------------------------------------------------------------------ devices
-    def to(self, *args, **kwargs):
+    def to(self: T, *args: Any, **kwargs: Any) -> T:
         """Returns the tensordict moved to a device and/or cast to a dtype.
 
         The positional arguments may be a device (a ``torch.device``, a string or an index),
@@ -259,7 +261,7 @@ class DeviceMixin(CastOps):
             self.batch_size = batch_size
         return self
 
-    def cpu(self):
+    def cpu(self: T) -> T:
         """Returns the tensordict on the CPU.
 
         This is ``self.to("cpu")``: the tensordict itself when its :attr:`device` is already the
@@ -276,7 +278,7 @@ class DeviceMixin(CastOps):
         """
         return self.to("cpu")
 
-    def cuda(self, device=None):
+    def cuda(self: T, device: DeviceType | None = None) -> T:
         """Returns the tensordict on a CUDA device.
 
         This is ``self.to(torch.device(device))``, with ``"cuda"`` (the current CUDA device) when
@@ -301,7 +303,7 @@ class DeviceMixin(CastOps):
         return self.to(torch.device("cuda" if device is None else device))
 
     # ------------------------------------------------------------------ dtypes
-    def long(self):
+    def long(self: T) -> T:
         """Returns the tensordict with every tensor leaf cast to ``torch.int64``.
 
         Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
@@ -336,7 +338,7 @@ class DeviceMixin(CastOps):
         dtypes = {leaf.dtype for leaf in leaf_tensors(self)}
         return dtypes.pop() if len(dtypes) == 1 else None
 
-    def type(self, dst_type, *, cast_filter: Callable | None = None):
+    def type(self: T, dst_type: torch.dtype | str, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast by ``Tensor.type(dst_type)``.
 
         Non-tensor entries are kept, and this tensordict is left unchanged.
@@ -388,7 +390,7 @@ class DeviceMixin(CastOps):
 
         return self._fast_apply(refuse, named=True, nested_keys=True)
 
-    def as_tensor(self):
+    def as_tensor(self: T) -> T:
         """Returns a tensordict whose leaves went through their own ``as_tensor()``, if any.
 
         Leaves without such a method are kept as they are: ``torch.Tensor`` and
@@ -419,7 +421,7 @@ class DeviceMixin(CastOps):
         return out.lock_() if self.is_locked else out
 
     @property
-    def data(self):
+    def data(self: T) -> T:
         """A tensordict of the leaves' ``.data``: the same memory, detached from autograd.
 
         Returns:
@@ -435,7 +437,7 @@ class DeviceMixin(CastOps):
         return self._locked_like_me(self._fast_apply(lambda x: x.data))
 
     # ------------------------------------------------------------------ copies
-    def clone(self, recurse: bool = True, **kwargs):
+    def clone(self: T, recurse: bool = True, **kwargs: Any) -> T:
         """Returns a copy of the tensordict; with ``recurse=False`` the copy shares the tensors.
 
         With ``recurse=True`` every tensor leaf, nested ones included, is cloned into new
@@ -463,7 +465,7 @@ class DeviceMixin(CastOps):
             return self._shallow_copy()
         return self._fast_apply(torch.Tensor.clone)
 
-    def contiguous(self, *, canonical: bool = False, inplace: bool = False):
+    def contiguous(self: T, *, canonical: bool = False, inplace: bool = False) -> T:
         """Returns a tensordict whose tensor leaves are contiguous in memory.
 
         Each leaf goes through ``Tensor.contiguous``: the leaves that are already contiguous
@@ -503,7 +505,7 @@ class DeviceMixin(CastOps):
         _rebind_leaves(self, lambda key, leaf: fn(leaf))
         return self
 
-    def detach(self):
+    def detach(self: T) -> T:
         """Returns a tensordict whose tensor leaves are detached from the autograd graph.
 
         Each leaf goes through ``Tensor.detach``: the new leaves share memory with the old ones
@@ -520,7 +522,7 @@ class DeviceMixin(CastOps):
         """
         return self._locked_like_me(self._fast_apply(torch.Tensor.detach))
 
-    def detach_(self):
+    def detach_(self: T) -> T:
         """Detaches every tensor leaf from the autograd graph in place and returns the tensordict.
 
         Each leaf, nested ones included, goes through ``Tensor.detach_``; non-tensor entries
@@ -544,7 +546,7 @@ class DeviceMixin(CastOps):
                 leaf.detach_()
         return self
 
-    def copy_(self, tensordict, non_blocking: bool = False):
+    def copy_(self: T, tensordict: TensorCollection | dict, non_blocking: bool = False) -> T:
         """Copies the entries of ``tensordict`` into the matching entries of this one, in place, and returns it.
 
         This is :meth:`update_`: each entry of the source, nested ones included, is written
@@ -571,7 +573,14 @@ class DeviceMixin(CastOps):
         """
         return self.update_(tensordict)
 
-    def empty(self, recurse: bool = False, *, batch_size=None, device=None, names=None):
+    def empty(
+        self: T,
+        recurse: bool = False,
+        *,
+        batch_size: ShapeType | None = None,
+        device: Any = None,
+        names: Any = None,
+    ) -> T:
         """Returns a tensordict without leaves, of the same batch size (keeping sub-tensordicts, emptied, with ``recurse``).
 
         With ``recurse=False`` the result has no entries at all, and the batch size
@@ -620,7 +629,7 @@ class DeviceMixin(CastOps):
             lambda x: factory(x, new + x.shape[bd:], **kwargs), batch_size=new, names=None
         )
 
-    def new_zeros(self, *size, **kwargs):
+    def new_zeros(self: T, *size: int | Sequence[int], **kwargs: Any) -> T:
         """Returns a tensordict of zeros with batch size ``size`` and the keys, dtypes and feature shapes of this one.
 
         Each tensor leaf becomes ``leaf.new_zeros(size + feature_shape)``, so it keeps its dtype
@@ -649,7 +658,7 @@ class DeviceMixin(CastOps):
         """
         return self._new_factory(torch.Tensor.new_zeros, size, kwargs)
 
-    def new_ones(self, *size, **kwargs):
+    def new_ones(self: T, *size: int | Sequence[int], **kwargs: Any) -> T:
         """Returns a tensordict of ones with batch size ``size`` and the keys, dtypes and feature shapes of this one.
 
         Each tensor leaf becomes ``leaf.new_ones(size + feature_shape)``, so it keeps its dtype
@@ -678,7 +687,7 @@ class DeviceMixin(CastOps):
         """
         return self._new_factory(torch.Tensor.new_ones, size, kwargs)
 
-    def new_empty(self, *size, **kwargs):
+    def new_empty(self: T, *size: int | Sequence[int], **kwargs: Any) -> T:
         """Returns a tensordict of uninitialised tensors with batch size ``size`` and the keys, dtypes and feature shapes of this one.
 
         Each tensor leaf becomes ``leaf.new_empty(size + feature_shape)``, whose values are
@@ -706,7 +715,7 @@ class DeviceMixin(CastOps):
         """
         return self._new_factory(torch.Tensor.new_empty, size, kwargs)
 
-    def new_full(self, size, fill_value, **kwargs):
+    def new_full(self: T, size: int | Sequence[int], fill_value: float, **kwargs: Any) -> T:
         """Returns a tensordict filled with ``fill_value``, with batch size ``size`` and the keys, dtypes and feature shapes of this one.
 
         Each tensor leaf becomes ``leaf.new_full(size + feature_shape, fill_value)``, so it
@@ -738,14 +747,14 @@ class DeviceMixin(CastOps):
         )
 
     def new_tensor(
-        self,
-        data,
+        self: T,
+        data: Any,
         *,
         dtype: torch.dtype | None = None,
-        device=NO_DEFAULT,
+        device: DeviceType | None = NO_DEFAULT,
         requires_grad: bool = False,
         pin_memory: bool | None = None,
-    ):
+    ) -> T:
         """Returns a tensordict with this one's keys whose leaves are copies of ``data``.
 
         Each leaf becomes ``leaf.new_tensor(data)``: ``data`` copied with the leaf's dtype
@@ -806,7 +815,7 @@ class DeviceMixin(CastOps):
         )
 
     # ------------------------------------------------------------------ memory
-    def data_ptr(self, *, storage: bool = False):
+    def data_ptr(self: T, *, storage: bool = False) -> T:
         """Returns a tensordict of the leaves' data pointers, as 0-dim int64 tensors.
 
         A lazy stack gives one sub-tensordict per member, keyed ``"0"``, ``"1"``, ...,
@@ -903,7 +912,7 @@ class DeviceMixin(CastOps):
         device = self.device
         return device is not None and device.type == "meta"
 
-    def auto_device_(self):
+    def auto_device_(self: T) -> T:
         """Records the device of the tensor leaves as the tensordict's device, when they share one.
 
         Nothing is moved. When every tensor leaf (nested ones included) is on one device,
@@ -924,7 +933,7 @@ class DeviceMixin(CastOps):
         self._reset_device(devices.pop() if len(devices) == 1 else None)
         return self
 
-    def clear_device_(self):
+    def clear_device_(self: T) -> T:
         """Forgets the device of the tensordict and its sub-tensordicts; nothing is moved.
 
         Afterwards new entries may be on any device. A locked tensordict accepts it too.
@@ -940,7 +949,7 @@ class DeviceMixin(CastOps):
         self._reset_device(None)
         return self
 
-    def pin_memory(self, num_threads: int | None = None, inplace: bool = False):
+    def pin_memory(self: T, num_threads: int | None = None, inplace: bool = False) -> T:
         """Returns the tensordict with every tensor leaf copied into pinned (page-locked) memory.
 
         Pinned memory speeds up copies to a CUDA device. A tensordict without tensor leaves
@@ -971,7 +980,7 @@ class DeviceMixin(CastOps):
             _require_accelerator("pin_memory()")
         return self._fast_apply(lambda x: x.pin_memory())
 
-    def pin_memory_(self, num_threads: int = 0):
+    def pin_memory_(self: T, num_threads: int = 0) -> T:
         """Replaces every tensor leaf by a copy in pinned (page-locked) memory; returns the tensordict.
 
         The entries are rebound to the pinned copies, so views of the former leaves no
@@ -997,7 +1006,7 @@ class DeviceMixin(CastOps):
         _rebind_leaves(self, lambda key, x: x.pin_memory())
         return self
 
-    def record_stream(self, stream):
+    def record_stream(self: T, stream: torch.cuda.Stream) -> T:
         """Marks every tensor leaf as used by the CUDA stream ``stream`` (``Tensor.record_stream``).
 
         Args:

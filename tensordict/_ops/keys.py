@@ -11,7 +11,8 @@ what kind of entry a value is; :mod:`tensordict._ops.entries` shares them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -23,12 +24,13 @@ from tensordict._collection import (
     is_non_tensor,
     is_tensor_collection,
 )
-from tensordict._keys import NestedKey, _key_parts, unravel_key
+from tensordict._keys import NestedKey, _key_parts, canonical_key
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 from tensordict.errors import LockedError, MissingKeyError, RenameDestinationError, warn
 
 
-def is_tensordict(value) -> bool:
+def is_tensordict(value: Any) -> bool:
     """True for an instance of a tensordict class (a ``TensorDictBase``), False for a tensorclass instance.
 
     Every tensordict class, and nothing else, inherits :class:`KeysMixin` through
@@ -37,12 +39,12 @@ def is_tensordict(value) -> bool:
     return isinstance(value, KeysMixin)
 
 
-def is_subtree(value) -> bool:
+def is_subtree(value: Any) -> bool:
     """True for a nested tensordict (or tensorclass), False for a leaf or non-tensor data."""
     return is_tensor_collection(value) and not is_non_tensor(value)
 
 
-def inner_tensordict(value):
+def inner_tensordict(value: Any) -> Any:
     """The tensordict of a tensorclass instance, or the value itself.
 
     The one place that reads the tensorclass flag: a tensorclass instance is not a
@@ -56,7 +58,7 @@ def _is_leaf_nontensor(cls: type) -> bool:
 
 
 def _as_tuple(key) -> tuple:
-    flat = unravel_key(key)
+    flat = canonical_key(key)
     return (flat,) if isinstance(flat, str) else flat
 
 
@@ -262,7 +264,12 @@ class KeysMixin(Contract):
         return sorted(self._keys_level())
 
     def values(
-        self, include_nested: bool = False, leaves_only: bool = False, is_leaf=None, *, sort=False
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
     ) -> Iterator:
         """Iterates over the values, in the order of :meth:`keys` called with the same arguments.
 
@@ -283,7 +290,12 @@ class KeysMixin(Contract):
             yield self.get(key, NO_DEFAULT)
 
     def items(
-        self, include_nested: bool = False, leaves_only: bool = False, is_leaf=None, *, sort=False
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
     ) -> Iterator:
         """Iterates over ``(key, value)`` pairs, ordered as :meth:`keys` with the same arguments.
 
@@ -378,12 +390,12 @@ class KeysMixin(Contract):
 
     # ------------------------------------------------------------------ selecting and excluding
     def select(
-        self,
+        self: T,
         *keys: NestedKey,
         inplace: bool = False,
         strict: bool = True,
         as_tensordict: bool = False,
-    ):
+    ) -> T:
         """Returns a tensordict with only the given keys, sharing their entries.
 
         Args:
@@ -441,7 +453,7 @@ class KeysMixin(Contract):
             source[key] = value
         return self._new_like(source, self.batch_size)
 
-    def exclude(self, *keys: NestedKey, inplace: bool = False):
+    def exclude(self: T, *keys: NestedKey, inplace: bool = False) -> T:
         """Returns a tensordict without the given keys (missing ones ignored), sharing the others.
 
         Args:
@@ -489,7 +501,7 @@ class KeysMixin(Contract):
             level = copy
         return level
 
-    def filter_non_tensor_data(self):
+    def filter_non_tensor_data(self: T) -> T:
         """Returns a tensordict without the non-tensor entries, nested ones included.
 
         The other entries are not copied: the result shares them.
@@ -505,7 +517,7 @@ class KeysMixin(Contract):
         keys = [key for key, _ in self.non_tensor_items(include_nested=True)]
         return self.exclude(*keys) if keys else self.exclude()
 
-    def filter_empty_(self):
+    def filter_empty_(self: T) -> T:
         """Removes, in place, the nested tensordicts that hold no leaf, and returns the tensordict.
 
         A nested tensordict that holds only empty tensordicts is removed too.
@@ -568,9 +580,9 @@ class KeysMixin(Contract):
 
     def split_keys(
         self,
-        *key_sets,
+        *key_sets: Sequence[NestedKey] | Mapping | Callable,
         inplace: bool = False,
-        default=NO_DEFAULT,
+        default: Any = NO_DEFAULT,
         strict: bool = True,
         reproduce_struct: bool = False,
     ) -> tuple:
@@ -616,9 +628,7 @@ class KeysMixin(Contract):
         outs = [self._split_take(work, key_set, strict, default, taken) for key_set in key_sets]
         if inplace:
             if taken and self.is_locked:
-                msg = (
-                    f"cannot split {unravel_key(taken[0])!r} out in place: the tensordict is locked"
-                )
+                msg = f"cannot split {canonical_key(taken[0])!r} out in place: the tensordict is locked"
                 raise LockedError(msg)
             self.exclude(*taken, inplace=True)
             work = self
@@ -633,8 +643,12 @@ class KeysMixin(Contract):
         return (*outs, work)
 
     def separates(
-        self, *keys: NestedKey, default=NO_DEFAULT, strict: bool = True, filter_empty: bool = True
-    ):
+        self: T,
+        *keys: NestedKey,
+        default: Any = NO_DEFAULT,
+        strict: bool = True,
+        filter_empty: bool = True,
+    ) -> T:
         """Removes the entries of ``keys`` in place and returns them in a new tensordict.
 
         The values are not copied; the result keeps the nested tensordicts on the path of each
@@ -680,14 +694,14 @@ class KeysMixin(Contract):
                     out.set(parts, fill)
                 else:
                     warn(
-                        f"separates() stored None under the missing key {unravel_key(parts)!r}: "
+                        f"separates() stored None under the missing key {canonical_key(parts)!r}: "
                         "its default does not fit the batch size. Starting with TensorDict 0.17, "
                         "this will raise the error of split_keys()",
                         FutureWarning,
                     )
                     out.set(parts, None)
         if present and self.is_locked:
-            msg = f"cannot separate {unravel_key(present[0])!r}: the tensordict is locked"
+            msg = f"cannot separate {canonical_key(present[0])!r}: the tensordict is locked"
             raise LockedError(msg)
         for parts in present:
             out.set(parts, self.get(parts))
@@ -701,7 +715,12 @@ class KeysMixin(Contract):
         return out
 
     # ------------------------------------------------------------------ renaming keys
-    def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf=None):
+    def flatten_keys(
+        self: T,
+        separator: str = ".",
+        inplace: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+    ) -> T:
         """Returns a tensordict whose nested keys are joined by ``separator`` into flat keys.
 
         Used as a context manager, ``with td.flatten_keys() as flat:``, the entries the block
@@ -751,7 +770,7 @@ class KeysMixin(Contract):
             return self
         return written_back(out, self, update_back(_flat_to_source(separator)))
 
-    def unflatten_keys(self, separator: str = ".", inplace: bool = False):
+    def unflatten_keys(self: T, separator: str = ".", inplace: bool = False) -> T:
         """Returns a tensordict whose keys are split at ``separator`` into nested keys (all levels).
 
         Used as a context manager, ``with td.unflatten_keys() as nested:``, the entries the
@@ -790,7 +809,7 @@ class KeysMixin(Contract):
             return self
         return written_back(out, self, update_back(_nested_to_source(separator)))
 
-    def rename_keys(self, mapping: Mapping, *, strict: bool = True):
+    def rename_keys(self: T, mapping: Mapping, *, strict: bool = True) -> T:
         """Returns a tensordict with several keys renamed at once; this one is left as it is.
 
         The result has a new tree of nested tensordicts sharing every leaf (tensors and

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_leaf_nontensor,
+    is_non_tensor,
+    is_tensor_collection,
+)
+from tensordict._keys import NestedKey
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
+from tensordict._typing import T
+from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     ConflictingArgumentsError,
     DimensionError,
@@ -22,17 +32,17 @@ from tensordict.errors import (
 
 
 # ---------------------------------------------------------------------- shared with device.py
-def leaf_keys(td) -> set:
+def leaf_keys(td: TensorCollection) -> set:
     """The keys of every leaf of ``td``, nested ones as tuples."""
     return set(td.keys(True, True))
 
 
-def leaf_tensors(td) -> list:
+def leaf_tensors(td: TensorCollection) -> list:
     """The tensor leaves of ``td`` as ``values(True, True)`` gives them (a lazy stack's stacked)."""
     return [v for v in td.values(True, True) if isinstance(v, torch.Tensor)]
 
 
-def tensors_only(td):
+def tensors_only(td: T) -> T:
     """``td`` without its non-tensor entries (itself when it has none)."""
     dropped = _non_tensor_keys(td)
     return td.exclude(*dropped) if dropped else td
@@ -41,16 +51,19 @@ def tensors_only(td):
 def _non_tensor_keys(td, prefix: tuple = ()) -> list:
     keys = []
     for key, value in td._items_level():
-        if isinstance(value, NonTensorData):
+        if is_non_tensor(value):
             keys.append(prefix + (key,))
         elif is_tensor_collection(value):
-            keys.extend(_non_tensor_keys(value, prefix + (key,)))
+            # a tensorclass is walked through its tensordict
+            keys.extend(_non_tensor_keys(value._leafwise_operand(), prefix + (key,)))
     return keys
 
 
 # ---------------------------------------------------------------------- operands
 def _check_same_keys(td, other, what: str) -> None:
-    mine, theirs = leaf_keys(td), leaf_keys(other)
+    # non-tensor entries count: a leafwise operation pairs them too (comparisons compare them)
+    mine = set(td.keys(True, True, is_leaf=is_leaf_nontensor))
+    theirs = set(other.keys(True, True, is_leaf=is_leaf_nontensor))
     if mine != theirs:
         only_mine = sorted(map(str, mine - theirs))
         only_theirs = sorted(map(str, theirs - mine))
@@ -161,28 +174,27 @@ def _inplace_operator(op):
 
 # ---------------------------------------------------------------------- reductions
 _ONE_DIM_ONLY = frozenset({"max", "min", "prod", "median"})
+# The reductions that, without ``dim``, reduce the batch dims only (each leaf keeps its features).
+_BATCH_DIMS_BY_DEFAULT = frozenset({"logsumexp"})
 
 
-class ValuesIndices(tuple):
-    """The ``(values, indices)`` pair returned by ``max(dim)`` and ``min(dim)``."""
-
-    __slots__ = ()
-
-    def __new__(cls, values, indices):
-        return super().__new__(cls, (values, indices))
-
-    @property
-    def values(self):
-        """The tensordict of extreme values."""
-        return self[0]
-
-    @property
-    def indices(self):
-        """The tensordict of their indices along the reduced dimension."""
-        return self[1]
+def _kept_names(td, dims: tuple, keepdim: bool):
+    """The dim names of a reduction's result: those of the batch dims it keeps (None: no names)."""
+    names = td.names
+    if all(n is None for n in names):
+        return None
+    if keepdim:
+        return list(names)
+    return [n for i, n in enumerate(names) if i not in dims]
 
 
-def _values_indices(td, name: str, dim: int, keepdim: bool) -> ValuesIndices:
+def _into(out, result):
+    """``result`` written into the tensordict ``out``, which is returned (the ``out=`` argument)."""
+    out.update(result)
+    return out
+
+
+def _values_indices(td, name: str, dim: int, keepdim: bool):
     ndim = td.batch_dims
     if not -ndim <= dim < ndim:
         msg = f"reduction dimension {dim} is out of range for {ndim} batch dimensions"
@@ -190,10 +202,21 @@ def _values_indices(td, name: str, dim: int, keepdim: bool) -> ValuesIndices:
     d = dim + ndim if dim < 0 else dim
     size = td.batch_size
     new = size[:d] + (torch.Size((1,)) if keepdim else torch.Size(())) + size[d + 1 :]
+    names = _kept_names(td, (d,), keepdim)
     fn = getattr(torch, name)
-    values = td._fast_apply(lambda x: fn(x, d, keepdim=keepdim)[0], batch_size=new, names=None)
-    indices = td._fast_apply(lambda x: fn(x, d, keepdim=keepdim)[1], batch_size=new, names=None)
-    return ValuesIndices(values, indices)
+
+    def values(x):
+        # an unbatched entry has no batch dim to reduce: it is kept, and has no indices
+        return x if is_unbatched(x) else fn(x, d, keepdim=keepdim)[0]
+
+    def indices(x):
+        return None if is_unbatched(x) else fn(x, d, keepdim=keepdim)[1]
+
+    pair = (
+        td._fast_apply(values, batch_size=new, names=names),
+        td._fast_apply(indices, batch_size=new, names=names),
+    )
+    return getattr(torch.return_types, name)(pair)
 
 
 def _reduce_all(td, name: str, **kwargs) -> torch.Tensor:
@@ -232,6 +255,8 @@ def _over_features(td, reduce_last: Callable, extra: tuple = ()):
     ndim = td.batch_dims
 
     def reduce_leaf(x):
+        if is_unbatched(x):
+            return x  # no batch dims: kept as it is
         if isinstance(x, torch.Tensor):
             return reduce_last(x.flatten(ndim, -1) if x.ndim > ndim else x.unsqueeze(-1))
         return _over_features(x, reduce_last, extra)
@@ -270,10 +295,10 @@ def _cumulative(td, name: str, dim: int, reduce: bool | None, return_indices: bo
     result_type = getattr(torch.return_types, name)
     if reduce:
         return fn(torch.cat(leaf_tensors(td), d), d)
-    values = td._fast_apply(lambda x: fn(x, d).values)
+    values = td._fast_apply(lambda x: x if is_unbatched(x) else fn(x, d).values)
     if not return_indices:
         return values
-    indices = td._fast_apply(lambda x: fn(x, d).indices)
+    indices = td._fast_apply(lambda x: None if is_unbatched(x) else fn(x, d).indices)
     return result_type((values, indices))
 
 
@@ -365,24 +390,35 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
 
     def _reduce(self, name: str, dim, keepdim: bool, reduce, return_indices: bool, kwargs: dict):
         fn = getattr(torch, name)
+        out = kwargs.pop("out", None)
         if isinstance(dim, str):
             _feature_dim(dim, keepdim)
 
             def reduce_last(x):
-                out = fn(x, dim=-1, **kwargs)
-                return out[0] if isinstance(out, tuple) else out
+                res = fn(x, dim=-1, **kwargs)
+                return res[0] if isinstance(res, tuple) else res
 
             if reduce:
                 return reduce_last(torch.cat(_features_last(self._as_dense()), -1))
-            return _over_features(self._as_dense(), reduce_last)
+            result = _over_features(self._as_dense(), reduce_last)
+            return result if out is None else _into(out, result)
+        if name in _BATCH_DIMS_BY_DEFAULT and (dim is None or dim is ...):
+            dim = tuple(range(self.batch_dims))
         if name in ("max", "min") and isinstance(dim, int) and return_indices:
+            if out is not None:
+                msg = (
+                    f"{name}(dim={dim}) returns a pair of values and indices, which out= cannot "
+                    "receive; pass return_indices=False to write the values into out"
+                )
+                raise InvalidArgumentError(msg)
             return _values_indices(self, name, dim, keepdim)
         if dim is None or dim is ...:
             if reduce:
                 return _reduce_all(self, name, **kwargs)
-            return self._fast_apply(
+            whole = self._fast_apply(
                 lambda x: fn(x, **kwargs), batch_size=torch.Size(()), names=None
             )
+            return whole if out is None else _into(out, whole)
         ndim = self.batch_dims
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         norm = []
@@ -396,26 +432,37 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             # the leaves joined along the first reduced dim, then reduced as one tensor
             joined = torch.cat(leaf_tensors(self._as_dense()), norm_t[0])
             if name in _ONE_DIM_ONLY:
-                out = fn(joined, norm_t[0], keepdim=keepdim, **kwargs)
-                return out[0] if isinstance(out, tuple) else out
+                res = fn(joined, norm_t[0], keepdim=keepdim, **kwargs)
+                return res[0] if isinstance(res, tuple) else res
             return fn(joined, dim=norm_t, keepdim=keepdim, **kwargs)
         if keepdim:
             new = torch.Size(1 if i in norm_t else s for i, s in enumerate(self.batch_size))
         else:
             new = torch.Size(s for i, s in enumerate(self.batch_size) if i not in norm_t)
+        names = _kept_names(self, norm_t, keepdim)
 
         def op(x):
+            if is_unbatched(x):
+                return x  # no batch dims to reduce: kept as it is
             if name in _ONE_DIM_ONLY:
                 reducer = getattr(torch, {"max": "amax", "min": "amin"}.get(name, name))
-                out = x
+                res = x
                 for d in reversed(norm_t):
-                    out = reducer(out, d, keepdim=keepdim, **kwargs)
-                    if isinstance(out, tuple):
-                        out = out[0]
-                return out
+                    res = reducer(res, d, keepdim=keepdim, **kwargs)
+                    if isinstance(res, tuple):
+                        res = res[0]
+                return res
             return fn(x, dim=norm_t, keepdim=keepdim, **kwargs)
 
-        return self._fast_apply(op, batch_size=new, names=None)
+        if out is None:
+            return self._fast_apply(op, batch_size=new, names=names)
+
+        def write(x, y):
+            # out= writes into the tensor already at the key, as torch's out= does
+            res = op(x)
+            return res if y is None or is_unbatched(x) else y.copy_(res)
+
+        return _into(out, self._fast_apply(write, out, default=None, batch_size=new, names=names))
 
     # ------------------------------------------------------------------ hooks of the classes
     def _leafwise_operand(self):
@@ -443,7 +490,11 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         return self
 
     # ------------------------------------------------------------------ elementwise
-    def clamp(self, min=None, max=None):  # noqa: A002 - torch's argument names
+    def clamp(
+        self: T,
+        min: float | torch.Tensor | None = None,  # noqa: A002 - torch's argument names
+        max: float | torch.Tensor | None = None,  # noqa: A002
+    ) -> T:
         """Returns a tensordict with every tensor leaf clamped to ``[min, max]``.
 
         Each leaf goes through ``Tensor.clamp(min, max)``; a bound left at None is not applied.
@@ -468,7 +519,11 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return self._fast_apply(lambda x: x.clamp(min, max))
 
-    def clamp_(self, min=None, max=None):  # noqa: A002
+    def clamp_(
+        self: T,
+        min: float | torch.Tensor | None = None,  # noqa: A002
+        max: float | torch.Tensor | None = None,  # noqa: A002
+    ) -> T:
         """Clamps every tensor leaf to ``[min, max]`` in place and returns the tensordict.
 
         Each leaf goes through ``Tensor.clamp_(min, max)``, nested ones included; non-tensor
@@ -494,7 +549,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return self.apply_(lambda x: x.clamp_(min, max))
 
-    def zero_(self):
+    def zero_(self: T) -> T:
         """Fills every tensor leaf with zeros in place and returns the tensordict.
 
         Each leaf, nested ones included, goes through ``Tensor.zero_``; non-tensor entries are
@@ -513,7 +568,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
                 leaf.zero_()
         return self
 
-    def fill_(self, key, value):
+    def fill_(self: T, key: NestedKey, value: float | torch.Tensor) -> T:
         """Fills the entry at ``key`` with ``value`` in place and returns the tensordict.
 
         A tensor entry is filled whole; for a sub-tensordict, each of its tensor leaves is. The
@@ -547,7 +602,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             target.fill_(value)
         return self
 
-    def addcmul(self, other1, other2, *, value: float | None = 1):
+    def addcmul(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        *,
+        value: float | None = 1,
+    ) -> T:
         """Returns ``leaf + value * other1 * other2`` for every leaf (``torch.addcmul``).
 
         Args:
@@ -572,7 +633,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _ternary(self, torch.addcmul, other1, other2, value, "addcmul")
 
-    def addcmul_(self, other1, other2, *, value: float | None = 1):
+    def addcmul_(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        *,
+        value: float | None = 1,
+    ) -> T:
         """Writes ``leaf + value * other1 * other2`` into every leaf in place; returns the tensordict.
 
         Each leaf keeps its dtype and memory (a memory-mapped leaf is written in its file).
@@ -598,7 +665,12 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _ternary_(self, torch.Tensor.addcmul_, other1, other2, value, "addcmul_")
 
-    def addcdiv(self, other1, other2, value: float | None = 1):
+    def addcdiv(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        value: float | None = 1,
+    ) -> T:
         """Returns ``leaf + value * other1 / other2`` for every leaf (``torch.addcdiv``).
 
         Args:
@@ -622,7 +694,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _ternary(self, torch.addcdiv, other1, other2, value, "addcdiv")
 
-    def addcdiv_(self, other1, other2, *, value: float | None = 1):
+    def addcdiv_(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        *,
+        value: float | None = 1,
+    ) -> T:
         """Writes ``leaf + value * other1 / other2`` into every leaf in place; returns the tensordict.
 
         Each leaf keeps its dtype and memory (a memory-mapped leaf is written in its file).
@@ -649,7 +727,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         return _ternary_(self, torch.Tensor.addcdiv_, other1, other2, value, "addcdiv_")
 
     # ------------------------------------------------------------------ reductions
-    def norm(self, *args, **kwargs):
+    def norm(self: T, *args: Any, **kwargs: Any) -> T:
         """Returns the vector norm of every tensor leaf, as a tensordict with ``batch_size=[]``.
 
         Each leaf goes through ``torch.linalg.vector_norm``, integer and boolean ones cast to
@@ -681,7 +759,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             names=None,
         )
 
-    def all(self, dim: int | None = None):
+    def all(self: T, dim: int | None = None) -> bool | T:
         """Returns True if every element of every tensor leaf is nonzero; with ``dim``, reduces that batch dim.
 
         Without ``dim`` the answer is a Python bool, True when there is no tensor leaf. With
@@ -712,7 +790,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             )
         return self._bool_reduce("all", dim)
 
-    def any(self, dim: int | None = None):
+    def any(self: T, dim: int | None = None) -> bool | T:
         """Returns True if any element of any tensor leaf is nonzero; with ``dim``, reduces that batch dim.
 
         Without ``dim`` the answer is a Python bool, False when there is no tensor leaf. With
@@ -752,7 +830,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         new = self.batch_size[:d] + self.batch_size[d + 1 :]
         return self._fast_apply(lambda x: getattr(x, name)(d), batch_size=new, names=None)
 
-    def softmax(self, dim: int, dtype: torch.dtype | None = None):
+    def softmax(self: T, dim: int, dtype: torch.dtype | None = None) -> T:
         """Returns the softmax of every leaf along the batch dim ``dim``.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -780,7 +858,9 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         d = _batch_dim(self, dim, "softmax")
         return self._as_dense()._fast_apply(lambda x: torch.softmax(x, d, dtype=dtype))
 
-    def cummax(self, dim: int, *, reduce: bool | None = None, return_indices: bool = True):
+    def cummax(
+        self: T, dim: int, *, reduce: bool | None = None, return_indices: bool = True
+    ) -> T | tuple:
         """Returns the running maximum of every leaf along the batch dim ``dim``, with indices.
 
         Non-tensor entries are left out of the result.
@@ -812,7 +892,9 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _cumulative(tensors_only(self._as_dense()), "cummax", dim, reduce, return_indices)
 
-    def cummin(self, dim: int, *, reduce: bool | None = None, return_indices: bool = True):
+    def cummin(
+        self: T, dim: int, *, reduce: bool | None = None, return_indices: bool = True
+    ) -> T | tuple:
         """Returns the running minimum of every leaf along the batch dim ``dim``, with indices.
 
         It works as :meth:`cummax` does, with minima.
@@ -844,15 +926,15 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         return _cumulative(tensors_only(self._as_dense()), "cummin", dim, reduce, return_indices)
 
     def quantile(
-        self,
-        q,
-        dim=NO_DEFAULT,
+        self: T,
+        q: float | torch.Tensor,
+        dim: int | str = NO_DEFAULT,
         keepdim: bool = NO_DEFAULT,
         *,
         interpolation: str = "linear",
         reduce: bool | None = None,
         key_transform: Callable | None = None,
-    ):
+    ) -> T | torch.Tensor:
         """Returns the ``q``-quantiles of every leaf (``torch.quantile``).
 
         Without ``dim`` each leaf is reduced over all its elements into a tensordict with
@@ -925,7 +1007,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             out = src._fast_apply(
                 lambda x: torch.quantile(x, q, dim=d, keepdim=keepdim, **kwargs),
                 batch_size=extra + torch.Size(kept),
-                names=None,
+                names=None if extra else _kept_names(src, (d,), keepdim),
             )
         if key_transform is not None:
             out = _renamed(out, key_transform)

@@ -11,15 +11,19 @@ source at the end of a with-block, by the inverse arrangement (see
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 
 from tensordict import _dim_names as dimnames
 from tensordict._blocks import update_back, written_back
-from tensordict._collection import is_tensor_collection
+from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._nontensor import _dummy
 from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import as_ints, entrywise, norm_dim, shape_args
 from tensordict._ops.convert import CONVERTERS
+from tensordict._typing import T
 from tensordict.errors import ShapeArgumentError
 
 
@@ -39,7 +43,7 @@ class RearrangeMixin(Contract):
     __slots__ = ()
 
     # ------------------------------------------------------------------ repeating
-    def repeat(self, *repeats, inplace: bool = False):
+    def repeat(self: T, *repeats: int | Sequence[int], inplace: bool = False) -> T:
         """Returns a tensordict whose batch dims are tiled ``repeats`` times, like ``Tensor.repeat``.
 
         Batch dim ``i`` becomes ``repeats[i]`` times longer, the whole dim repeated end to end;
@@ -79,7 +83,9 @@ class RearrangeMixin(Contract):
         )
         return self._maybe_inplace(result, inplace, "repeat")
 
-    def repeat_interleave(self, repeats, dim: int = 0, *, inplace: bool = False):
+    def repeat_interleave(
+        self: T, repeats: int | torch.Tensor, dim: int = 0, *, inplace: bool = False
+    ) -> T:
         """Returns a tensordict in which each element along batch dim ``dim`` is repeated ``repeats`` times in a row.
 
         Like ``Tensor.repeat_interleave`` on that dim: an int repeats every element the same
@@ -103,8 +109,6 @@ class RearrangeMixin(Contract):
             RuntimeError: if a count is negative, or a tensor of counts does not have one count
                 per element along ``dim``; with ``inplace``, if the tensordict is locked.
             NotImplementedError: with ``inplace``, on a lazy stack.
-            AttributeError: if the tensordict holds a non-tensor entry (:class:`NonTensorData`
-                has no ``repeat_interleave``).
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
@@ -113,12 +117,14 @@ class RearrangeMixin(Contract):
         """
         d = norm_dim(dim, self.batch_dims)
         new = _dummy(self.batch_size).repeat_interleave(repeats, d).shape
-        result = self._batch_op(
-            lambda x, extra: x.repeat_interleave(repeats, d), new, dimnames.clean(self.names)
+        op = entrywise(
+            lambda x, extra: x.repeat_interleave(repeats, d),
+            lambda x, extra: x.repeat_interleave(repeats, d),
         )
+        result = self._batch_op(op, new, dimnames.clean(self.names))
         return self._maybe_inplace(result, inplace, "repeat_interleave")
 
-    def tile(self, dims):
+    def tile(self: T, dims: int | Sequence[int]) -> T:
         """Returns a tensordict whose batch dims are repeated ``dims`` times, like ``torch.tile``.
 
         With fewer counts than batch dims, the leading dims are repeated once; with more, new
@@ -149,7 +155,13 @@ class RearrangeMixin(Contract):
         return self._batch_op(op, new)
 
     # ------------------------------------------------------------------ reordering the elements
-    def roll(self, shifts, dims=None, *, inplace: bool = False):
+    def roll(
+        self: T,
+        shifts: int | Sequence[int],
+        dims: int | Sequence[int] | None = None,
+        *,
+        inplace: bool = False,
+    ) -> T:
         """Returns a tensordict whose batch dims ``dims`` are rolled by ``shifts``, like ``torch.roll``.
 
         Along each dim, the element at ``i`` moves to ``(i + shift) % size``. Without ``dims``
@@ -215,7 +227,7 @@ class RearrangeMixin(Contract):
             update_back(lambda r, _: r.roll(back, dims_t)),
         )
 
-    def flip(self, dims):
+    def flip(self: T, dims: int | Sequence[int]) -> T:
         """Returns a tensordict with the order of the elements reversed along the batch dims ``dims``.
 
         Like ``torch.flip`` on the batch dims; the leaves are copies and the dims keep their
@@ -241,7 +253,7 @@ class RearrangeMixin(Contract):
         result = self._batch_op(op, self.batch_size, dimnames.clean(self.names))
         return written_back(result, self, update_back(lambda r, _: r.flip(dims_t)))
 
-    def fliplr(self):
+    def fliplr(self: T) -> T:
         """Returns a tensordict reversed along batch dim 1, like ``torch.fliplr``.
 
         Returns:
@@ -260,7 +272,7 @@ class RearrangeMixin(Contract):
             raise ShapeArgumentError(msg)
         return self.flip(1)
 
-    def flipud(self):
+    def flipud(self: T) -> T:
         """Returns a tensordict reversed along batch dim 0, like ``torch.flipud``.
 
         Returns:
@@ -279,7 +291,7 @@ class RearrangeMixin(Contract):
             raise ShapeArgumentError(msg)
         return self.flip(0)
 
-    def rot90(self, k: int = 1, dims=(0, 1)):
+    def rot90(self: T, k: int = 1, dims: Sequence[int] = (0, 1)) -> T:
         """Returns a tensordict rotated by ``k`` quarter turns in the plane of two batch dims.
 
         Like ``torch.rot90`` on the batch dims: from the first dim towards the second for a
@@ -326,7 +338,14 @@ class RearrangeMixin(Contract):
         return written_back(result, self, update_back(lambda r, _: r.rot90(-k, (d0, d1))))
 
     # ------------------------------------------------------------------ picking and masking
-    def gather(self, dim: int, index: torch.Tensor, out=None, *, inplace: bool = False):
+    def gather(
+        self: T,
+        dim: int,
+        index: torch.Tensor,
+        out: TensorCollection | None = None,
+        *,
+        inplace: bool = False,
+    ) -> T:
         """Gathers the elements at ``index`` along batch dim ``dim``, like ``torch.gather`` on the batch dims.
 
         The result has the batch size ``index.shape``; along ``dim`` its element ``i`` is the
@@ -354,8 +373,6 @@ class RearrangeMixin(Contract):
             RuntimeError: if ``index`` does not have as many dims as the batch, is larger than
                 the batch on a dim other than ``dim``, or holds a position out of range.
             KeyError: if ``out`` lacks an entry of the result.
-            AttributeError: if the tensordict holds a non-tensor entry (:class:`NonTensorData`
-                has no ``gather``).
 
         Examples:
             >>> td = TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2, 3])
@@ -370,11 +387,11 @@ class RearrangeMixin(Contract):
             raise RuntimeError(msg)
         new = index.shape
 
-        def op(x, extra):
-            if isinstance(x, torch.Tensor):
-                idx = index.reshape(index.shape + (1,) * len(extra)).expand(index.shape + extra)
-                return torch.gather(x, d, idx)
-            return x.gather(d, index)
+        def gather_leaf(x, extra):
+            idx = index.reshape(index.shape + (1,) * len(extra)).expand(index.shape + extra)
+            return torch.gather(x, d, idx)
+
+        op = entrywise(gather_leaf, lambda x, extra: x.gather(d, index))
 
         result = self._batch_op(op, new, dimnames.clean(self.names))
         if out is not None:
@@ -382,7 +399,7 @@ class RearrangeMixin(Contract):
             return out
         return self._maybe_inplace(result, inplace, "gather")
 
-    def masked_select(self, mask: torch.Tensor):
+    def masked_select(self: T, mask: torch.Tensor) -> T:
         """Returns the rows where ``mask`` is True, gathered into one batch dim: ``self[mask]``.
 
         The mask covers the leading batch dims; their True positions become one batch dim, in
@@ -407,7 +424,7 @@ class RearrangeMixin(Contract):
         """
         return self[mask]
 
-    def masked_fill(self, mask: torch.Tensor, value):
+    def masked_fill(self: T, mask: torch.Tensor, value: float | torch.Tensor) -> T:
         """Returns a copy of the tensordict with ``value`` written where ``mask`` is True.
 
         The mask covers the leading batch dims: it gets dims of size 1 appended to reach the
@@ -434,7 +451,7 @@ class RearrangeMixin(Contract):
         """
         return self._fast_apply(lambda x: x.masked_fill(_trailing(mask, x), value))
 
-    def masked_fill_(self, mask: torch.Tensor, value):
+    def masked_fill_(self: T, mask: torch.Tensor, value: float | torch.Tensor) -> T:
         """Writes ``value`` where ``mask`` is True into every tensor leaf, in place, and returns the tensordict.
 
         The mask covers the leading batch dims as in :meth:`masked_fill`. Each leaf, nested
@@ -464,7 +481,14 @@ class RearrangeMixin(Contract):
                 x.masked_fill_(_trailing(mask, x), value)
         return self
 
-    def where(self, condition: torch.Tensor, other, *, out=None, pad=None):
+    def where(
+        self: T,
+        condition: torch.Tensor,
+        other: TensorCollection | torch.Tensor | float,
+        *,
+        out: TensorCollection | None = None,
+        pad: Any = None,
+    ) -> T:
         """Returns a tensordict with the elements of this one where ``condition`` is True, and of ``other`` elsewhere.
 
         Each leaf goes through ``torch.where(condition, leaf, other_leaf)``. The condition gets
@@ -513,7 +537,13 @@ class RearrangeMixin(Contract):
         return result
 
     # ------------------------------------------------------------------ padding
-    def pad(self, pad_size, value: float = 0.0, inplace: bool = False, safe: bool = True):
+    def pad(
+        self: T,
+        pad_size: Sequence[int],
+        value: float = 0.0,
+        inplace: bool = False,
+        safe: bool = True,
+    ) -> T:
         """Returns the tensordict padded along its batch dims with ``value``: :func:`tensordict.pad`.
 
         Args:

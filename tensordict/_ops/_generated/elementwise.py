@@ -4,9 +4,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class ElementwiseOps(Contract):
@@ -26,7 +30,7 @@ class ElementwiseOps(Contract):
         raise NotImplementedError
 
     # ------------------------------------------------------------------------------------- unary
-    def abs(self):
+    def abs(self: T) -> T:
         """Returns a tensordict with ``torch.abs`` (the absolute value) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.abs(leaf)`` in the
@@ -45,7 +49,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.abs)
 
-    def acos(self):
+    def acos(self: T) -> T:
         """Returns a tensordict with ``torch.acos`` (the inverse cosine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.acos(leaf)`` in the
@@ -62,7 +66,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.acos)
 
-    def asin(self):
+    def asin(self: T) -> T:
         """Returns a tensordict with ``torch.asin`` (the inverse sine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.asin(leaf)`` in the
@@ -79,7 +83,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.asin)
 
-    def atan(self):
+    def atan(self: T) -> T:
         """Returns a tensordict with ``torch.atan`` (the inverse tangent) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.atan(leaf)`` in the
@@ -96,7 +100,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.atan)
 
-    def ceil(self):
+    def ceil(self: T) -> T:
         """Returns a tensordict with ``torch.ceil`` (rounding up to an integral value) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.ceil(leaf)`` in the
@@ -115,7 +119,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.ceil)
 
-    def cos(self):
+    def cos(self: T) -> T:
         """Returns a tensordict with ``torch.cos`` (the cosine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.cos(leaf)`` in the
@@ -132,7 +136,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.cos)
 
-    def cosh(self):
+    def cosh(self: T) -> T:
         """Returns a tensordict with ``torch.cosh`` (the hyperbolic cosine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.cosh(leaf)`` in the
@@ -149,7 +153,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.cosh)
 
-    def erf(self):
+    def erf(self: T) -> T:
         """Returns a tensordict with ``torch.erf`` (the error function) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.erf(leaf)`` in the
@@ -166,7 +170,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.erf)
 
-    def erfc(self):
+    def erfc(self: T) -> T:
         """Returns a tensordict with ``torch.erfc`` (the complementary error function) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.erfc(leaf)`` in the
@@ -183,7 +187,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.erfc)
 
-    def exp(self):
+    def exp(self: T) -> T:
         """Returns a tensordict with ``torch.exp`` (the exponential) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.exp(leaf)`` in the
@@ -200,7 +204,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.exp)
 
-    def expm1(self):
+    def expm1(self: T) -> T:
         """Returns a tensordict with ``torch.expm1`` (``exp(x) - 1``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.expm1(leaf)`` in the
@@ -217,7 +221,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.expm1)
 
-    def floor(self):
+    def floor(self: T) -> T:
         """Returns a tensordict with ``torch.floor`` (rounding down to an integral value) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.floor(leaf)`` in the
@@ -236,7 +240,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.floor)
 
-    def frac(self):
+    def frac(self: T) -> T:
         """Returns a tensordict with ``torch.frac`` (the fractional part) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.frac(leaf)`` in the
@@ -256,7 +260,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.frac)
 
-    def lgamma(self):
+    def lgamma(self: T) -> T:
         """Returns a tensordict with ``torch.lgamma`` (the log of the absolute gamma function) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.lgamma(leaf)`` in the
@@ -273,7 +277,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.lgamma)
 
-    def log(self):
+    def log(self: T) -> T:
         """Returns a tensordict with ``torch.log`` (the natural logarithm) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.log(leaf)`` in the
@@ -290,7 +294,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.log)
 
-    def log10(self):
+    def log10(self: T) -> T:
         """Returns a tensordict with ``torch.log10`` (the base-10 logarithm) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.log10(leaf)`` in the
@@ -307,7 +311,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.log10)
 
-    def log1p(self):
+    def log1p(self: T) -> T:
         """Returns a tensordict with ``torch.log1p`` (``log(1 + x)``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.log1p(leaf)`` in the
@@ -324,7 +328,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.log1p)
 
-    def log2(self):
+    def log2(self: T) -> T:
         """Returns a tensordict with ``torch.log2`` (the base-2 logarithm) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.log2(leaf)`` in the
@@ -341,7 +345,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.log2)
 
-    def neg(self):
+    def neg(self: T) -> T:
         """Returns a tensordict with ``torch.neg`` (the negation) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.neg(leaf)`` in the
@@ -360,7 +364,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.neg)
 
-    def reciprocal(self):
+    def reciprocal(self: T) -> T:
         """Returns a tensordict with ``torch.reciprocal`` (``1 / x``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.reciprocal(leaf)`` in the
@@ -377,7 +381,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.reciprocal)
 
-    def round(self):
+    def round(self: T) -> T:
         """Returns a tensordict with ``torch.round`` (rounding to the nearest integer, halves to even) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.round(leaf)`` in the
@@ -396,7 +400,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.round)
 
-    def rsqrt(self):
+    def rsqrt(self: T) -> T:
         """Returns a tensordict with ``torch.rsqrt`` (``1 / sqrt(x)``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.rsqrt(leaf)`` in the
@@ -413,7 +417,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.rsqrt)
 
-    def sigmoid(self):
+    def sigmoid(self: T) -> T:
         """Returns a tensordict with ``torch.sigmoid`` (the logistic function) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sigmoid(leaf)`` in the
@@ -430,7 +434,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.sigmoid)
 
-    def sign(self):
+    def sign(self: T) -> T:
         """Returns a tensordict with ``torch.sign`` (the sign: -1, 0 or 1) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sign(leaf)`` in the
@@ -446,7 +450,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.sign)
 
-    def sin(self):
+    def sin(self: T) -> T:
         """Returns a tensordict with ``torch.sin`` (the sine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sin(leaf)`` in the
@@ -463,7 +467,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.sin)
 
-    def sinh(self):
+    def sinh(self: T) -> T:
         """Returns a tensordict with ``torch.sinh`` (the hyperbolic sine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sinh(leaf)`` in the
@@ -480,7 +484,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.sinh)
 
-    def sqrt(self):
+    def sqrt(self: T) -> T:
         """Returns a tensordict with ``torch.sqrt`` (the square root) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sqrt(leaf)`` in the
@@ -497,7 +501,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.sqrt)
 
-    def tan(self):
+    def tan(self: T) -> T:
         """Returns a tensordict with ``torch.tan`` (the tangent) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.tan(leaf)`` in the
@@ -514,7 +518,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.tan)
 
-    def tanh(self):
+    def tanh(self: T) -> T:
         """Returns a tensordict with ``torch.tanh`` (the hyperbolic tangent) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.tanh(leaf)`` in the
@@ -531,7 +535,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.tanh)
 
-    def trunc(self):
+    def trunc(self: T) -> T:
         """Returns a tensordict with ``torch.trunc`` (rounding towards zero) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.trunc(leaf)`` in the
@@ -550,7 +554,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.trunc)
 
-    def logical_not(self):
+    def logical_not(self: T) -> T:
         """Returns a tensordict with ``torch.logical_not`` (the logical negation) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.logical_not(leaf)`` in
@@ -567,7 +571,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.logical_not)
 
-    def bitwise_not(self):
+    def bitwise_not(self: T) -> T:
         """Returns a tensordict with ``torch.bitwise_not`` (the bitwise negation) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.bitwise_not(leaf)`` in
@@ -588,7 +592,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.bitwise_not)
 
-    def relu(self):
+    def relu(self: T) -> T:
         """Returns a tensordict with ``torch.relu`` (``max(x, 0)``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.relu(leaf)`` in the
@@ -607,7 +611,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.relu)
 
-    def square(self):
+    def square(self: T) -> T:
         """Returns a tensordict with ``torch.square`` (``x * x``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.square(leaf)`` in the
@@ -624,7 +628,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.square)
 
-    def exp2(self):
+    def exp2(self: T) -> T:
         """Returns a tensordict with ``torch.exp2`` (``2 ** x``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.exp2(leaf)`` in the
@@ -641,7 +645,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.exp2)
 
-    def sgn(self):
+    def sgn(self: T) -> T:
         """Returns a tensordict with ``torch.sgn`` (the sign, extended to complex numbers as ``x / abs(x)``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sgn(leaf)`` in the
@@ -658,7 +662,9 @@ class ElementwiseOps(Contract):
         return self._fast_apply(torch.sgn)
 
     # ------------------------------------------------------------------------------------ binary
-    def add(self, other, *args, **kwargs):
+    def add(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.add(leaf, other)``, the sum, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -688,7 +694,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.add, other, args, kwargs, "add")
 
-    def sub(self, other, *args, **kwargs):
+    def sub(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.sub(leaf, other)``, the difference, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -718,7 +726,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.sub, other, args, kwargs, "sub")
 
-    def mul(self, other, *args, **kwargs):
+    def mul(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.mul(leaf, other)``, the product, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -747,7 +757,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.mul, other, args, kwargs, "mul")
 
-    def div(self, other, *args, **kwargs):
+    def div(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.div(leaf, other)``, the quotient, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -777,7 +789,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.div, other, args, kwargs, "div")
 
-    def pow(self, other, *args, **kwargs):
+    def pow(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.pow(leaf, other)``, the power, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -806,7 +820,7 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.pow, other, args, kwargs, "pow")
 
-    def maximum(self, other, *args, **kwargs):
+    def maximum(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Returns a tensordict of ``torch.maximum(leaf, other)``, the elementwise maximum, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -835,7 +849,7 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.maximum, other, args, kwargs, "maximum")
 
-    def minimum(self, other, *args, **kwargs):
+    def minimum(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Returns a tensordict of ``torch.minimum(leaf, other)``, the elementwise minimum, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -864,7 +878,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.minimum, other, args, kwargs, "minimum")
 
-    def clamp_min(self, other, *args, **kwargs):
+    def clamp_min(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.clamp_min(leaf, other)``, the leaf clamped from below, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -893,7 +909,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.clamp_min, other, args, kwargs, "clamp_min")
 
-    def clamp_max(self, other, *args, **kwargs):
+    def clamp_max(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.clamp_max(leaf, other)``, the leaf clamped from above, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -922,7 +940,7 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.clamp_max, other, args, kwargs, "clamp_max")
 
-    def lerp(self, other, *args, **kwargs):
+    def lerp(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Returns a tensordict of ``torch.lerp(leaf, other)``, the linear interpolation, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -953,7 +971,7 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.lerp, other, args, kwargs, "lerp")
 
-    def atan2(self, other, *args, **kwargs):
+    def atan2(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Returns a tensordict of ``torch.atan2(leaf, other)``, the angle in radians, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -982,7 +1000,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.atan2, other, args, kwargs, "atan2")
 
-    def fmod(self, other, *args, **kwargs):
+    def fmod(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.fmod(leaf, other)``, the remainder with the sign of the leaf, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1011,7 +1031,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.fmod, other, args, kwargs, "fmod")
 
-    def remainder(self, other, *args, **kwargs):
+    def remainder(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.remainder(leaf, other)``, the remainder with the sign of ``other``, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1041,7 +1063,7 @@ class ElementwiseOps(Contract):
         return self._leafwise(torch.remainder, other, args, kwargs, "remainder")
 
     # -------------------------------------------------------------------------------- predicates
-    def isnan(self):
+    def isnan(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is NaN.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.isnan(leaf)``;
@@ -1058,7 +1080,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.isnan)
 
-    def isfinite(self):
+    def isfinite(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is finite (neither infinite nor NaN).
 
         Each tensor leaf, nested ones included, is replaced by ``torch.isfinite(leaf)``;
@@ -1075,7 +1097,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.isfinite)
 
-    def isposinf(self):
+    def isposinf(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is positive infinity.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.isposinf(leaf)``;
@@ -1092,7 +1114,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.isposinf)
 
-    def isneginf(self):
+    def isneginf(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is negative infinity.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.isneginf(leaf)``;
@@ -1109,7 +1131,7 @@ class ElementwiseOps(Contract):
         """
         return self._fast_apply(torch.isneginf)
 
-    def isreal(self):
+    def isreal(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is real (a zero imaginary part; always for real dtypes).
 
         Each tensor leaf, nested ones included, is replaced by ``torch.isreal(leaf)``;
@@ -1127,7 +1149,7 @@ class ElementwiseOps(Contract):
         return self._fast_apply(torch.isreal)
 
     # ----------------------------------------------------------------------- pairwise operations
-    def mod(self, other):
+    def mod(self: T, other: TensorCollection | torch.Tensor | float) -> T:
         """Returns a tensordict of ``torch.remainder(leaf, other)``: the remainder of the division by ``other``, with its sign (Python's ``%``).
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1154,7 +1176,13 @@ class ElementwiseOps(Contract):
         """
         return self._pairwise(torch.remainder, other, "mod")
 
-    def rsub(self, other, *, alpha: float | None = None, default=None):
+    def rsub(
+        self: T,
+        other: TensorCollection | torch.Tensor | float,
+        *,
+        alpha: float | None = None,
+        default: str | float | None = None,
+    ) -> T:
         """Returns a tensordict of ``torch.rsub(leaf, other)``: ``other - alpha * leaf``.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1188,7 +1216,12 @@ class ElementwiseOps(Contract):
         kwargs = {} if alpha is None else {"alpha": alpha}
         return self._pairwise(lambda x, y: torch.rsub(x, y, **kwargs), other, "rsub", default)
 
-    def logical_and(self, other, *, default=None):
+    def logical_and(
+        self: T,
+        other: TensorCollection | torch.Tensor | float,
+        *,
+        default: str | float | None = None,
+    ) -> T:
         """Returns a tensordict of ``torch.logical_and(leaf, other)``: the logical and, as booleans.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1220,7 +1253,12 @@ class ElementwiseOps(Contract):
         """
         return self._pairwise(torch.logical_and, other, "logical_and", default)
 
-    def bitwise_and(self, other, *, default=None):
+    def bitwise_and(
+        self: T,
+        other: TensorCollection | torch.Tensor | float,
+        *,
+        default: str | float | None = None,
+    ) -> T:
         """Returns a tensordict of ``torch.bitwise_and(leaf, other)``: the bitwise and of integer or boolean leaves.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.

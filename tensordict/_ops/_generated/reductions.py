@@ -4,7 +4,13 @@
 
 from __future__ import annotations
 
+from types import EllipsisType
+from typing import Any
+
+import torch
+
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class ReductionOps(Contract):
@@ -17,14 +23,14 @@ class ReductionOps(Contract):
         raise NotImplementedError
 
     def sum(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.sum`` of every leaf over the batch dims ``dim``: the sum.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -32,7 +38,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (the sum of the per-leaf results). Non-tensor entries
-        are kept; the result has no dim names.
+        are kept, and so are unbatched entries (they have no batch dims to reduce); the result
+        keeps the names of the batch dims that remain.
 
         Args:
             dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
@@ -51,6 +58,8 @@ class ReductionOps(Contract):
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.sum`` for every leaf, ``dtype`` for instance.
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added.
 
         Returns:
             A tensordict, or a tensor with ``reduce=True``.
@@ -70,14 +79,14 @@ class ReductionOps(Contract):
         return self._reduce("sum", dim, keepdim, reduce, return_indices, kwargs)
 
     def mean(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.mean`` of every leaf over the batch dims ``dim``: the mean.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -85,7 +94,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         With ``reduce=True`` the mean runs over the elements of all the leaves together, integer
         and boolean ones cast to float32 first.
@@ -107,6 +117,8 @@ class ReductionOps(Contract):
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.mean`` for every leaf, ``dtype`` for instance.
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added.
 
         Returns:
             A tensordict, or a tensor with ``reduce=True``.
@@ -128,14 +140,14 @@ class ReductionOps(Contract):
         return self._reduce("mean", dim, keepdim, reduce, return_indices, kwargs)
 
     def nansum(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.nansum`` of every leaf over the batch dims ``dim``: the sum with NaN counted as zero.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -143,7 +155,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (the sum of the per-leaf results). Non-tensor entries
-        are kept; the result has no dim names.
+        are kept, and so are unbatched entries (they have no batch dims to reduce); the result
+        keeps the names of the batch dims that remain.
 
         Args:
             dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
@@ -162,6 +175,8 @@ class ReductionOps(Contract):
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nansum`` for every leaf, ``dtype`` for instance.
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added.
 
         Returns:
             A tensordict, or a tensor with ``reduce=True``.
@@ -181,14 +196,14 @@ class ReductionOps(Contract):
         return self._reduce("nansum", dim, keepdim, reduce, return_indices, kwargs)
 
     def nanmean(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.nanmean`` of every leaf over the batch dims ``dim``: the mean of the values that are not NaN.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -196,7 +211,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         With ``reduce=True`` the mean runs over the elements of all the leaves together, integer
         and boolean ones cast to float32 first.
@@ -218,6 +234,8 @@ class ReductionOps(Contract):
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nanmean`` for every leaf, ``dtype`` for instance.
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added.
 
         Returns:
             A tensordict, or a tensor with ``reduce=True``.
@@ -239,14 +257,14 @@ class ReductionOps(Contract):
         return self._reduce("nanmean", dim, keepdim, reduce, return_indices, kwargs)
 
     def prod(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.prod`` of every leaf over the batch dims ``dim``: the product.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -254,7 +272,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         Several batch dims are reduced one after the other.
 
@@ -275,6 +294,8 @@ class ReductionOps(Contract):
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.prod`` for every leaf, ``dtype`` for instance.
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added.
 
         Returns:
             A tensordict, or a tensor with ``reduce=True``.
@@ -294,14 +315,14 @@ class ReductionOps(Contract):
         return self._reduce("prod", dim, keepdim, reduce, return_indices, kwargs)
 
     def std(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.std`` of every leaf over the batch dims ``dim``: the standard deviation.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -309,7 +330,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         By default it is the sample estimate (``correction=1``); pass ``correction=0`` for the
         population one.
@@ -330,7 +352,9 @@ class ReductionOps(Contract):
                 ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.std`` for every leaf.
+            **kwargs: passed on to ``torch.std`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict, or a tensor with ``reduce=True``.
@@ -351,14 +375,14 @@ class ReductionOps(Contract):
         return self._reduce("std", dim, keepdim, reduce, return_indices, kwargs)
 
     def var(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.var`` of every leaf over the batch dims ``dim``: the variance.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -366,7 +390,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         By default it is the sample estimate (``correction=1``); pass ``correction=0`` for the
         population one.
@@ -387,7 +412,9 @@ class ReductionOps(Contract):
                 ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.var`` for every leaf.
+            **kwargs: passed on to ``torch.var`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict, or a tensor with ``reduce=True``.
@@ -408,14 +435,14 @@ class ReductionOps(Contract):
         return self._reduce("var", dim, keepdim, reduce, return_indices, kwargs)
 
     def max(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor | tuple[T, T]:
         """Returns ``torch.max`` of every leaf over the batch dims ``dim``: the maximum.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -423,12 +450,14 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         With an int ``dim`` and ``return_indices`` (the default), the result is a
-        :class:`ValuesIndices` pair of tensordicts, ``.values`` and ``.indices`` (the positions
-        along ``dim``); with a tuple of dims or ``return_indices=False``, only the values,
-        computed like :meth:`amax`.
+        ``torch.return_types.max`` pair of tensordicts, ``.values`` and ``.indices`` (the
+        positions along ``dim``; an unbatched entry is kept among the values and has no
+        indices); with a tuple of dims or ``return_indices=False``, only the values, computed
+        like :meth:`amax`.
 
         Args:
             dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
@@ -447,14 +476,18 @@ class ReductionOps(Contract):
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.max`` for every leaf (not with an int ``dim``).
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added (not for the pair of values
+                and indices).
 
         Returns:
-            A :class:`ValuesIndices` pair of tensordicts for an int ``dim`` with
+            A ``torch.return_types.max`` pair of tensordicts for an int ``dim`` with
             ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            InvalidArgumentError: if ``out`` is given for the pair of values and indices.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -467,14 +500,14 @@ class ReductionOps(Contract):
         return self._reduce("max", dim, keepdim, reduce, return_indices, kwargs)
 
     def min(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor | tuple[T, T]:
         """Returns ``torch.min`` of every leaf over the batch dims ``dim``: the minimum.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -482,12 +515,14 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         With an int ``dim`` and ``return_indices`` (the default), the result is a
-        :class:`ValuesIndices` pair of tensordicts, ``.values`` and ``.indices`` (the positions
-        along ``dim``); with a tuple of dims or ``return_indices=False``, only the values,
-        computed like :meth:`amin`.
+        ``torch.return_types.min`` pair of tensordicts, ``.values`` and ``.indices`` (the
+        positions along ``dim``; an unbatched entry is kept among the values and has no
+        indices); with a tuple of dims or ``return_indices=False``, only the values, computed
+        like :meth:`amin`.
 
         Args:
             dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
@@ -506,14 +541,18 @@ class ReductionOps(Contract):
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.min`` for every leaf (not with an int ``dim``).
+                ``out=`` (a tensordict) receives the result, and is returned: a leaf it already
+                holds is written in place, a missing one is added (not for the pair of values
+                and indices).
 
         Returns:
-            A :class:`ValuesIndices` pair of tensordicts for an int ``dim`` with
+            A ``torch.return_types.min`` pair of tensordicts for an int ``dim`` with
             ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            InvalidArgumentError: if ``out`` is given for the pair of values and indices.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -526,14 +565,14 @@ class ReductionOps(Contract):
         return self._reduce("min", dim, keepdim, reduce, return_indices, kwargs)
 
     def amax(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.amax`` of every leaf over the batch dims ``dim``: the maximum.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -541,7 +580,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         Args:
             dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
@@ -559,7 +599,9 @@ class ReductionOps(Contract):
                 ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.amax`` for every leaf.
+            **kwargs: passed on to ``torch.amax`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict, or a tensor with ``reduce=True``.
@@ -579,14 +621,14 @@ class ReductionOps(Contract):
         return self._reduce("amax", dim, keepdim, reduce, return_indices, kwargs)
 
     def amin(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.amin`` of every leaf over the batch dims ``dim``: the minimum.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -594,7 +636,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         Args:
             dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
@@ -612,7 +655,9 @@ class ReductionOps(Contract):
                 ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.amin`` for every leaf.
+            **kwargs: passed on to ``torch.amin`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict, or a tensor with ``reduce=True``.
@@ -632,35 +677,36 @@ class ReductionOps(Contract):
         return self._reduce("amin", dim, keepdim, reduce, return_indices, kwargs)
 
     def logsumexp(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.logsumexp`` of every leaf over the batch dims ``dim``: the log-sum-exp.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
-        other batch dims (and the reduced ones with size 1 if ``keepdim``). Without ``dim`` it
-        raises, see below. Non-tensor entries are kept; the result has no dim names.
-
-        ``torch.logsumexp`` needs dims, so a call without ``dim`` raises TypeError, with or
-        without ``reduce``.
+        other batch dims (and the reduced ones with size 1 if ``keepdim``). Without ``dim`` (or
+        with ``dim=...``), each leaf is reduced over all the batch dims and keeps its feature
+        dims. Non-tensor entries are kept, and so are unbatched entries (they have no batch dims
+        to reduce); the result keeps the names of the batch dims that remain.
 
         Args:
             dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Required: the default None raises.
+                values count from the last batch dim. Defaults to None, which (like ``...``)
+                reduces every batch dim.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): ignored: with ``dim`` it has no effect, and without it the
-                call raises.
+            reduce (bool, optional): ignored: the leaves are always reduced one by one.
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.logsumexp`` for every leaf.
+            **kwargs: passed on to ``torch.logsumexp`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict.
@@ -668,7 +714,6 @@ class ReductionOps(Contract):
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            TypeError: if ``dim`` is None or ``...``.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[0.0, 0.0], [1.0, 1.0]])}, [2, 2])
@@ -680,14 +725,14 @@ class ReductionOps(Contract):
         return self._reduce("logsumexp", dim, keepdim, reduce, return_indices, kwargs)
 
     def median(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.median`` of every leaf over the batch dims ``dim``: the median.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -695,7 +740,8 @@ class ReductionOps(Contract):
         with ``dim=...``), each leaf is reduced over all its dims, feature dims included, into a
         tensordict with ``batch_size=[]``; with ``reduce=True`` as well, all the leaves are
         reduced together into one tensor (their elements concatenated). Non-tensor entries are
-        kept; the result has no dim names.
+        kept, and so are unbatched entries (they have no batch dims to reduce); the result keeps
+        the names of the batch dims that remain.
 
         Of an even count of values it takes the lower middle one, and it returns no indices.
         Several batch dims are reduced one after the other, which gives a median of medians, not
@@ -717,7 +763,9 @@ class ReductionOps(Contract):
                 ``"feature"``. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
-            **kwargs: passed on to ``torch.median`` for every leaf.
+            **kwargs: passed on to ``torch.median`` for every leaf. ``out=`` (a tensordict)
+                receives the result, and is returned: a leaf it already holds is written in
+                place, a missing one is added.
 
         Returns:
             A tensordict, or a tensor with ``reduce=True``.

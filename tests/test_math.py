@@ -1,0 +1,152 @@
+"""Math over every leaf (tensordict._ops.math): reductions and scans; differential: runs under both."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tensordict import TensorDict, UnbatchedTensor, tensorclass
+
+from conftest import ours_only
+
+
+@tensorclass
+class _Point:
+    x: torch.Tensor
+    label: str
+
+
+def _td(names=None):
+    return TensorDict(
+        a=torch.arange(24.0).reshape(4, 3, 2),
+        b={"c": torch.arange(12).reshape(4, 3)},
+        batch_size=[4, 3],
+        names=names,
+    )
+
+
+# ---------------------------------------------------------------------- max / min
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_min_along_a_dim_give_torchs_named_pair(name, keepdim):
+    """max/min along an int batch dim return torch.return_types.max/min of two tensordicts,
+    values and indices, as torch.max/min of each leaf give them."""
+    td = _td()
+    out = getattr(td, name)(dim=1, keepdim=keepdim)
+    assert isinstance(out, getattr(torch.return_types, name))
+    values, indices = out
+    expected = getattr(torch, name)(td["a"], 1, keepdim=keepdim)
+    assert torch.equal(values["a"], expected.values)
+    assert torch.equal(indices["a"], expected.indices)
+    assert (
+        values.batch_size
+        == indices.batch_size
+        == (torch.Size([4, 1]) if keepdim else torch.Size([4]))
+    )
+
+
+def test_max_without_indices_is_amax():
+    """return_indices=False gives only the values, a tensordict equal to amax."""
+    td = _td()
+    out = td.max(dim=0, return_indices=False)
+    assert torch.equal(out["a"], td.amax(dim=0)["a"])
+
+
+def test_a_reduction_keeps_the_names_of_the_remaining_dims():
+    """The result of a reduction along a batch dim keeps the names of the batch dims left."""
+    td = _td(names=["x", "y"]).float()
+    assert td.sum(0).names == ["y"]
+    assert td.mean(1, keepdim=True).names == ["x", "y"]
+    assert td.max(0).values.names == ["y"]
+    assert td.logsumexp(1).names == ["x"]
+
+
+def test_scans_and_pairs_walk_into_tensorclasses():
+    """cummax, cummin and max reach the tensors of a nested tensorclass, leaving its non-tensor
+    fields out of the pair."""
+    td = TensorDict(
+        a=torch.arange(12.0).reshape(4, 3),
+        p=_Point(x=torch.arange(12.0).reshape(4, 3), label="p", batch_size=[4, 3]),
+        batch_size=[4, 3],
+    )
+    for name in ("cummax", "cummin"):
+        out = getattr(td, name)(0)
+        assert isinstance(out, getattr(torch.return_types, name))
+        assert torch.equal(out.values["p", "x"], getattr(torch, name)(td["p", "x"], 0).values)
+    assert torch.equal(td.max(1).values["p", "x"], td["p", "x"].amax(1))
+
+
+def test_an_unbatched_entry_is_kept_by_reductions_along_batch_dims():
+    """An UnbatchedTensor has no batch dims: reductions and scans along the batch dims keep it
+    as it is."""
+    td = TensorDict(
+        a=torch.ones(4, 3, 2), u=UnbatchedTensor(torch.arange(6.0).reshape(2, 3)), batch_size=[4, 3]
+    )
+    for out in (
+        td.sum(-1),
+        td.amin(0),
+        td.max(-1, return_indices=False),
+        td.cummax(-1, return_indices=False),
+    ):
+        assert out.get("u").shape == torch.Size([2, 3])
+        assert torch.equal(out.get("u"), td.get("u"))
+
+
+@ours_only  # the reference keeps the unbatched entry among the indices and drops it from the values
+def test_an_unbatched_entry_has_no_indices():
+    """Along a batch dim, max keeps an unbatched entry among the values, not the indices."""
+    td = TensorDict(a=torch.ones(4, 3), u=UnbatchedTensor(torch.zeros(5)), batch_size=[4, 3])
+    values, indices = td.max(-1)
+    assert "u" in values.keys() and "u" not in indices.keys()
+
+
+# ---------------------------------------------------------------------- logsumexp
+def test_logsumexp_without_dim_reduces_every_batch_dim():
+    """logsumexp() reduces all the batch dims; each leaf keeps its feature dims."""
+    td = _td().float()
+    out = td.logsumexp()
+    assert out.batch_size == torch.Size([])
+    assert torch.allclose(out["a"], torch.logsumexp(td["a"], dim=(0, 1)))
+
+
+@pytest.mark.parametrize("dim", [1, (1,), (0, -1)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_logsumexp_writes_into_out(dim, keepdim):
+    """logsumexp(out=td) writes each leaf into the tensor out already holds at its key and
+    returns out."""
+    td = _td().float()
+    out = td.logsumexp(dim=dim, keepdim=keepdim).zero_()
+    leaves = {key: out.get(key) for key in out.keys(True, True)}
+    result = td.logsumexp(dim=dim, out=out, keepdim=keepdim)
+    assert result is out
+    for key, leaf in leaves.items():
+        assert result.get(key) is leaf
+        dims = tuple(d % 2 for d in ((dim,) if isinstance(dim, int) else dim))
+        assert torch.allclose(leaf, torch.logsumexp(td.get(key), dims, keepdim=keepdim))
+
+
+def test_logsumexp_adds_what_out_lacks():
+    """A tensordict out without the entries receives new ones."""
+    td = _td().float()
+    out = td.logsumexp(1).empty()
+    result = td.logsumexp(1, out=out)
+    assert result is out
+    assert torch.allclose(out["b", "c"], torch.logsumexp(td["b", "c"], 1))
+
+
+@ours_only  # the reference takes out= in logsumexp only
+def test_sum_writes_into_out_too():
+    """out= works for the other reductions along batch dims."""
+    td = _td().float()
+    out = td.sum(0).zero_()
+    leaf = out["a"]
+    assert td.sum(0, out=out) is out
+    assert out["a"] is leaf and torch.equal(leaf, td["a"].sum(0))
+
+
+@ours_only  # the reference's max has no out argument
+def test_max_with_indices_refuses_out():
+    """max(dim) returns a pair, which out= cannot receive: ValueError."""
+    td = _td()
+    with pytest.raises(ValueError):
+        td.max(0, out=td.amax(0))
