@@ -98,7 +98,7 @@ def _reshape_to_source(result, source):
     return result.reshape(source.batch_size)
 
 
-def shape_arg(shape: tuple, size, method: str) -> tuple:
+def shape_arg(shape: tuple, size: Sequence[int] | None, method: str) -> tuple:
     """The new batch size of ``reshape``/``view``, given as ``*shape`` or as ``size=``."""
     if size is None:
         return shape_args(shape)

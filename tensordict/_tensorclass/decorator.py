@@ -87,7 +87,7 @@ def tensorclass(
     shadow: bool = False,
     tensor_only: bool = False,
     skip_post_init_on_rebuild: bool = False,
-    cast_filter=None,
+    cast_filter: Callable[[tuple, Any], bool] | None = None,
     kw_only: bool = False,
 ) -> type | Callable[[type], type]:
     """Turns an annotated class into a tensorclass: a dataclass whose data lives in a tensordict.
@@ -201,7 +201,7 @@ def decorate(
     tensor_only: bool,
     skip_post_init_on_rebuild: bool,
     kw_only: bool,
-    cast_filter=None,
+    cast_filter: Callable[[tuple, Any], bool] | None = None,
 ) -> type:
     """Makes ``cls`` a tensorclass in place and returns it: :func:`tensorclass` with every option given."""
     if not isinstance(cls, type):
