@@ -15,7 +15,13 @@ from collections.abc import Sequence
 import torch
 
 from tensordict._nontensor import _dummy
-from tensordict._ops.batch_dims import shape_arg, shape_args
+from tensordict._ops.batch_dims import (
+    legacy_source,
+    permuted_back,
+    reshaped_back,
+    shape_arg,
+    shape_args,
+)
 from tensordict._options import lazy_legacy
 from tensordict.base import TensorDictBase
 from tensordict.errors import DimensionError
@@ -66,8 +72,10 @@ class LazyShapeMixin:
             raise DimensionError(msg)
         d = dim + ndim + 1 if dim < 0 else dim
         if d <= self._stack_dim:
-            return self._restack([m.unsqueeze(d) for m in self.tensordicts], self._stack_dim + 1)
-        return self._restack([m.unsqueeze(d - 1) for m in self.tensordicts], self._stack_dim)
+            result = self._restack([m.unsqueeze(d) for m in self.tensordicts], self._stack_dim + 1)
+        else:
+            result = self._restack([m.unsqueeze(d - 1) for m in self.tensordicts], self._stack_dim)
+        return reshaped_back(result, self)
 
     def squeeze(self, dim: int | None = None) -> TensorDictBase:
         """Returns the stack without its batch dims of size 1, or without ``dim`` if its size is 1.
@@ -95,7 +103,7 @@ class LazyShapeMixin:
             for d in reversed(range(ndim)):
                 if self._batch_size[d] == 1:
                     out = out.squeeze(d)
-            return out
+            return reshaped_back(out, self)
         if not -ndim <= dim < max(ndim, 1) or ndim == 0:
             msg = f"squeeze dimension {dim} is out of range for a tensordict with {ndim} batch dimensions"
             raise DimensionError(msg)
@@ -105,8 +113,10 @@ class LazyShapeMixin:
         if d == self._stack_dim:
             return self.tensordicts[0]
         if d < self._stack_dim:
-            return self._restack([m.squeeze(d) for m in self.tensordicts], self._stack_dim - 1)
-        return self._restack([m.squeeze(d - 1) for m in self.tensordicts], self._stack_dim)
+            result = self._restack([m.squeeze(d) for m in self.tensordicts], self._stack_dim - 1)
+        else:
+            result = self._restack([m.squeeze(d - 1) for m in self.tensordicts], self._stack_dim)
+        return reshaped_back(result, self)
 
     def permute(self, *dims: int | Sequence[int]) -> TensorDictBase:
         """Returns a lazy stack with the batch dims in the order ``dims``.
@@ -136,9 +146,13 @@ class LazyShapeMixin:
         if sorted(order) != list(range(ndim)):
             msg = f"permute needs each of the {ndim} batch dimensions once, got {raw}"
             raise ValueError(msg)
+        source = legacy_source(self, ("permute", tuple(order)))
+        if source is not None:
+            return source
         stack = self._stack_dim
         inner = [d - (d > stack) for d in order if d != stack]
-        return self._restack([m.permute(*inner) for m in self.tensordicts], order.index(stack))
+        result = self._restack([m.permute(*inner) for m in self.tensordicts], order.index(stack))
+        return permuted_back(result, self, order)
 
     def _rows(self) -> list:
         # Every row of the stack (batch size []), in C order, each a member's own view.
@@ -245,7 +259,7 @@ class LazyShapeMixin:
             return super().view(shape[0], batch_size=batch_size)
         shape = shape_arg(shape, size, "view")
         out = self._lazy_reshape(shape)
-        return super().view(shape) if out is None else out
+        return super().view(shape) if out is None else reshaped_back(out, self)
 
     def flatten(
         self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False
@@ -276,7 +290,7 @@ class LazyShapeMixin:
         first = start_dim + ndim if start_dim < 0 else start_dim
         last = end_dim + ndim if end_dim < 0 else end_dim
         if not inplace and ndim > 1 and first == 0 and last == ndim - 1:
-            return self._stack_of(self._rows(), 0)
+            return reshaped_back(self._stack_of(self._rows(), 0), self)
         return super().flatten(start_dim, end_dim, inplace=inplace)
 
     def expand(self, *shape: int | Sequence[int]) -> TensorDictBase:

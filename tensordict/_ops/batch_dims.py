@@ -94,6 +94,31 @@ def reshaped_back(result: T, source: TensorCollection) -> T:
     )
 
 
+def permuted_back(result: Any, source: Any, order: Sequence[int]) -> Any:
+    """``result``, ``source`` with its batch dims in the order ``order``, made to write back.
+
+    A with-block over it permutes what it holds back into ``source`` when it ends; in the
+    legacy lazy mode, :func:`legacy_source` gives ``source`` for the permutation back.
+    """
+    inverse = tuple(order.index(d) for d in range(len(order)))
+    return written_back(
+        result,
+        source,
+        update_back(lambda r, _: r.permute(*inverse)),
+        undone_by=("permute", inverse),
+    )
+
+
+def legacy_source(td: Any, call: tuple) -> Any:
+    """In the legacy lazy mode, the tensordict that ``call`` on ``td`` gives back, or None.
+
+    A result of a shape method in that mode is a view of its source in the well-known API,
+    and the call that undoes the method returns the source itself (``td.permute(1, 0)
+    .permute(1, 0) is td``); ``call`` is ``("permute", order)`` or ``("view", size)``.
+    """
+    return undone(td, call) if lazy_legacy() else None
+
+
 def _reshape_to_source(result, source):
     return result.reshape(source.batch_size)
 
@@ -330,10 +355,9 @@ class BatchDimsMixin(Contract):
         new = _dummy(self.batch_size).reshape(shape_arg(shape, size, "view")).shape
         if new == self.batch_size:
             return self
-        if lazy_legacy():
-            source = undone(self, ("view", tuple(new)))
-            if source is not None:
-                return source
+        source = legacy_source(self, ("view", tuple(new)))
+        if source is not None:
+            return source
         return reshaped_back(self._batch_op(lambda x, extra: x.view(new + extra), new), self)
 
     def flatten(self: T, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False) -> T:
@@ -465,23 +489,16 @@ class BatchDimsMixin(Contract):
         if sorted(order) != list(range(ndim)):
             msg = f"permute needs each of the {ndim} batch dimensions once, got {list(shape_args(dims))}"
             raise ValueError(msg)
-        if lazy_legacy():
-            source = undone(self, ("permute", tuple(order)))
-            if source is not None:
-                return source
+        source = legacy_source(self, ("permute", tuple(order)))
+        if source is not None:
+            return source
         new = torch.Size(self.batch_size[d] for d in order)
         names = self.names
         new_names = None if names is None else dimnames.clean(names[d] for d in order)
         result = self._batch_op(
             lambda x, extra: x.permute(*order, *range(ndim, ndim + len(extra))), new, new_names
         )
-        inverse = tuple(order.index(d) for d in range(ndim))
-        return written_back(
-            result,
-            self,
-            update_back(lambda r, _: r.permute(*inverse)),
-            undone_by=("permute", inverse),
-        )
+        return permuted_back(result, self, order)
 
     def transpose(self: T, dim0: int, dim1: int) -> T:
         """Returns a tensordict with the batch dims ``dim0`` and ``dim1`` swapped.
