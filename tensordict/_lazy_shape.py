@@ -17,6 +17,7 @@ import torch
 from tensordict._nontensor import _dummy
 from tensordict._ops.batch_dims import (
     legacy_source,
+    permutation,
     permuted_back,
     reshaped_back,
     shape_arg,
@@ -128,11 +129,13 @@ class LazyShapeMixin:
             *dims (int or sequence of int): each batch dim once, in the new order.
 
         Returns:
-            LazyStackedTensorDict: the new stack.
+            LazyStackedTensorDict: the new stack, or this one when ``dims`` keeps every dim
+            in place.
 
         Raises:
-            ValueError: if ``dims`` does not name each batch dim exactly once (a dim out of
-                range included).
+            ValueError: if ``dims`` does not name each batch dim exactly once: a dim out of
+                range (AxisRangeError, also an IndexError), or one repeated or missing
+                (PermutationError, also a RuntimeError).
 
         Examples:
             >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
@@ -141,11 +144,9 @@ class LazyShapeMixin:
             (torch.Size([3, 2]), 1)
         """
         ndim = len(self._batch_size)
-        raw = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else list(dims)
-        order = [d + ndim if -ndim <= d < 0 else d for d in raw]
-        if sorted(order) != list(range(ndim)):
-            msg = f"permute needs each of the {ndim} batch dimensions once, got {raw}"
-            raise ValueError(msg)
+        order = permutation(dims, ndim)
+        if order == list(range(ndim)):
+            return self
         source = legacy_source(self, ("permute", tuple(order)))
         if source is not None:
             return source

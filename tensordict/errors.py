@@ -54,6 +54,7 @@ __all__ = [
     "NotTensorCollectionError",
     "PaddingError",
     "PathThroughLeafError",
+    "PermutationError",
     "ProcessGroupNotInitializedError",
     "ReadOnlyMemmapError",
     "RenameDestinationError",
@@ -311,6 +312,14 @@ class ShapeArgumentError(TensorDictError, RuntimeError):
     ``roll`` shifts and dims of different lengths, ``narrow`` past the end of a dim,
     ``rot90`` or ``fliplr`` with too few batch dims, a dim repeated in ``movedim``,
     a batch size that does not broadcast to a shape.
+    """
+
+
+class PermutationError(ShapeArgumentError, ValueError):
+    """``permute`` dims that do not name each batch dim once (one repeated, or too few or many).
+
+    A ``ValueError`` as the well-known API's ``permute`` raises, and a ``RuntimeError`` as
+    its legacy lazy ``permute`` does.
     """
 
 

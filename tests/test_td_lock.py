@@ -339,3 +339,12 @@ def test_copies_of_a_locked_tensordict_are_unlocked(method):
     """clone, select and apply give an unlocked tensordict."""
     td = TensorDict({"a": torch.zeros(2, 3, 4), "b": {"c": torch.zeros(2, 3)}}, [2, 3]).lock_()
     assert not method(td).is_locked
+
+
+def test_the_grad_and_data_of_a_locked_tensordict_are_locked():
+    """td.grad and td.data are locked when the tensordict is, unlocked otherwise."""
+    td = TensorDict({"a": torch.randn(3, 4, requires_grad=True)}, [3, 4])
+    (td["a"] * 2).sum().backward()
+    assert not td.grad.is_locked and not td.data.is_locked
+    td.lock_()
+    assert td.grad.is_locked and td.data.is_locked

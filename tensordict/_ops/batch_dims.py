@@ -33,6 +33,7 @@ from tensordict.errors import (
     ConflictingArgumentsError,
     DimensionError,
     InvalidArgumentError,
+    PermutationError,
     ShapeArgumentError,
 )
 
@@ -77,6 +78,25 @@ def entrywise(tensor_fn: Callable, td_fn: Callable) -> Callable[[Any, torch.Size
         return td_fn(x, extra)
 
     return op
+
+
+def permutation(dims: tuple, ndim: int) -> list:
+    """``dims`` of ``permute`` as a list of non-negative batch dims, each once.
+
+    Raises:
+        AxisRangeError: for a dim out of range (a ValueError and an IndexError).
+        PermutationError: unless each batch dim is there once (a ValueError and a RuntimeError).
+    """
+    raw = shape_args(dims)
+    for d in raw:
+        if not -ndim <= d < ndim:
+            msg = f"permute: dim {d} is out of range for a tensordict with {ndim} batch dimensions"
+            raise AxisRangeError(msg)
+    order = [d + ndim if d < 0 else d for d in raw]
+    if sorted(order) != list(range(ndim)):
+        msg = f"permute needs each of the {ndim} batch dimensions once, got {list(raw)}"
+        raise PermutationError(msg)
+    return order
 
 
 def reshaped_back(result: T, source: TensorCollection) -> T:
@@ -469,11 +489,12 @@ class BatchDimsMixin(Contract):
                 values count from the last batch dim.
 
         Returns:
-            A new tensordict.
+            A new tensordict, or this one when ``dims`` keeps every dim in place.
 
         Raises:
-            ValueError: if ``dims`` does not name each batch dim exactly once (a dim out of
-                range included).
+            ValueError: if ``dims`` does not name each batch dim exactly once: a dim out of
+                range (AxisRangeError, also an IndexError), or one repeated or missing
+                (PermutationError, also a RuntimeError).
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3])
@@ -485,10 +506,9 @@ class BatchDimsMixin(Contract):
             torch.Size([2, 3])
         """
         ndim = self.batch_dims
-        order = [d + ndim if -ndim <= d < 0 else d for d in shape_args(dims)]
-        if sorted(order) != list(range(ndim)):
-            msg = f"permute needs each of the {ndim} batch dimensions once, got {list(shape_args(dims))}"
-            raise ValueError(msg)
+        order = permutation(dims, ndim)
+        if order == list(range(ndim)):
+            return self
         source = legacy_source(self, ("permute", tuple(order)))
         if source is not None:
             return source
