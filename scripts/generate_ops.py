@@ -285,24 +285,43 @@ def _binary_docs(name: str) -> tuple[str, str]:
     what, other_type, extra, data, call, out = _BINARY_DOCS[name]
     hint = dict([extra]) if extra else {}
     needs_tensor = other_type == _TENSOR_ONLY
-    args = _section(
-        "Args",
-        (
-            f"other ({other_type})",
-            f"the second operand. {'A tensor' if needs_tensor else 'A number or tensor'} is "
-            "combined with every leaf and broadcasts by torch's rules, aligned on the trailing "
-            "dims (the ``+``-style operators align a tensor on the leading batch dims instead); "
-            "a tensordict or tensorclass gives each leaf its own leaf at the same key.",
-        ),
-        (
-            "*args",
-            f"passed on to ``torch.{name}`` after ``other``: {hint.get('args', 'it takes none')}.",
-        ),
-        ("**kwargs", f"passed on to ``torch.{name}``: {hint.get('kwargs', 'it takes none')}."),
-    )
+
+    def arguments(inplace: bool) -> str:
+        return _section(
+            "Args",
+            (
+                f"other ({other_type})",
+                "the second operand. "
+                + ("" if needs_tensor else "A number or a 0-dim tensor meets every leaf as it is; ")
+                + "a tensor with dims is batch-shaped: aligned with the batch dims from the right, "
+                "as torch broadcasts shapes, and spread over each leaf's feature dims"
+                + (
+                    " (it must fit the batch size)"
+                    if inplace
+                    else " (the result takes the broadcast batch size)"
+                )
+                + "; a tensordict or tensorclass gives each leaf its own leaf at the same key.",
+            ),
+            (
+                "*args",
+                f"passed on to ``torch.{name}`` after ``other``"
+                + ("" if inplace else ", each met as ``other`` is")
+                + f": {hint.get('args', 'it takes none')}.",
+            ),
+            (
+                "**kwargs",
+                f"passed on to ``torch.{name}``: {hint.get('kwargs', 'it takes none')}; and "
+                "``default``, for a tensordict ``other`` whose leaf keys differ: None (the default) "
+                'raises, ``"intersection"`` keeps the keys they share, and any other value stands in '
+                "for the leaves that one side lacks."
+                if not inplace
+                else f"passed on to ``torch.{name}``: {hint.get('kwargs', 'it takes none')}.",
+            ),
+        )
+
     mismatch = (
         "KeyMismatchError",
-        "if ``other`` is a tensordict whose leaf keys differ from these.",
+        "if ``other`` is a tensordict whose leaf keys differ from these (and no ``default``).",
     )
     type_error = (
         "TypeError",
@@ -314,15 +333,17 @@ def _binary_docs(name: str) -> tuple[str, str]:
     doc = (
         f"Returns a tensordict of ``torch.{name}(leaf, other)``, {what}, for every leaf.\n\n"
         "Non-tensor entries are kept as they are, and this tensordict is left unchanged.\n\n"
-        + args
-        + "Returns:\n    A new tensordict with the same keys, batch size, names and device.\n\n"
+        + arguments(inplace=False)
+        + "Returns:\n    A new tensordict with the same keys, names and device, and the batch size\n"
+        "    broadcast with that of a tensor ``other``; locked if this one is.\n\n"
         + _section(
             "Raises",
             mismatch,
             type_error,
             (
                 "RuntimeError",
-                "if a leaf and its operand do not broadcast, or torch refuses their dtypes.",
+                "if a leaf and its operand do not broadcast, or torch refuses their dtypes; "
+                "BatchSizeError if a tensor ``other`` does not broadcast with the batch size.",
             ),
         )
         + f'Examples:\n{setup}    >>> td.{name}({call})["a"]\n    {out}\n'
@@ -337,7 +358,7 @@ def _binary_docs(name: str) -> tuple[str, str]:
                 "rebound, so a locked tensordict accepts it too."
             )
             + "\n\n"
-            + args
+            + arguments(inplace=True)
             + "Returns:\n    This tensordict.\n\n"
             + _section(
                 "Raises",
@@ -362,7 +383,7 @@ def _binary_docs(name: str) -> tuple[str, str]:
                 "other))`` writes the same result in place."
             )
             + "\n\n"
-            + args
+            + arguments(inplace=True)
             + "Returns:\n    Nothing, since every call raises; once fixed, this tensordict.\n\n"
             + _section(
                 "Raises", ("AttributeError", f"always: ``torch.Tensor`` has no ``{name}_``.")
@@ -554,7 +575,7 @@ def _pairwise_doc(name: str) -> str:
         """
             default (str or number, optional): with a tensordict ``other`` whose leaf keys
                 differ: None (the default) raises, ``"intersection"`` keeps the keys they
-                share, and any other value stands in for the leaves ``other`` lacks."""
+                share, and any other value stands in for the leaves that one side lacks."""
         if takes_default
         else ""
     )

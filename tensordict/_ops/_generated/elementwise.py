@@ -664,22 +664,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.add`` after ``other``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.add`` after ``other``, each met as ``other`` is: it
+                takes none.
             **kwargs: passed on to ``torch.add``: ``alpha``, a multiplier of ``other`` (default
-                1).
+                1); and ``default``, for a tensordict ``other`` whose leaf keys differ: None
+                (the default) raises, ``"intersection"`` keeps the keys they share, and any
+                other value stands in for the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -694,22 +700,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.sub`` after ``other``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.sub`` after ``other``, each met as ``other`` is: it
+                takes none.
             **kwargs: passed on to ``torch.sub``: ``alpha``, a multiplier of ``other`` (default
-                1).
+                1); and ``default``, for a tensordict ``other`` whose leaf keys differ: None
+                (the default) raises, ``"intersection"`` keeps the keys they share, and any
+                other value stands in for the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -724,21 +736,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.mul`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.mul``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.mul`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.mul``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -753,22 +772,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.div`` after ``other``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.div`` after ``other``, each met as ``other`` is: it
+                takes none.
             **kwargs: passed on to ``torch.div``: ``rounding_mode``: None (true division),
-                ``'trunc'`` or ``'floor'``.
+                ``'trunc'`` or ``'floor'``; and ``default``, for a tensordict ``other`` whose
+                leaf keys differ: None (the default) raises, ``"intersection"`` keeps the keys
+                they share, and any other value stands in for the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -783,21 +808,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.pow`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.pow``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.pow`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.pow``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -812,21 +844,29 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
-                tensordict or tensorclass gives each leaf its own leaf at the same key.
-            *args: passed on to ``torch.maximum`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.maximum``: it takes none.
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (the result takes the broadcast
+                batch size); a tensordict or tensorclass gives each leaf its own leaf at the
+                same key.
+            *args: passed on to ``torch.maximum`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.maximum``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.maximum`` needs a tensor).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -841,21 +881,29 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
-                tensordict or tensorclass gives each leaf its own leaf at the same key.
-            *args: passed on to ``torch.minimum`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.minimum``: it takes none.
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (the result takes the broadcast
+                batch size); a tensordict or tensorclass gives each leaf its own leaf at the
+                same key.
+            *args: passed on to ``torch.minimum`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.minimum``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.minimum`` needs a tensor).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -870,21 +918,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.clamp_min`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.clamp_min``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.clamp_min`` after ``other``, each met as ``other`` is:
+                it takes none.
+            **kwargs: passed on to ``torch.clamp_min``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -899,21 +954,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.clamp_max`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.clamp_max``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.clamp_max`` after ``other``, each met as ``other`` is:
+                it takes none.
+            **kwargs: passed on to ``torch.clamp_max``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -928,23 +990,31 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
-                tensordict or tensorclass gives each leaf its own leaf at the same key.
-            *args: passed on to ``torch.lerp`` after ``other``: the ``weight`` (required), a
-                number or tensor; the result is ``leaf + weight * (other - leaf)``.
-            **kwargs: passed on to ``torch.lerp``: it takes none.
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (the result takes the broadcast
+                batch size); a tensordict or tensorclass gives each leaf its own leaf at the
+                same key.
+            *args: passed on to ``torch.lerp`` after ``other``, each met as ``other`` is: the
+                ``weight`` (required), a number or tensor; the result is ``leaf + weight *
+                (other - leaf)``.
+            **kwargs: passed on to ``torch.lerp``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.lerp`` needs a tensor) or the weight is
                 missing.
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -959,21 +1029,29 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
-                tensordict or tensorclass gives each leaf its own leaf at the same key.
-            *args: passed on to ``torch.atan2`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.atan2``: it takes none.
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (the result takes the broadcast
+                batch size); a tensordict or tensorclass gives each leaf its own leaf at the
+                same key.
+            *args: passed on to ``torch.atan2`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.atan2``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.atan2`` needs a tensor).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0, 1.0])}, [2])
@@ -988,21 +1066,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.fmod`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.fmod``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.fmod`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.fmod``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([-3.0, 5.0])}, [2])
@@ -1017,21 +1102,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.remainder`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.remainder``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.remainder`` after ``other``, each met as ``other`` is:
+                it takes none.
+            **kwargs: passed on to ``torch.remainder``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([-3.0, 5.0])}, [2])
@@ -1168,7 +1260,7 @@ class ElementwiseOps(Contract):
             alpha (number, optional): the multiplier of the leaf. Defaults to None (1).
             default (str or number, optional): with a tensordict ``other`` whose leaf keys
                 differ: None (the default) raises, ``"intersection"`` keeps the keys they
-                share, and any other value stands in for the leaves ``other`` lacks.
+                share, and any other value stands in for the leaves that one side lacks.
 
         Returns:
             A new tensordict with the same keys (or the shared ones), batch size and device.
@@ -1201,7 +1293,7 @@ class ElementwiseOps(Contract):
         Keyword Args:
             default (str or number, optional): with a tensordict ``other`` whose leaf keys
                 differ: None (the default) raises, ``"intersection"`` keeps the keys they
-                share, and any other value stands in for the leaves ``other`` lacks.
+                share, and any other value stands in for the leaves that one side lacks.
 
         Returns:
             A new tensordict with the same keys (or the shared ones), batch size and device.
@@ -1233,7 +1325,7 @@ class ElementwiseOps(Contract):
         Keyword Args:
             default (str or number, optional): with a tensordict ``other`` whose leaf keys
                 differ: None (the default) raises, ``"intersection"`` keeps the keys they
-                share, and any other value stands in for the leaves ``other`` lacks.
+                share, and any other value stands in for the leaves that one side lacks.
 
         Returns:
             A new tensordict with the same keys (or the shared ones), batch size and device.

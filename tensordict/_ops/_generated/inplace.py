@@ -955,11 +955,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.add`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.add``: ``alpha``, a multiplier of ``other`` (default
                 1).
@@ -968,7 +968,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -991,11 +992,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.sub`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.sub``: ``alpha``, a multiplier of ``other`` (default
                 1).
@@ -1004,7 +1005,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1027,11 +1029,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.mul`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.mul``: it takes none.
 
@@ -1039,7 +1041,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1062,11 +1065,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.div`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.div``: ``rounding_mode``: None (true division),
                 ``'trunc'`` or ``'floor'``.
@@ -1075,7 +1078,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1098,11 +1102,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.pow`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.pow``: it takes none.
 
@@ -1110,7 +1114,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1133,9 +1138,9 @@ class InplaceOps(Contract):
         the same result in place.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (it must fit the batch size); a
                 tensordict or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.maximum`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.maximum``: it takes none.
@@ -1166,9 +1171,9 @@ class InplaceOps(Contract):
         the same result in place.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (it must fit the batch size); a
                 tensordict or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.minimum`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.minimum``: it takes none.
@@ -1199,11 +1204,11 @@ class InplaceOps(Contract):
         rebound, so a locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.clamp_min`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.clamp_min``: it takes none.
 
@@ -1211,7 +1216,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1234,11 +1240,11 @@ class InplaceOps(Contract):
         rebound, so a locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.clamp_max`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.clamp_max``: it takes none.
 
@@ -1246,7 +1252,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1269,9 +1276,9 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (it must fit the batch size); a
                 tensordict or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.lerp`` after ``other``: the ``weight`` (required), a
                 number or tensor; the result is ``leaf + weight * (other - leaf)``.
@@ -1281,7 +1288,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.lerp`` needs a tensor) or the weight is
                 missing.
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
@@ -1306,9 +1314,9 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (it must fit the batch size); a
                 tensordict or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.atan2`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.atan2``: it takes none.
@@ -1317,7 +1325,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.atan2`` needs a tensor).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
@@ -1341,11 +1350,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.fmod`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.fmod``: it takes none.
 
@@ -1353,7 +1362,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1376,11 +1386,11 @@ class InplaceOps(Contract):
         rebound, so a locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.remainder`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.remainder``: it takes none.
 
@@ -1388,7 +1398,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
