@@ -427,13 +427,17 @@ def _reduction_doc(name: str) -> str:
         + _section(
             "Args",
             (
-                "dim (int, tuple of int or Ellipsis, optional)",
+                "dim (int, tuple of int, Ellipsis or str, optional)",
                 "the batch dims to reduce; negative values count from the last batch dim. "
                 + (
-                    "Defaults to None, which (like ``...``) reduces every batch dim."
+                    "Defaults to None, which (like ``...``) reduces every batch dim. "
                     if name == "logsumexp"
-                    else "Defaults to None, which (like ``...``) reduces each leaf over all its dims."
-                ),
+                    else "Defaults to None, which (like ``...``) reduces each leaf over all its "
+                    "dims. "
+                )
+                + '``"feature"`` reduces each leaf over its feature dims instead (those after '
+                "the batch dims of its own level), keeping the batch size"
+                + (", and returns the values only." if indices else "."),
             ),
             (
                 "keepdim (bool, optional)",
@@ -444,10 +448,11 @@ def _reduction_doc(name: str) -> str:
             "Keyword Args",
             (
                 "reduce (bool, optional)",
-                "without ``dim``, reduce all the leaves together into one tensor; ignored with "
-                "``dim``. Defaults to None (off)."
-                if name != "logsumexp"
-                else "ignored: the leaves are always reduced one by one.",
+                "reduce all the tensor leaves together into one tensor: "
+                + ("" if name == "logsumexp" else "without ``dim``, all their elements; ")
+                + "with batch dims, the leaves joined along the first of them (they must have "
+                'as many dims); with ``"feature"``, all the features of each batch element. '
+                "Defaults to None (off).",
             ),
             (
                 "return_indices (bool, optional)",
@@ -473,11 +478,9 @@ def _reduction_doc(name: str) -> str:
         + "Returns:\n"
         + (
             f"    A ``torch.return_types.{name}`` pair of tensordicts for an int ``dim`` with\n"
-            "    ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.\n\n"
+            "    ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.\n\n"
             if indices
-            else "    A tensordict.\n\n"
-            if name == "logsumexp"
-            else "    A tensordict, or a 0-dim tensor with ``reduce=True``.\n\n"
+            else "    A tensordict, or a tensor with ``reduce=True``.\n\n"
         )
         + _section(
             "Raises",
@@ -490,7 +493,12 @@ def _reduction_doc(name: str) -> str:
                 "InvalidArgumentError",
                 indices and "if ``out`` is given for the pair of values and indices.",
             ),
-            ("RuntimeError", floats_only or summed and empty),
+            (
+                "RuntimeError",
+                (floats_only + " " if floats_only else "")
+                + "With ``reduce=True`` and batch dims, if the leaves do not join"
+                + (", or if there is no tensor leaf." if summed else "."),
+            ),
             ("ValueError", not summed and name != "logsumexp" and empty),
         )
         + f"Examples:\n{setup}    >>> td.{name}{call1}\n    {out1}\n"

@@ -272,3 +272,41 @@ def test_in_place_arithmetic_reaches_a_nested_lazy_stack():
     td += make()
     members = td["s"].tensordicts
     assert members[0]["a"] == -4 and members[1]["b"] == -4
+
+
+# ---------------------------------------------------------------------- feature reductions
+def _levels():
+    return TensorDict(
+        a=torch.arange(60.0).reshape(3, 4, 5),
+        b=TensorDict(c=torch.ones(3, 4, 5, 6), d=torch.ones(3, 4, 5), batch_size=(3, 4, 5)),
+        batch_size=(3, 4),
+    )
+
+
+@pytest.mark.parametrize("name", ["sum", "nansum", "mean", "nanmean", "std", "var", "prod"])
+def test_a_feature_reduction_reduces_each_leaf_over_the_features_of_its_level(name):
+    """dim="feature" reduces each leaf over the dims after the batch dims of its own level; the
+    batch sizes (a nested one included) are kept."""
+    td = _levels()
+    out = getattr(td, name)(dim="feature")
+    assert out.batch_size == td.batch_size and out["b"].batch_size == td["b"].batch_size
+    assert torch.allclose(out["a"], getattr(torch, name)(td["a"], -1))
+    assert torch.allclose(out["b", "c"], getattr(torch, name)(td["b", "c"], -1), equal_nan=True)
+    assert out["b", "d"].shape == td["b"].batch_size
+
+
+def test_a_feature_reduction_of_all_leaves_gives_one_tensor():
+    """dim="feature" with reduce=True reduces all the features of each batch element together."""
+    td = _levels()
+    out = td.sum(dim="feature", reduce=True)
+    assert out.shape == td.batch_size
+    assert out[0, 0] == td["a"][0, 0].sum() + 30 + 5
+    assert td.quantile(0.5, dim="feature", reduce=True).shape == td.batch_size
+
+
+def test_reduce_with_a_dim_joins_the_leaves_along_it():
+    """reduce=True with a batch dim joins the leaves along it, then reduces the one tensor."""
+    td = TensorDict(a=torch.ones(3, 4, 5), b={"c": torch.ones(3, 4, 5)}, batch_size=(3, 4))
+    out = td.sum(dim=1, reduce=True)
+    assert out.shape == torch.Size([3, 5]) and (out == 8).all()
+    assert td.mean(dim=1, reduce=True).shape == torch.Size([3, 5])

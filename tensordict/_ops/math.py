@@ -315,6 +315,61 @@ def _reduce_all(td, name: str, **kwargs) -> torch.Tensor:
     return getattr(torch, name)(flat, **kwargs)
 
 
+def _reduce_over(name: str, x: torch.Tensor, dims: tuple, keepdim: bool, kwargs: dict):
+    """``torch.<name>`` of ``x`` over ``dims``; those that take one dim reduce one after the other."""
+    if name not in _ONE_DIM_ONLY:
+        return getattr(torch, name)(x, dim=dims, keepdim=keepdim, **kwargs)
+    reducer = getattr(torch, {"max": "amax", "min": "amin"}.get(name, name))
+    for d in reversed(dims):
+        x = reducer(x, d, keepdim=keepdim, **kwargs)
+        if isinstance(x, tuple):
+            x = x[0]  # median's values
+    return x
+
+
+def _joinable(name: str, leaves: list) -> list:
+    """The tensor leaves to join into one tensor (integer ones cast to float for a mean)."""
+    leaves = [v for v in leaves if not is_unbatched(v)]
+    if name in ("mean", "nanmean"):
+        return [v if v.is_floating_point() else v.float() for v in leaves]
+    return leaves
+
+
+def _feature_wise(td, leaf_fn, sub_fn, batch_size=None, names=NO_DEFAULT):
+    """``leaf_fn`` of each leaf of ``td``'s level with its feature dims flattened into one last
+    dim, and ``sub_fn`` of each sub-tensordict or tensorclass (so that it reduces the feature
+    dims of its own level); non-tensor and unbatched entries are kept."""
+    src = td._as_dense()
+    nb = src.batch_dims
+
+    def one(x):
+        if is_tensor_collection(x):
+            return sub_fn(x)
+        if is_unbatched(x):
+            return x
+        return leaf_fn(x.reshape(x.shape[:nb] + (-1,)))
+
+    return src._fast_apply(one, call_on_nested=True, batch_size=batch_size, names=names)
+
+
+def _feature_reduction(td, name: str, dim: str, reduce, kwargs: dict):
+    """``torch.<name>`` over the feature dims of each leaf (``dim="feature"``)."""
+    if dim != "feature":
+        msg = f"{name}(): dim must be an int, a tuple of ints, ... or 'feature', got {dim!r}"
+        raise InvalidArgumentError(msg)
+    if reduce:
+        batch = td.batch_size
+        leaves = _joinable(name, leaf_tensors(td._as_dense()))
+        return _reduce_over(
+            name, torch.cat([v.reshape(batch + (-1,)) for v in leaves], -1), (-1,), False, kwargs
+        )
+    return _feature_wise(
+        td,
+        lambda x: _reduce_over(name, x, (-1,), False, kwargs),
+        lambda sub: getattr(sub, name)(dim="feature", **kwargs),
+    )
+
+
 def _batch_dim(td, dim, what: str) -> int:
     """``dim`` as a non-negative batch dim of ``td``, or DimensionError (an IndexError)."""
     if isinstance(dim, bool) or not isinstance(dim, int):
@@ -435,7 +490,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         out = kwargs.pop("out", None)
         if name in _BATCH_DIMS_BY_DEFAULT and (dim is None or dim is ...):
             dim = tuple(range(self.batch_dims))
-        if name in ("max", "min") and isinstance(dim, int) and return_indices:
+        if name in ("max", "min") and isinstance(dim, int) and return_indices and not reduce:
             if out is not None:
                 msg = (
                     f"{name}(dim={dim}) returns a pair of values and indices, which out= cannot "
@@ -450,6 +505,9 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
                 lambda x: fn(x, **kwargs), batch_size=torch.Size(()), names=None
             )
             return whole if out is None else _into(out, whole)
+        if isinstance(dim, str):
+            result = _feature_reduction(self, name, dim, reduce, kwargs)
+            return result if out is None or reduce else _into(out, result)
         ndim = self.batch_dims
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         norm = []
@@ -459,6 +517,10 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
                 raise DimensionError(msg)
             norm.append(d + ndim if d < 0 else d)
         norm_t = tuple(sorted(set(norm)))
+        if reduce:
+            # the leaves joined along the first reduced dim, then reduced as one tensor
+            leaves = _joinable(name, leaf_tensors(self._as_dense()))
+            return _reduce_over(name, torch.cat(leaves, norm_t[0]), norm_t, keepdim, kwargs)
         if keepdim:
             new = torch.Size(1 if i in norm_t else s for i, s in enumerate(self.batch_size))
         else:
@@ -468,15 +530,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         def op(x):
             if is_unbatched(x):
                 return x  # no batch dims to reduce: kept as it is
-            if name in _ONE_DIM_ONLY:
-                reducer = getattr(torch, {"max": "amax", "min": "amin"}.get(name, name))
-                res = x
-                for d in reversed(norm_t):
-                    res = reducer(res, d, keepdim=keepdim, **kwargs)
-                    if isinstance(res, tuple):
-                        res = res[0]
-                return res
-            return fn(x, dim=norm_t, keepdim=keepdim, **kwargs)
+            return _reduce_over(name, x, norm_t, keepdim, kwargs)
 
         result = self._fast_apply(op, batch_size=new, names=names)
         return result if out is None else _into(out, result)
@@ -991,18 +1045,17 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
                 lambda x: torch.quantile(x.reshape(-1), q, **kwargs), batch_size=extra, names=None
             )
         elif isinstance(dim, str) and dim == "feature":
-
-            def features(x):
-                return x.reshape(batch + (-1,))
-
             if reduce:
-                flat = torch.cat([features(leaf) for leaf in leaf_tensors(src)], -1)
+                leaves = _joinable("quantile", leaf_tensors(src))
+                flat = torch.cat([leaf.reshape(batch + (-1,)) for leaf in leaves], -1)
                 return torch.quantile(flat, q, dim=-1, **kwargs)
             extra = torch.as_tensor(q).shape
-            out = src._fast_apply(
-                lambda x: torch.quantile(features(x), q, dim=-1, **kwargs),
-                batch_size=extra + batch,
-                names=None,
+            out = _feature_wise(
+                src,
+                lambda x: torch.quantile(x, q, dim=-1, **kwargs),
+                lambda sub: sub.quantile(q, dim="feature", interpolation=interpolation),
+                batch_size=extra + batch if extra else None,
+                names=None if extra else NO_DEFAULT,
             )
         else:
             d = _batch_dim(src, dim, "quantile")

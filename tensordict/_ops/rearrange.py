@@ -77,7 +77,12 @@ class RearrangeMixin(Contract):
         return self._maybe_inplace(result, inplace, "repeat")
 
     def repeat_interleave(
-        self, repeats, dim: int | None = None, *, output_size: int | None = None, inplace: bool = False
+        self,
+        repeats,
+        dim: int | None = None,
+        *,
+        output_size: int | None = None,
+        inplace: bool = False,
     ):
         """Returns a tensordict in which each element along batch dim ``dim`` is repeated ``repeats`` times in a row.
 
@@ -120,11 +125,7 @@ class RearrangeMixin(Contract):
             result = flat.repeat_interleave(repeats, 0, output_size=output_size)
             return self._maybe_inplace(result, inplace, "repeat_interleave")
         d = norm_dim(dim, self.batch_dims)
-        new = (
-            _dummy(self.batch_size)
-            .repeat_interleave(repeats, d, output_size=output_size)
-            .shape
-        )
+        new = _dummy(self.batch_size).repeat_interleave(repeats, d, output_size=output_size).shape
         result = self._batch_op(
             lambda x, extra: x.repeat_interleave(repeats, d, output_size=output_size),
             new,

@@ -36,15 +36,19 @@ class ReductionOps(Contract):
         keeps the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.sum`` for every leaf, ``dtype`` for instance.
@@ -52,12 +56,13 @@ class ReductionOps(Contract):
                 holds is written in place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: with ``reduce=True``, if there is no tensor leaf.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join, or if
+                there is no tensor leaf.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])}, [2, 3])
@@ -91,15 +96,19 @@ class ReductionOps(Contract):
         and boolean ones cast to float32 first.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.mean`` for every leaf, ``dtype`` for instance.
@@ -107,13 +116,13 @@ class ReductionOps(Contract):
                 holds is written in place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             RuntimeError: if a leaf is an integer or boolean tensor (``reduce=True`` casts them
-                instead).
+                instead). With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -145,15 +154,19 @@ class ReductionOps(Contract):
         keeps the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nansum`` for every leaf, ``dtype`` for instance.
@@ -161,12 +174,13 @@ class ReductionOps(Contract):
                 holds is written in place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: with ``reduce=True``, if there is no tensor leaf.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join, or if
+                there is no tensor leaf.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[1.0, float("nan")], [2.0, 3.0]])}, [2, 2])
@@ -200,15 +214,19 @@ class ReductionOps(Contract):
         and boolean ones cast to float32 first.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nanmean`` for every leaf, ``dtype`` for instance.
@@ -216,13 +234,13 @@ class ReductionOps(Contract):
                 holds is written in place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             RuntimeError: if a leaf is an integer or boolean tensor (``reduce=True`` casts them
-                instead).
+                instead). With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -256,15 +274,19 @@ class ReductionOps(Contract):
         Several batch dims are reduced one after the other.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.prod`` for every leaf, ``dtype`` for instance.
@@ -272,11 +294,12 @@ class ReductionOps(Contract):
                 holds is written in place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -311,15 +334,19 @@ class ReductionOps(Contract):
         population one.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.std`` for every leaf. ``out=`` (a tensordict)
@@ -327,12 +354,13 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: if a leaf is an integer or boolean tensor.
+            RuntimeError: if a leaf is an integer or boolean tensor. With ``reduce=True`` and
+                batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -367,15 +395,19 @@ class ReductionOps(Contract):
         population one.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.var`` for every leaf. ``out=`` (a tensordict)
@@ -383,12 +415,13 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: if a leaf is an integer or boolean tensor.
+            RuntimeError: if a leaf is an integer or boolean tensor. With ``reduce=True`` and
+                batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -426,15 +459,19 @@ class ReductionOps(Contract):
         like :meth:`amax`.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size, and returns the values only.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.max`` for every leaf (not with an int ``dim``).
@@ -444,12 +481,13 @@ class ReductionOps(Contract):
 
         Returns:
             A ``torch.return_types.max`` pair of tensordicts for an int ``dim`` with
-            ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.
+            ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             InvalidArgumentError: if ``out`` is given for the pair of values and indices.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -487,15 +525,19 @@ class ReductionOps(Contract):
         like :meth:`amin`.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size, and returns the values only.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.min`` for every leaf (not with an int ``dim``).
@@ -505,12 +547,13 @@ class ReductionOps(Contract):
 
         Returns:
             A ``torch.return_types.min`` pair of tensordicts for an int ``dim`` with
-            ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.
+            ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             InvalidArgumentError: if ``out`` is given for the pair of values and indices.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -542,15 +585,19 @@ class ReductionOps(Contract):
         the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.amax`` for every leaf. ``out=`` (a tensordict)
@@ -558,11 +605,12 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -594,15 +642,19 @@ class ReductionOps(Contract):
         the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.amin`` for every leaf. ``out=`` (a tensordict)
@@ -610,11 +662,12 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -644,14 +697,19 @@ class ReductionOps(Contract):
         to reduce); the result keeps the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces every batch dim.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces every batch dim. ``"feature"`` reduces each leaf over its
+                feature dims instead (those after the batch dims of its own level), keeping the
+                batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): ignored: the leaves are always reduced one by one.
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor: with
+                batch dims, the leaves joined along the first of them (they must have as many
+                dims); with ``"feature"``, all the features of each batch element. Defaults to
+                None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.logsumexp`` for every leaf. ``out=`` (a tensordict)
@@ -659,11 +717,12 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[0.0, 0.0], [1.0, 1.0]])}, [2, 2])
@@ -698,15 +757,19 @@ class ReductionOps(Contract):
         the median of all the elements.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.median`` for every leaf. ``out=`` (a tensordict)
@@ -714,11 +777,12 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
