@@ -310,3 +310,10 @@ def test_reduce_with_a_dim_joins_the_leaves_along_it():
     out = td.sum(dim=1, reduce=True)
     assert out.shape == torch.Size([3, 5]) and (out == 8).all()
     assert td.mean(dim=1, reduce=True).shape == torch.Size([3, 5])
+
+
+def test_all_and_any_along_a_dim_keep_the_other_names():
+    """all(dim) and any(dim) keep the names of the batch dims they do not reduce."""
+    td = TensorDict(a=torch.ones(3, 4, 1, 6), batch_size=[3, 4, 1, 6], names=["a", "b", "c", "d"])
+    assert td.all(2).names == ["a", "b", "d"]
+    assert td.any(-2).names == ["a", "b", "d"]

@@ -824,7 +824,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
 
         Without ``dim`` the answer is a Python bool, True when there is no tensor leaf. With
         ``dim`` each leaf goes through ``Tensor.all(dim)``, and the result is a tensordict of
-        boolean tensors without that batch dim and without dim names.
+        boolean tensors without that batch dim, keeping the names of the others.
 
         Args:
             dim (int, optional): the batch dim to reduce; negative values count from the last
@@ -855,7 +855,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
 
         Without ``dim`` the answer is a Python bool, False when there is no tensor leaf. With
         ``dim`` each leaf goes through ``Tensor.any(dim)``, and the result is a tensordict of
-        boolean tensors without that batch dim and without dim names.
+        boolean tensors without that batch dim, keeping the names of the others.
 
         Args:
             dim (int, optional): the batch dim to reduce; negative values count from the last
@@ -888,7 +888,8 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             raise DimensionError(msg)
         d = dim + ndim if dim < 0 else dim
         new = self.batch_size[:d] + self.batch_size[d + 1 :]
-        return self._fast_apply(lambda x: getattr(x, name)(d), batch_size=new, names=None)
+        names = _kept_names(self, (d,), False)
+        return self._fast_apply(lambda x: getattr(x, name)(d), batch_size=new, names=names)
 
     def softmax(self, dim: int, dtype: torch.dtype | None = None):
         """Returns the softmax of every leaf along the batch dim ``dim``.
