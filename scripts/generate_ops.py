@@ -259,7 +259,8 @@ def _unary_docs(name: str) -> tuple[str, str]:
             "the result; non-tensor entries are kept as they are, and this tensordict is left "
             f"unchanged.{dtype_note}"
         )
-        + "\n\nReturns:\n    A new tensordict with the same keys, batch size, names and device.\n\n"
+        + "\n\nReturns:\n    A new tensordict with the same keys, batch size, names and device,\n"
+        "    locked if this one is.\n\n"
         + _section("Raises", ("RuntimeError", refused and refused + "."))
         + f'Examples:\n{setup}    >>> td.{name}()["a"]\n    {out}\n'
     )
@@ -515,7 +516,7 @@ def _predicate_doc(name: str) -> str:
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({{"a": torch.tensor({data})}}, [2])
@@ -642,6 +643,7 @@ common base of every mixin, which the method resolution order puts after all of 
 PRIMITIVES = (
     "_fast_apply",
     "_stored_tensors",
+    "_pointwise",
     "_leafwise",
     "_pairwise",
     "_write_each_leaf",
@@ -663,12 +665,13 @@ from tensordict._ops._contract import Contract
 
 
 class ElementwiseOps(Contract):
-    """The out-of-place methods made from tables; ``MathMixin`` defines the primitives.
-
-    Calls: ``_fast_apply``.
-    """
+    """The out-of-place methods made from tables; ``MathMixin`` defines the primitives."""
 
     __slots__ = ()
+
+    def _pointwise(self, fn):
+        """``fn(leaf)`` for every leaf, into a new tensordict (locked if this one is)."""
+        raise NotImplementedError
 
     def _leafwise(self, fn, other, args: tuple, kwargs: dict, name: str):
         """``fn(leaf, operand, *args, **kwargs)`` for every leaf, into a new tensordict."""
@@ -772,7 +775,7 @@ def _elementwise() -> str:
     out = [_comment("unary")]
     for name in _UNARY:
         doc = _unary_docs(name)[0]
-        out.append(_method(f"{name}(self)", doc, f"return self._fast_apply(torch.{name})"))
+        out.append(_method(f"{name}(self)", doc, f"return self._pointwise(torch.{name})"))
     out.append(_comment("binary"))
     for name in _BINARY:
         out.append(
@@ -785,7 +788,7 @@ def _elementwise() -> str:
     out.append(_comment("predicates"))
     for name in _PREDICATES:
         out.append(
-            _method(f"{name}(self)", _predicate_doc(name), f"return self._fast_apply(torch.{name})")
+            _method(f"{name}(self)", _predicate_doc(name), f"return self._pointwise(torch.{name})")
         )
     out.append(_comment("pairwise operations"))
     for name, (fn_name, _what, takes_default, extra, *_example) in _PAIRWISE.items():

@@ -217,9 +217,11 @@ def test_default_fills_the_leaves_one_side_lacks(name):
 
 
 def test_the_result_of_arithmetic_is_locked_like_its_first_operand():
-    """td + other, td.add(other) and -td are locked when td is; comparisons and clamp are not."""
+    """td + other, td.add(other), -td, td.exp() and td.isnan() are locked when td is;
+    comparisons and clamp are not."""
     td = TensorDict(a=torch.ones(3), batch_size=[3]).lock_()
     assert (td + 1).is_locked and td.add(td).is_locked and (-td).is_locked
+    assert td.exp().is_locked and td.isnan().is_locked
     assert not (td == td).is_locked and not td.clamp(0, 1).is_locked
     assert not (TensorDict(a=torch.ones(3), batch_size=[3]) + td).is_locked
 

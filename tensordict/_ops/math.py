@@ -450,15 +450,21 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
     __ge__ = _operator(operator.ge, name="compare", lock=False)
 
     def __neg__(self):
-        return _leafwise_apply(self, operator.neg, (), "negate")
+        return self._pointwise(operator.neg)
 
     def __abs__(self):
-        return _leafwise_apply(self, operator.abs, (), "abs")
+        return self._pointwise(operator.abs)
 
     def __invert__(self):
-        return _leafwise_apply(self, operator.invert, (), "invert")
+        return self._pointwise(operator.invert)
 
     # ------------------------------------------------------------------ primitives of the generated methods
+    def _pointwise(self, fn):
+        result = self._fast_apply(fn)
+        if self.is_locked:
+            result.lock_()  # as for the arithmetic: the result is locked like this tensordict
+        return result
+
     def _leafwise(self, fn, other, args: tuple, kwargs: dict, name: str):
         default = kwargs.pop("default", None)
         return _leafwise_apply(

@@ -15,6 +15,7 @@ common base of every mixin, which the method resolution order puts after all of 
 PRIMITIVES = (
     "_fast_apply",
     "_stored_tensors",
+    "_pointwise",
     "_leafwise",
     "_pairwise",
     "_write_each_leaf",

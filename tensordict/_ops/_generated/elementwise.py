@@ -10,12 +10,13 @@ from tensordict._ops._contract import Contract
 
 
 class ElementwiseOps(Contract):
-    """The out-of-place methods made from tables; ``MathMixin`` defines the primitives.
-
-    Calls: ``_fast_apply``.
-    """
+    """The out-of-place methods made from tables; ``MathMixin`` defines the primitives."""
 
     __slots__ = ()
+
+    def _pointwise(self, fn):
+        """``fn(leaf)`` for every leaf, into a new tensordict (locked if this one is)."""
+        raise NotImplementedError
 
     def _leafwise(self, fn, other, args: tuple, kwargs: dict, name: str):
         """``fn(leaf, operand, *args, **kwargs)`` for every leaf, into a new tensordict."""
@@ -33,7 +34,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -43,7 +45,7 @@ class ElementwiseOps(Contract):
             >>> td.abs()["a"]
             tensor([1., 2.])
         """
-        return self._fast_apply(torch.abs)
+        return self._pointwise(torch.abs)
 
     def acos(self):
         """Returns a tensordict with ``torch.acos`` (the inverse cosine) applied to every leaf.
@@ -53,14 +55,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0])}, [1])
             >>> td.acos()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.acos)
+        return self._pointwise(torch.acos)
 
     def asin(self):
         """Returns a tensordict with ``torch.asin`` (the inverse sine) applied to every leaf.
@@ -70,14 +73,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.asin()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.asin)
+        return self._pointwise(torch.asin)
 
     def atan(self):
         """Returns a tensordict with ``torch.atan`` (the inverse tangent) applied to every leaf.
@@ -87,14 +91,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.atan()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.atan)
+        return self._pointwise(torch.atan)
 
     def ceil(self):
         """Returns a tensordict with ``torch.ceil`` (rounding up to an integral value) applied to every leaf.
@@ -103,7 +108,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -113,7 +119,7 @@ class ElementwiseOps(Contract):
             >>> td.ceil()["a"]
             tensor([ 1., -1.])
         """
-        return self._fast_apply(torch.ceil)
+        return self._pointwise(torch.ceil)
 
     def cos(self):
         """Returns a tensordict with ``torch.cos`` (the cosine) applied to every leaf.
@@ -123,14 +129,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.cos()["a"]
             tensor([1.])
         """
-        return self._fast_apply(torch.cos)
+        return self._pointwise(torch.cos)
 
     def cosh(self):
         """Returns a tensordict with ``torch.cosh`` (the hyperbolic cosine) applied to every leaf.
@@ -140,14 +147,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.cosh()["a"]
             tensor([1.])
         """
-        return self._fast_apply(torch.cosh)
+        return self._pointwise(torch.cosh)
 
     def erf(self):
         """Returns a tensordict with ``torch.erf`` (the error function) applied to every leaf.
@@ -157,14 +165,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.erf()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.erf)
+        return self._pointwise(torch.erf)
 
     def erfc(self):
         """Returns a tensordict with ``torch.erfc`` (the complementary error function) applied to every leaf.
@@ -174,14 +183,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.erfc()["a"]
             tensor([1.])
         """
-        return self._fast_apply(torch.erfc)
+        return self._pointwise(torch.erfc)
 
     def exp(self):
         """Returns a tensordict with ``torch.exp`` (the exponential) applied to every leaf.
@@ -191,14 +201,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.exp()["a"]
             tensor([1.])
         """
-        return self._fast_apply(torch.exp)
+        return self._pointwise(torch.exp)
 
     def expm1(self):
         """Returns a tensordict with ``torch.expm1`` (``exp(x) - 1``) applied to every leaf.
@@ -208,14 +219,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.expm1()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.expm1)
+        return self._pointwise(torch.expm1)
 
     def floor(self):
         """Returns a tensordict with ``torch.floor`` (rounding down to an integral value) applied to every leaf.
@@ -224,7 +236,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -234,7 +247,7 @@ class ElementwiseOps(Contract):
             >>> td.floor()["a"]
             tensor([ 0., -2.])
         """
-        return self._fast_apply(torch.floor)
+        return self._pointwise(torch.floor)
 
     def frac(self):
         """Returns a tensordict with ``torch.frac`` (the fractional part) applied to every leaf.
@@ -243,7 +256,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is an integer or boolean tensor, for which torch does not
@@ -254,7 +268,7 @@ class ElementwiseOps(Contract):
             >>> td.frac()["a"]
             tensor([ 0.5000, -0.2500])
         """
-        return self._fast_apply(torch.frac)
+        return self._pointwise(torch.frac)
 
     def lgamma(self):
         """Returns a tensordict with ``torch.lgamma`` (the log of the absolute gamma function) applied to every leaf.
@@ -264,14 +278,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 2.0])}, [2])
             >>> td.lgamma()["a"]
             tensor([0., 0.])
         """
-        return self._fast_apply(torch.lgamma)
+        return self._pointwise(torch.lgamma)
 
     def log(self):
         """Returns a tensordict with ``torch.log`` (the natural logarithm) applied to every leaf.
@@ -281,14 +296,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0])}, [1])
             >>> td.log()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.log)
+        return self._pointwise(torch.log)
 
     def log10(self):
         """Returns a tensordict with ``torch.log10`` (the base-10 logarithm) applied to every leaf.
@@ -298,14 +314,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 100.0])}, [2])
             >>> td.log10()["a"]
             tensor([0., 2.])
         """
-        return self._fast_apply(torch.log10)
+        return self._pointwise(torch.log10)
 
     def log1p(self):
         """Returns a tensordict with ``torch.log1p`` (``log(1 + x)``) applied to every leaf.
@@ -315,14 +332,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.log1p()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.log1p)
+        return self._pointwise(torch.log1p)
 
     def log2(self):
         """Returns a tensordict with ``torch.log2`` (the base-2 logarithm) applied to every leaf.
@@ -332,14 +350,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 8.0])}, [2])
             >>> td.log2()["a"]
             tensor([0., 3.])
         """
-        return self._fast_apply(torch.log2)
+        return self._pointwise(torch.log2)
 
     def neg(self):
         """Returns a tensordict with ``torch.neg`` (the negation) applied to every leaf.
@@ -348,7 +367,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -358,7 +378,7 @@ class ElementwiseOps(Contract):
             >>> td.neg()["a"]
             tensor([-1.,  2.])
         """
-        return self._fast_apply(torch.neg)
+        return self._pointwise(torch.neg)
 
     def reciprocal(self):
         """Returns a tensordict with ``torch.reciprocal`` (``1 / x``) applied to every leaf.
@@ -368,14 +388,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([2.0, 4.0])}, [2])
             >>> td.reciprocal()["a"]
             tensor([0.5000, 0.2500])
         """
-        return self._fast_apply(torch.reciprocal)
+        return self._pointwise(torch.reciprocal)
 
     def round(self):
         """Returns a tensordict with ``torch.round`` (rounding to the nearest integer, halves to even) applied to every leaf.
@@ -384,7 +405,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -394,7 +416,7 @@ class ElementwiseOps(Contract):
             >>> td.round()["a"]
             tensor([0., 2.])
         """
-        return self._fast_apply(torch.round)
+        return self._pointwise(torch.round)
 
     def rsqrt(self):
         """Returns a tensordict with ``torch.rsqrt`` (``1 / sqrt(x)``) applied to every leaf.
@@ -404,14 +426,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([4.0, 16.0])}, [2])
             >>> td.rsqrt()["a"]
             tensor([0.5000, 0.2500])
         """
-        return self._fast_apply(torch.rsqrt)
+        return self._pointwise(torch.rsqrt)
 
     def sigmoid(self):
         """Returns a tensordict with ``torch.sigmoid`` (the logistic function) applied to every leaf.
@@ -421,14 +444,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.sigmoid()["a"]
             tensor([0.5000])
         """
-        return self._fast_apply(torch.sigmoid)
+        return self._pointwise(torch.sigmoid)
 
     def sign(self):
         """Returns a tensordict with ``torch.sign`` (the sign: -1, 0 or 1) applied to every leaf.
@@ -437,14 +461,15 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([-2.0, 0.0, 3.0])}, [3])
             >>> td.sign()["a"]
             tensor([-1.,  0.,  1.])
         """
-        return self._fast_apply(torch.sign)
+        return self._pointwise(torch.sign)
 
     def sin(self):
         """Returns a tensordict with ``torch.sin`` (the sine) applied to every leaf.
@@ -454,14 +479,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.sin()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.sin)
+        return self._pointwise(torch.sin)
 
     def sinh(self):
         """Returns a tensordict with ``torch.sinh`` (the hyperbolic sine) applied to every leaf.
@@ -471,14 +497,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.sinh()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.sinh)
+        return self._pointwise(torch.sinh)
 
     def sqrt(self):
         """Returns a tensordict with ``torch.sqrt`` (the square root) applied to every leaf.
@@ -488,14 +515,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([4.0, 9.0])}, [2])
             >>> td.sqrt()["a"]
             tensor([2., 3.])
         """
-        return self._fast_apply(torch.sqrt)
+        return self._pointwise(torch.sqrt)
 
     def tan(self):
         """Returns a tensordict with ``torch.tan`` (the tangent) applied to every leaf.
@@ -505,14 +533,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.tan()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.tan)
+        return self._pointwise(torch.tan)
 
     def tanh(self):
         """Returns a tensordict with ``torch.tanh`` (the hyperbolic tangent) applied to every leaf.
@@ -522,14 +551,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.tanh()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.tanh)
+        return self._pointwise(torch.tanh)
 
     def trunc(self):
         """Returns a tensordict with ``torch.trunc`` (rounding towards zero) applied to every leaf.
@@ -538,7 +568,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -548,7 +579,7 @@ class ElementwiseOps(Contract):
             >>> td.trunc()["a"]
             tensor([ 1., -1.])
         """
-        return self._fast_apply(torch.trunc)
+        return self._pointwise(torch.trunc)
 
     def logical_not(self):
         """Returns a tensordict with ``torch.logical_not`` (the logical negation) applied to every leaf.
@@ -558,14 +589,15 @@ class ElementwiseOps(Contract):
         unchanged. The results are boolean tensors.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([True, False])}, [2])
             >>> td.logical_not()["a"]
             tensor([False,  True])
         """
-        return self._fast_apply(torch.logical_not)
+        return self._pointwise(torch.logical_not)
 
     def bitwise_not(self):
         """Returns a tensordict with ``torch.bitwise_not`` (the bitwise negation) applied to every leaf.
@@ -575,7 +607,8 @@ class ElementwiseOps(Contract):
         unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a floating-point tensor, for which torch does not
@@ -586,7 +619,7 @@ class ElementwiseOps(Contract):
             >>> td.bitwise_not()["a"]
             tensor([-1, -6])
         """
-        return self._fast_apply(torch.bitwise_not)
+        return self._pointwise(torch.bitwise_not)
 
     def relu(self):
         """Returns a tensordict with ``torch.relu`` (``max(x, 0)``) applied to every leaf.
@@ -595,7 +628,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -605,7 +639,7 @@ class ElementwiseOps(Contract):
             >>> td.relu()["a"]
             tensor([0., 2.])
         """
-        return self._fast_apply(torch.relu)
+        return self._pointwise(torch.relu)
 
     def square(self):
         """Returns a tensordict with ``torch.square`` (``x * x``) applied to every leaf.
@@ -615,14 +649,15 @@ class ElementwiseOps(Contract):
         Boolean leaves give int64 results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([2.0, -3.0])}, [2])
             >>> td.square()["a"]
             tensor([4., 9.])
         """
-        return self._fast_apply(torch.square)
+        return self._pointwise(torch.square)
 
     def exp2(self):
         """Returns a tensordict with ``torch.exp2`` (``2 ** x``) applied to every leaf.
@@ -632,14 +667,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([3.0])}, [1])
             >>> td.exp2()["a"]
             tensor([8.])
         """
-        return self._fast_apply(torch.exp2)
+        return self._pointwise(torch.exp2)
 
     def sgn(self):
         """Returns a tensordict with ``torch.sgn`` (the sign, extended to complex numbers as ``x / abs(x)``) applied to every leaf.
@@ -648,14 +684,15 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([-2.0, 3.0])}, [2])
             >>> td.sgn()["a"]
             tensor([-1.,  1.])
         """
-        return self._fast_apply(torch.sgn)
+        return self._pointwise(torch.sgn)
 
     # ------------------------------------------------------------------------------------ binary
     def add(self, other, *args, **kwargs):
@@ -1141,14 +1178,14 @@ class ElementwiseOps(Contract):
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, float("nan")])}, [2])
             >>> td.isnan()["a"]
             tensor([False,  True])
         """
-        return self._fast_apply(torch.isnan)
+        return self._pointwise(torch.isnan)
 
     def isfinite(self):
         """Returns a tensordict of boolean leaves telling where each element is finite (neither infinite nor NaN).
@@ -1158,14 +1195,14 @@ class ElementwiseOps(Contract):
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, float("inf")])}, [2])
             >>> td.isfinite()["a"]
             tensor([ True, False])
         """
-        return self._fast_apply(torch.isfinite)
+        return self._pointwise(torch.isfinite)
 
     def isposinf(self):
         """Returns a tensordict of boolean leaves telling where each element is positive infinity.
@@ -1175,14 +1212,14 @@ class ElementwiseOps(Contract):
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([float("inf"), float("-inf")])}, [2])
             >>> td.isposinf()["a"]
             tensor([ True, False])
         """
-        return self._fast_apply(torch.isposinf)
+        return self._pointwise(torch.isposinf)
 
     def isneginf(self):
         """Returns a tensordict of boolean leaves telling where each element is negative infinity.
@@ -1192,14 +1229,14 @@ class ElementwiseOps(Contract):
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([float("inf"), float("-inf")])}, [2])
             >>> td.isneginf()["a"]
             tensor([False,  True])
         """
-        return self._fast_apply(torch.isneginf)
+        return self._pointwise(torch.isneginf)
 
     def isreal(self):
         """Returns a tensordict of boolean leaves telling where each element is real (a zero imaginary part; always for real dtypes).
@@ -1209,14 +1246,14 @@ class ElementwiseOps(Contract):
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 2.0])}, [2])
             >>> td.isreal()["a"]
             tensor([True, True])
         """
-        return self._fast_apply(torch.isreal)
+        return self._pointwise(torch.isreal)
 
     # ----------------------------------------------------------------------- pairwise operations
     def mod(self, other):
