@@ -280,7 +280,7 @@ def test_in_place_arithmetic_reaches_a_nested_lazy_stack():
 def _levels():
     return TensorDict(
         a=torch.arange(60.0).reshape(3, 4, 5),
-        b=TensorDict(c=torch.ones(3, 4, 5, 6), d=torch.ones(3, 4, 5), batch_size=(3, 4, 5)),
+        b=TensorDict(c=torch.ones(3, 4, 5, 6), d=torch.ones(3, 4, 5, 2), batch_size=(3, 4, 5)),
         batch_size=(3, 4),
     )
 
@@ -302,7 +302,7 @@ def test_a_feature_reduction_of_all_leaves_gives_one_tensor():
     td = _levels()
     out = td.sum(dim="feature", reduce=True)
     assert out.shape == td.batch_size
-    assert out[0, 0] == td["a"][0, 0].sum() + 30 + 5
+    assert out[0, 0] == td["a"][0, 0].sum() + 30 + 10
     assert td.quantile(0.5, dim="feature", reduce=True).shape == td.batch_size
 
 
