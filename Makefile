@@ -4,9 +4,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test demo bench soak lint format generate
 
-$(STAMP): pyproject.toml
+# torchrl, the largest client, is installed for tests/clients with --no-deps: its
+# requirements name the reference tensordict, which must never replace this package.
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q -e '.[test,dev]'
+	$(PY) -m pip install -q --no-deps torchrl==0.14.1 pyvers hoptorch cloudpickle packaging
 	touch $(STAMP)
 
 test: $(STAMP)

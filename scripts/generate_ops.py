@@ -640,6 +640,8 @@ puts the definition first. The two that other mixins define, ``_fast_apply`` and
 common base of every mixin, which the method resolution order puts after all of them.
 """
 
+from __future__ import annotations
+
 PRIMITIVES = (
     "_fast_apply",
     "_stored_tensors",
@@ -659,9 +661,13 @@ _ELEMENTWISE = '''\
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class ElementwiseOps(Contract):
@@ -687,9 +693,13 @@ _INPLACE = '''\
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class InplaceOps(Contract):
@@ -710,7 +720,13 @@ _REDUCTIONS_MODULE = '''\
 
 from __future__ import annotations
 
+from types import EllipsisType
+from typing import Any
+
+import torch
+
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class ReductionOps(Contract):
@@ -733,6 +749,7 @@ from collections.abc import Callable
 import torch
 
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class CastOps(Contract):
@@ -740,7 +757,7 @@ class CastOps(Contract):
 
     __slots__ = ()
 
-    def type(self, dst_type, *, cast_filter: Callable | None = None):
+    def type(self: T, dst_type: torch.dtype | str, *, cast_filter: Callable | None = None) -> T:
         """The tensordict with its tensor leaves cast by ``Tensor.type(dst_type)``."""
         raise NotImplementedError
 
@@ -763,6 +780,17 @@ def _docstring(text: str) -> str:
     return f'{_INDENT}"""' + "\n".join(body) + f'\n{_INDENT}"""\n'
 
 
+def _signature(name: str, params: list[str], returns: str) -> str:
+    """``name(params) -> returns`` laid out as ruff formats a method: one line when it fits."""
+    flat = f"{name}({', '.join(params)}) -> {returns}"
+    if len(f"    def {flat}:") <= 100:
+        return flat
+    inner = f"{_INDENT}{', '.join(params)}"
+    if len(inner) <= 100:
+        return f"{name}(\n{inner}\n    ) -> {returns}"
+    return f"{name}(\n" + "".join(f"{_INDENT}{p},\n" for p in params) + f"    ) -> {returns}"
+
+
 def _method(signature: str, doc: str, *body: str) -> str:
     return f"\n    def {signature}:\n" + _docstring(doc) + "".join(_INDENT + b + "\n" for b in body)
 
@@ -771,16 +799,32 @@ def _comment(text: str) -> str:
     return f"\n    # {'-' * (90 - len(text))} {text}"
 
 
+# The annotations of the operands: a binary method's ``other`` as its docstring says.
+_OPERAND = "TensorCollection | torch.Tensor | float"
+_OPERAND_TYPES = {_NUMBER_OR_TENSOR: _OPERAND, _TENSOR_ONLY: "TensorCollection | torch.Tensor"}
+_DEFAULT = "default: str | float | None = None"
+_CAST_PARAMS = ["self: T", "*", "cast_filter: Callable | None = None"]
+
+
+def _binary_params(name: str) -> list[str]:
+    other = _OPERAND_TYPES[_BINARY_DOCS[name][1]]
+    return ["self: T", f"other: {other}", "*args: Any", "**kwargs: Any"]
+
+
 def _elementwise() -> str:
     out = [_comment("unary")]
     for name in _UNARY:
         doc = _unary_docs(name)[0]
-        out.append(_method(f"{name}(self)", doc, f"return self._pointwise(torch.{name})"))
+        out.append(
+            _method(
+                _signature(name, ["self: T"], "T"), doc, f"return self._pointwise(torch.{name})"
+            )
+        )
     out.append(_comment("binary"))
     for name in _BINARY:
         out.append(
             _method(
-                f"{name}(self, other, *args, **kwargs)",
+                _signature(name, _binary_params(name), "T"),
                 _binary_docs(name)[0],
                 f'return self._leafwise(torch.{name}, other, args, kwargs, "{name}")',
             )
@@ -788,7 +832,11 @@ def _elementwise() -> str:
     out.append(_comment("predicates"))
     for name in _PREDICATES:
         out.append(
-            _method(f"{name}(self)", _predicate_doc(name), f"return self._pointwise(torch.{name})")
+            _method(
+                _signature(name, ["self: T"], "T"),
+                _predicate_doc(name),
+                f"return self._pointwise(torch.{name})",
+            )
         )
     out.append(_comment("pairwise operations"))
     for name, (fn_name, _what, takes_default, extra, *_example) in _PAIRWISE.items():
@@ -796,7 +844,17 @@ def _elementwise() -> str:
         if extra == "alpha":
             out.append(
                 _method(
-                    f"{name}(self, other, *, alpha: float | None = None, default=None)",
+                    _signature(
+                        name,
+                        [
+                            "self: T",
+                            f"other: {_OPERAND}",
+                            "*",
+                            "alpha: float | None = None",
+                            _DEFAULT,
+                        ],
+                        "T",
+                    ),
                     doc,
                     'kwargs = {} if alpha is None else {"alpha": alpha}',
                     f"return self._pairwise(lambda x, y: torch.{fn_name}(x, y, **kwargs), other, "
@@ -806,7 +864,7 @@ def _elementwise() -> str:
         elif takes_default:
             out.append(
                 _method(
-                    f"{name}(self, other, *, default=None)",
+                    _signature(name, ["self: T", f"other: {_OPERAND}", "*", _DEFAULT], "T"),
                     doc,
                     f'return self._pairwise(torch.{fn_name}, other, "{name}", default)',
                 )
@@ -814,7 +872,7 @@ def _elementwise() -> str:
         else:
             out.append(
                 _method(
-                    f"{name}(self, other)",
+                    _signature(name, ["self: T", f"other: {_OPERAND}"], "T"),
                     doc,
                     f'return self._pairwise(torch.{fn_name}, other, "{name}")',
                 )
@@ -827,7 +885,7 @@ def _inplace() -> str:
     for name in _UNARY:
         out.append(
             _method(
-                f"{name}_(self)",
+                _signature(f"{name}_", ["self: T"], "T"),
                 _unary_docs(name)[1],
                 f"fn = torch.Tensor.{name}_",
                 "for leaf in self._stored_tensors():",
@@ -839,7 +897,7 @@ def _inplace() -> str:
     for name in _BINARY:
         out.append(
             _method(
-                f"{name}_(self, other, *args, **kwargs)",
+                _signature(f"{name}_", _binary_params(name), "T"),
                 _binary_docs(name)[1],
                 f"fn = torch.Tensor.{name}_  # looked up first: a missing method fails before anything",
                 f'return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "{name}")',
@@ -848,21 +906,26 @@ def _inplace() -> str:
     return _INPLACE + "".join(out)
 
 
-_REDUCTION_SIGNATURE = """(
-        self,
-        dim=None,
-        keepdim: bool = False,
-        *,
-        reduce: bool | None = None,
-        return_indices: bool = True,
-        **kwargs,
-    )"""
+_REDUCTION_PARAMS = [
+    "self: T",
+    "dim: int | tuple[int, ...] | EllipsisType | None = None",
+    "keepdim: bool = False",
+    "*",
+    "reduce: bool | None = None",
+    "return_indices: bool = True",
+    "**kwargs: Any",
+]
 
 
 def _reductions() -> str:
     out = [
         _method(
-            name + _REDUCTION_SIGNATURE,
+            _signature(
+                name,
+                _REDUCTION_PARAMS,
+                # max and min give a ValuesIndices, the tuple subclass of _ops/math.py (above)
+                "T | torch.Tensor | tuple[T, T]" if name in ("max", "min") else "T | torch.Tensor",
+            ),
             _reduction_doc(name),
             f'return self._reduce("{name}", dim, keepdim, reduce, return_indices, kwargs)',
         )
@@ -874,7 +937,7 @@ def _reductions() -> str:
 def _casts() -> str:
     out = [
         _method(
-            f"{name}(self, *, cast_filter: Callable | None = None)",
+            _signature(name, _CAST_PARAMS, "T"),
             _cast_doc(name, f"torch.{dtype}"),
             f"return self.type(torch.{dtype}, cast_filter=cast_filter)",
         )
@@ -883,7 +946,7 @@ def _casts() -> str:
     out.append(_comment("quantized dtypes: refused, saying what to call"))
     out.extend(
         _method(
-            f"{name}(self, *, cast_filter: Callable | None = None)",
+            _signature(name, _CAST_PARAMS, "T"),
             _quantized_doc(name, f"torch.{name}"),
             f'return self._refuse_quantized("{name}", torch.{name}, cast_filter)',
         )

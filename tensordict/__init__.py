@@ -12,7 +12,15 @@ from tensordict import (
     tensordict,
     utils,
 )
-from tensordict._api import from_consolidated, from_dict, fromkeys, load, load_memmap, save
+from tensordict._api import (
+    append_memmap,
+    from_consolidated,
+    from_dict,
+    fromkeys,
+    load,
+    load_memmap,
+    save,
+)
 from tensordict._attrs import TensorAttrs
 from tensordict._collection import (
     NO_DEFAULT,
@@ -84,6 +92,12 @@ from tensordict.memmap._archive import (
     unpack_memmap,
 )
 from tensordict.memmap.tensor import MemoryMappedTensor
+from tensordict.nn import (
+    TensorClassModuleBase,
+    TensorClassModuleWrapper,
+    TensorDictParams,
+    as_tensordict_module,
+)
 from tensordict.tensorclass import TensorClass, is_tensorclass, tensorclass
 
 # The version of the well-known API this package implements, which code written for it
@@ -106,9 +120,14 @@ __all__ = [
     "TensorCollection",
     "TensorDict",
     "TensorDictBase",
+    "TensorDictParams",
+    "TensorClassModuleBase",
+    "TensorClassModuleWrapper",
+    "as_tensordict_module",
     "TypedTensorDict",
     "UnbatchedTensor",
     "__version__",
+    "append_memmap",
     "assert_allclose_td",
     "assert_close",
     "base",

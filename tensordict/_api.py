@@ -11,9 +11,17 @@ import os
 import torch
 
 from tensordict._td import TensorDict
-from tensordict.memmap import memmap
+from tensordict.memmap import _append, memmap
 
-__all__ = ["from_consolidated", "from_dict", "fromkeys", "load", "load_memmap", "save"]
+__all__ = [
+    "append_memmap",
+    "from_consolidated",
+    "from_dict",
+    "fromkeys",
+    "load",
+    "load_memmap",
+    "save",
+]
 
 
 def save(
@@ -27,6 +35,7 @@ def save(
     robust_key: bool | None = None,
     archive: bool | None = None,
     compression: str | int | None = None,
+    atomic: bool = False,
 ):
     """Saves a tensordict to a folder, as :func:`tensordict.memmap` does; returns the mapped copy.
 
@@ -44,6 +53,8 @@ def save(
             ends with ``".tdz"``).
         compression (str or int, optional): how an archive's tensor payloads are
             compressed. Defaults to None (stored, so that they load as views).
+        atomic (bool, optional): accepted for compatibility: every write is atomic (a
+            crash leaves the old tree or the new one), whatever its value.
 
     Returns:
         The memory-mapped copy, locked (for an archive, the archive loaded back).
@@ -68,6 +79,7 @@ def save(
         robust_key=robust_key,
         archive=archive,
         compression=compression,
+        atomic=atomic,
     )
 
 
@@ -78,6 +90,9 @@ def load_memmap(
     *,
     out=None,
     robust_key: bool | None = None,
+    subpath=None,
+    mode: str | None = None,
+    num_threads: int = 0,
     allow_pickle: bool = False,
 ):
     """Loads a memory-mapped folder (or ``.tdz`` archive) written by this library or the well-known one.
@@ -93,6 +108,13 @@ def load_memmap(
     Keyword Args:
         out (TensorDictBase, optional): load into this tensordict instead.
         robust_key (bool, optional): how keys were encoded in file names (None: either).
+        subpath (NestedKey or str, optional): load only the nested tensordict at this
+            key (a nested key, or its parts joined by ``"/"``). Defaults to the root.
+        mode (str, optional): ``"r"`` maps every file copy-on-write and the result
+            refuses to change its folder; ``"r+"`` maps every file shared; ``None``
+            (default) shares the files this process may write.
+        num_threads (int, optional): accepted for compatibility, without effect (files
+            are mapped, compressed leaves inflated one after the other). Defaults to 0.
         allow_pickle (bool, optional): unpickle values stored as pickles. Defaults to False.
 
     Returns:
@@ -101,7 +123,8 @@ def load_memmap(
     Raises:
         FileNotFoundError: if the folder or its ``meta.json`` is missing.
         NotADirectoryError: if ``prefix`` is a file.
-        ValueError: if the folder is not a valid memory-mapped tensordict.
+        ValueError: if the folder is not a valid memory-mapped tensordict, ``mode`` is
+            unknown or ``subpath`` names no sub-tensordict.
 
     Examples:
         >>> import tempfile, tensordict, torch
@@ -111,11 +134,74 @@ def load_memmap(
         MemoryMappedTensor([1., 1.])
     """
     return TensorDict.load_memmap(
-        prefix, device, non_blocking, out=out, robust_key=robust_key, allow_pickle=allow_pickle
+        prefix,
+        device,
+        non_blocking,
+        out=out,
+        robust_key=robust_key,
+        subpath=subpath,
+        mode=mode,
+        num_threads=num_threads,
+        allow_pickle=allow_pickle,
     )
 
 
 load = load_memmap
+
+
+def append_memmap(prefix: str | os.PathLike, rows, *, allow_pickle: bool | None = None) -> None:
+    """Appends rows to a tensordict saved in a folder, along its first batch dimension, in one step.
+
+    Every leaf grows by the rows given, and so does the first batch dimension of every
+    level. The grown tree is built beside the folder (each leaf's file is its old
+    bytes, copied in the kernel, then the new rows'; every other file is hard-linked)
+    and exchanged with the folder in one step. So an append killed at any moment
+    leaves the old rows or the new ones, never part of them; a
+    :func:`~tensordict.load_memmap` during an append gets the old tree or the new
+    one, never levels of both (it reads the folder again when the folder was
+    exchanged while it read); and tensordicts that mapped the files before keep their
+    old rows (:meth:`~tensordict.TensorDictBase.memmap_refresh_` sees the new ones).
+    The price: an append writes the saved rows again, so its cost grows with the
+    saved size. Appends to one folder take turns (its lock); another writer adding
+    entries to a nested level meanwhile can lose them, so use one writer at a time
+    (:func:`~tensordict.memmap.claim_writer` makes it checked).
+
+    ``rows`` must have the keys, the classes, the dtypes and the trailing shapes of
+    the saved tensordict, and its batch size may differ from the saved one in its
+    first dimension only. A non-tensor entry stays as saved, and its value in
+    ``rows`` must be equal to it: one value, or a
+    :class:`~tensordict.NonTensorStack` of equal values. A saved
+    :class:`~tensordict.NonTensorStack`, a lazy stack, a nested tensor and an archive
+    cannot grow, and raise. Everything is checked before the first file is written.
+
+    Args:
+        prefix (str or path): the folder that :func:`~tensordict.save` or
+            :func:`~tensordict.memmap` wrote.
+        rows (TensorDictBase or tensorclass): the rows to append.
+
+    Keyword Args:
+        allow_pickle (bool, optional): unpickle the saved non-tensor values that are
+            pickled, to compare them with those of ``rows``; only for folders you
+            trust. Defaults to ``None`` (no).
+
+    Raises:
+        AppendError: if ``rows`` cannot be appended (naming the entry and why), the
+            tree cannot grow, ``prefix`` is an archive, or its folder cannot be
+            exchanged in one step (a mount point, the working directory, a file system
+            without ``renameat2``). A ``ValueError``.
+        FileNotFoundError: if ``prefix`` holds no saved tensordict.
+
+    Examples:
+        >>> import tempfile, tensordict, torch
+        >>> td = tensordict.TensorDict(a=torch.zeros(3, 2), batch_size=[3])
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     _ = tensordict.save(td, folder)
+        ...     rows = tensordict.TensorDict(a=torch.ones(2, 2), batch_size=[2])
+        ...     tensordict.append_memmap(folder, rows)
+        ...     print(tensordict.load_memmap(folder)["a"].sum(-1).tolist())
+        [0.0, 0.0, 0.0, 2.0, 2.0]
+    """
+    _append.append_rows(prefix, rows, allow_pickle=allow_pickle)
 
 
 def from_dict(

@@ -11,6 +11,8 @@ the subclasses of ``TensorClass``, for ``isinstance`` checks and type hints.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from tensordict.errors import AbstractClassError
@@ -54,7 +56,7 @@ class TensorCollection:
 
     __slots__ = ()
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         msg = (
             f"TensorCollection is an abstract base class and cannot be instantiated "
             f"(called through {type(self).__name__}); build a TensorDict or a TensorClass "
@@ -63,7 +65,7 @@ class TensorCollection:
         raise AbstractClassError(msg)
 
 
-def is_tensor_collection(obj) -> bool:
+def is_tensor_collection(obj: Any) -> bool:
     """Returns True if ``obj`` (an instance or a class) is a tensordict, a tensorclass or a non-tensor entry.
 
     Args:
@@ -103,7 +105,7 @@ def default_is_leaf(cls: type) -> bool:
     return getattr(cls, "_is_tensor_collection", False) is not True
 
 
-def is_non_tensor(obj) -> bool:
+def is_non_tensor(obj: Any) -> bool:
     """Returns True if ``obj`` is a non-tensor entry: a NonTensorData, a MetaData or a NonTensorStack.
 
     Each of these classes sets the class flag ``_is_non_tensor``; the flag is read

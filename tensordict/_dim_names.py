@@ -8,10 +8,15 @@ a dim that survives keeps its name, a new or merged dim has none.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import torch
 
+from tensordict._indexing import is_first_class_dim
+from tensordict._typing import IndexType
 
-def clean(names) -> list | None:
+
+def clean(names: Iterable[str | None] | None) -> list | None:
     """``names`` (any iterable) as a new list, or None when it is None or names no dim."""
     if names is None:
         return None
@@ -19,14 +24,14 @@ def clean(names) -> list | None:
     return names if any(n is not None for n in names) else None
 
 
-def drop(names, dim: int) -> list | None:
+def drop(names: Sequence[str | None] | None, dim: int) -> list | None:
     """The names without ``dim`` (unbind, a squeezed dim)."""
     if names is None:
         return None
     return clean(n for i, n in enumerate(names) if i != dim)
 
 
-def insert(names, dim: int, count: int = 1) -> list | None:
+def insert(names: Sequence[str | None] | None, dim: int, count: int = 1) -> list | None:
     """The names with ``count`` unnamed dims inserted at ``dim`` (unsqueeze, expand, stack)."""
     if names is None:
         return None
@@ -35,14 +40,14 @@ def insert(names, dim: int, count: int = 1) -> list | None:
     return clean(out)
 
 
-def flatten(names, start: int, end: int) -> list | None:
+def flatten(names: Sequence[str | None] | None, start: int, end: int) -> list | None:
     """The names after merging ``start`` to ``end`` (inclusive): the merged dim has no name."""
     if names is None:
         return None
     return clean([*names[:start], None, *names[end + 1 :]])
 
 
-def unflatten(names, dim: int, count: int) -> list | None:
+def unflatten(names: Sequence[str | None] | None, dim: int, count: int) -> list | None:
     """The names after splitting ``dim`` into ``count`` dims.
 
     The well-known API keeps the old name on the last of the new dims and leaves the
@@ -55,7 +60,7 @@ def unflatten(names, dim: int, count: int) -> list | None:
     return clean([*names[:dim], *[None] * (count - 1), *names[dim:]])
 
 
-def index(names, leaf_index, new_ndim: int) -> list | None:
+def index(names: Sequence[str | None] | None, leaf_index: IndexType, new_ndim: int) -> list | None:
     """The names after indexing with ``leaf_index`` (a normalised index), for ``new_ndim`` dims.
 
     Slices keep the name of their dim and ints remove theirs. One tensor index keeps
@@ -78,7 +83,7 @@ def index(names, leaf_index, new_ndim: int) -> list | None:
         for item in items:
             if item is None:
                 out.append(None)
-            elif type(item) is int:
+            elif type(item) is int or is_first_class_dim(item):
                 dim += 1
             elif type(item) is slice:
                 out.append(names[dim])
@@ -101,6 +106,8 @@ def index(names, leaf_index, new_ndim: int) -> list | None:
         for i, item in enumerate(items):
             if item is None:
                 kept.append((i, None))
+            elif is_first_class_dim(item):
+                dim += 1
             elif i in advanced:
                 dim += (
                     item.ndim if isinstance(item, torch.Tensor) and item.dtype is torch.bool else 1

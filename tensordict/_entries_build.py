@@ -10,14 +10,15 @@ imported (:mod:`tensordict._from` imports it).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import torch
 
-from tensordict._collection import is_tensor_collection
+from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._lazy import lazy_stack
 from tensordict._ops.convert import CONVERTERS
 from tensordict._td import TensorDict
+from tensordict._typing import DeviceType, ShapeType
 from tensordict.errors import UnknownStorageError
 
 STORAGES = (None, "memmap", "shared")
@@ -57,7 +58,15 @@ def _retype(built, template) -> None:
             _retype(sub, model)
 
 
-def from_dict_instance(self, input_dict, auto_batch_size, batch_size, device, batch_dims, names):
+def from_dict_instance(
+    self: TensorCollection,
+    input_dict: Mapping,
+    auto_batch_size: bool | None,
+    batch_size: ShapeType | None,
+    device: DeviceType | None,
+    batch_dims: int | None,
+    names: Sequence[str | None] | None,
+) -> TensorCollection:
     """``td.from_dict_instance(...)``: ``from_dict`` then the classes of ``self``'s entries."""
     if not isinstance(input_dict, Mapping):
         msg = f"from_dict_instance() needs a dict, got {type(input_dict).__name__}"
@@ -81,7 +90,16 @@ def _same_structure(tds: list) -> bool:
     return True
 
 
-def from_list(cls, items, auto_batch_size, batch_size, device, batch_dims, names, lazy):
+def from_list(
+    cls: type,
+    items: list,
+    auto_batch_size: bool | None,
+    batch_size: ShapeType | None,
+    device: DeviceType | None,
+    batch_dims: int | None,
+    names: Sequence[str | None] | None,
+    lazy: bool | None,
+) -> TensorCollection:
     """``TensorDict.from_list(...)``: each element as a tensordict, then stacked on dim 0."""
     if not isinstance(items, (list, tuple)):
         msg = f"from_list() needs a list of dicts or tensordicts, got {type(items).__name__}"
@@ -128,7 +146,14 @@ def _schema_entry(key, spec):
     return list(shape), dtype
 
 
-def from_schema(cls, schema, batch_size, storage, device, kwargs):
+def from_schema(
+    cls: type,
+    schema: dict,
+    batch_size: ShapeType | None,
+    storage: str | None,
+    device: DeviceType | None,
+    kwargs: dict,
+) -> TensorCollection:
     """``TensorDict.from_schema(...)``: zeros of each ``(element_shape, dtype)``, then stored."""
     if storage not in STORAGES:
         msg = f"from_schema(): unknown storage {storage!r}; expected one of {list(STORAGES)}"

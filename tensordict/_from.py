@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from tensordict import _entries_build  # noqa: F401  (registers from_list, from_schema, ...)
+from tensordict._blocks import written_back
 from tensordict._collection import is_tensor_collection
 from tensordict._helpers import check_batch_args
 from tensordict._lazy import lazy_stack as _lazy_stack
@@ -321,13 +322,14 @@ def _check_module(module, name: str) -> None:
         raise ConversionInputError(msg)
 
 
-def _check_as_module(as_module: bool, name: str) -> None:
-    if as_module:
-        msg = (
-            f"{name}(as_module=True) returns a tensordict.nn.TensorDictParams, which this "
-            "package does not have; call it without as_module"
-        )
+def _as_module(td, lock: bool, name: str):
+    """``td`` as a ``tensordict.nn.TensorDictParams``: tensordict.nn registers the maker under
+    ``CONVERTERS["as_module"]`` (``import tensordict`` imports it), a layer above this one."""
+    make = CONVERTERS.get("as_module")
+    if make is None:
+        msg = f"{name}(as_module=True) needs tensordict.nn (import tensordict loads it); call it without as_module"
         raise UnsupportedConversionError(msg)
+    return make(td, lock=lock)
 
 
 def _module_source(module: nn.Module, filter_empty: bool) -> dict:
@@ -359,12 +361,12 @@ def _state_dict_source(module: nn.Module) -> dict:
 
 
 def from_module(
-    module,
+    module: nn.Module,
     as_module: bool = False,
     lock: bool = True,
     use_state_dict: bool = False,
     filter_empty: bool = True,
-):
+) -> TensorDict:
     """Collects the parameters and buffers of a module in a :class:`TensorDict`, nested by sub-module.
 
     The same as :meth:`TensorDict.from_module <tensordict.TensorDictBase.from_module>`,
@@ -372,7 +374,8 @@ def from_module(
 
     Args:
         module (torch.nn.Module): the module.
-        as_module (bool, optional): not supported (``tensordict.nn`` is out of scope).
+        as_module (bool, optional): return a :class:`~tensordict.nn.TensorDictParams`
+            (every tensor a parameter or a buffer of it). Defaults to ``False``.
         lock (bool, optional): lock the result. Defaults to ``True``.
         use_state_dict (bool, optional): read ``module.state_dict()`` instead.
             Defaults to ``False``.
@@ -380,12 +383,11 @@ def from_module(
             or buffer. Defaults to ``True``.
 
     Returns:
-        A new :class:`TensorDict` with an empty batch size.
+        A new :class:`TensorDict` (or ``TensorDictParams``) with an empty batch size.
 
     Raises:
         ConversionInputError: (a ``TypeError`` and an ``AttributeError``) if
             ``module`` is not an ``nn.Module``.
-        UnsupportedConversionError: (a ``NotImplementedError``) if ``as_module``.
 
     Examples:
         >>> params = from_module(torch.nn.Linear(2, 3))
@@ -393,12 +395,11 @@ def from_module(
         (torch.Size([3, 2]), True)
     """
     _check_module(module, "from_module")
-    _check_as_module(as_module, "from_module")
     source = _state_dict_source(module) if use_state_dict else _module_source(module, filter_empty)
     td = TensorDict(source, batch_size=[])
     if lock:
         td.lock_()
-    return td
+    return _as_module(td, lock, "from_module") if as_module else td
 
 
 def _td_from_module(module, as_module=False, lock=False, use_state_dict=False, filter_empty=True):
@@ -462,7 +463,6 @@ def _from_modules(
         raise TooFewInputsError(msg)
     for module in modules:
         _check_module(module, "from_modules")
-    _check_as_module(as_module, "from_modules")
     tds = [
         from_module(m, lock=False, use_state_dict=use_state_dict, filter_empty=True)
         for m in modules
@@ -473,7 +473,7 @@ def _from_modules(
         out = TensorDict(_stack_leaves(tds, (), expand_identical), batch_size=[len(tds)])
     if lock:
         out.lock_()
-    return out
+    return _as_module(out, lock, "from_modules") if as_module else out
 
 
 # ====================================================================== into a module
@@ -530,7 +530,14 @@ def _write_leaf(module, name, value, inplace, non_blocking, preserve_module_stat
             del module._parameters[name]
             module.__dict__[name] = value
     elif name in module._buffers:
+        if preserve_module_state and isinstance(value, nn.Parameter):
+            # a buffer stays a buffer (a parameter there would reach optimizers)
+            value = nn.Buffer(value, persistent=name not in module._non_persistent_buffers_set)
         module._buffers[name] = value
+    elif isinstance(value, nn.Parameter) and name in module.__dict__:
+        # a plain tensor put here by preserve_module_state=False gives its place back
+        del module.__dict__[name]
+        module._parameters[name] = value
     else:
         setattr(module, name, value)
 
@@ -569,10 +576,49 @@ def _to_module(
     if use_state_dict:
         flat = {".".join(path): _unwrap_leaf(value) for _mod, _name, value, path in plan}
         module.load_state_dict(flat, strict=False)
-        return swap
-    for mod, name, value, _path in plan:
-        _write_leaf(mod, name, value, inplace, non_blocking, preserve_module_state)
-    return swap
+    else:
+        for mod, name, value, _path in plan:
+            _write_leaf(mod, name, value, inplace, non_blocking, preserve_module_state)
+    if swap is None:
+        return None
+    placed = {path: _current(mod, name) for mod, name, _value, path in plan}
+    options = {
+        "inplace": inplace,
+        "use_state_dict": use_state_dict,
+        "non_blocking": non_blocking,
+        "preserve_module_state": preserve_module_state,
+    }
+    return written_back(
+        swap, td, _module_restorer(module, placed, options), undo_on_error=True, keep_source=True
+    )
+
+
+def _module_restorer(module, placed: dict, options: dict):
+    """The end of a ``with td.to_module(module):`` block: the module gets its values back.
+
+    The module gets back what it held before the call (the swap), also after an exception.
+    A tensor the block put in the module in place of one of ``td``'s (a lazy module's
+    materialised parameter, say) is written into ``td``.
+    """
+
+    def finish(swap, td) -> None:
+        current = _to_module(swap, module, **options)
+        replaced = [
+            (path, value)
+            for path, value in current.items(True, True)
+            if value is not placed[path if isinstance(path, tuple) else (path,)]
+        ]
+        if not replaced:
+            return
+        locked = td.is_locked
+        if locked:
+            td.unlock_()
+        for path, value in replaced:
+            td.set(path, value)
+        if locked:
+            td.lock_()
+
+    return finish
 
 
 def _unwrap_leaf(value):

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
-from tensordict._collection import is_tensor_collection
+from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._keys import NestedKey, unravel_key
+from tensordict._typing import ShapeType
 from tensordict.errors import ConflictingArgumentsError, warn
 
 __all__ = [
@@ -35,19 +37,23 @@ KEY_SEPARATOR = "."
 def unravel_key_to_tuple(key: NestedKey) -> tuple[str, ...]:
     """Returns a nested key as a flat tuple of strings; a string gives a 1-tuple.
 
+    Anything that is not a key gives ``()``, as with the well-known implementation, so
+    that code can test a value with it.
+
     Args:
         key (NestedKey): a string or a (nested) tuple of strings.
 
     Returns:
-        tuple of str: the parts of the key.
-
-    Raises:
-        TypeError: if the key is not a string or a tuple of strings.
+        tuple of str: the parts of the key, or ``()`` when ``key`` is not a key.
 
     Examples:
         >>> unravel_key_to_tuple("a"), unravel_key_to_tuple(("a", ("b", "c")))
         (('a',), ('a', 'b', 'c'))
+        >>> unravel_key_to_tuple(("a", 0)), unravel_key_to_tuple(0)
+        ((), ())
     """
+    if not isinstance(key, (str, tuple)):
+        return ()
     flat = unravel_key(key)
     return (flat,) if isinstance(flat, str) else flat
 
@@ -87,7 +93,9 @@ def expand_right(tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
     return tensor.reshape((*tensor.shape, *([1] * extra))).expand(shape)
 
 
-def expand_as_right(tensor, dest):
+def expand_as_right(
+    tensor: torch.Tensor | TensorCollection, dest: torch.Tensor | TensorCollection
+) -> torch.Tensor | TensorCollection:
     """Expands ``tensor`` on the right to the shape of ``dest`` (a tensordict: its batch size).
 
     Args:
@@ -134,7 +142,7 @@ def _last_dtype(args: tuple) -> torch.dtype | None:
     return getattr(value, "dtype", None)
 
 
-def is_bool(*args) -> bool:
+def is_bool(*args: Any) -> bool:
     """True if the last argument is a boolean tensor (or dtype); usable as ``fn(v)`` or ``fn(k, v)``.
 
     Args:
@@ -150,7 +158,7 @@ def is_bool(*args) -> bool:
     return _last_dtype(args) is torch.bool
 
 
-def is_floating(*args) -> bool:
+def is_floating(*args: Any) -> bool:
     """True if the last argument is a floating-point tensor (or dtype).
 
     Args:
@@ -167,7 +175,7 @@ def is_floating(*args) -> bool:
     return dtype is not None and dtype.is_floating_point
 
 
-def is_integer(*args) -> bool:
+def is_integer(*args: Any) -> bool:
     """True if the last argument is an integer tensor (or dtype), booleans excluded.
 
     Args:
@@ -189,7 +197,7 @@ def is_integer(*args) -> bool:
     )
 
 
-def is_inexact(*args) -> bool:
+def is_inexact(*args: Any) -> bool:
     """True if the last argument is a floating-point or complex tensor (or dtype).
 
     Args:
@@ -227,8 +235,8 @@ def _rmse(left: torch.Tensor, right: torch.Tensor) -> str:
 
 
 def assert_close(
-    actual,
-    expected,
+    actual: TensorCollection,
+    expected: TensorCollection,
     rtol: float | None = None,
     atol: float | None = None,
     equal_nan: bool = True,
@@ -302,7 +310,12 @@ assert_allclose_td = assert_close
 
 # ---------------------------------------------------------------------- batch-size keywords
 def check_batch_args(
-    name: str, batch_size, auto_batch_size: bool, batch_dims, *, strict: bool = True
+    name: str,
+    batch_size: ShapeType | None,
+    auto_batch_size: bool,
+    batch_dims: int | None,
+    *,
+    strict: bool = True,
 ) -> bool:
     """Checks the batch-size keywords; returns whether the batch size is to be inferred.
 
@@ -343,7 +356,7 @@ def contiguous_strides(shape: tuple) -> tuple:
     return tuple(reversed(strides))
 
 
-def shape_of(value) -> torch.Size:
+def shape_of(value: torch.Tensor | TensorCollection) -> torch.Size:
     """The shape of a tensor (a nested tensor's ragged dims read -1) or a collection's batch size."""
     if not isinstance(value, torch.Tensor):
         return value.batch_size

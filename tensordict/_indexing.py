@@ -9,6 +9,7 @@ consumes more dimensions than the batch has is refused.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from tensordict.errors import DimensionError
@@ -56,11 +57,13 @@ def normalize_index(idx, batch_size: torch.Size):
                 raise DimensionError(msg)
             return idx, torch.Size((len(range(*idx.indices(batch_size[0]))),)) + batch_size[1:]
         if idx is Ellipsis:
-            return slice(None), batch_size
+            return (), batch_size
         if idx is None:
             return None, torch.Size((1,)) + batch_size
         if isinstance(idx, list):
             idx = _list_to_tensor(idx)
+        elif isinstance(idx, np.ndarray):
+            idx = _array_to_tensor(idx)
         if isinstance(idx, torch.Tensor):
             _check_tensor_index(idx, batch_size, 0)
             return idx, None
@@ -79,6 +82,16 @@ def _list_to_tensor(item: list) -> torch.Tensor:
     return tensor
 
 
+def _array_to_tensor(item: np.ndarray) -> torch.Tensor:
+    # numpy arrays index as the tensors they convert to (torchrl's samplers hand them out)
+    if item.dtype == np.bool_:
+        return torch.as_tensor(item)
+    if not np.issubdtype(item.dtype, np.integer):
+        msg = f"numpy arrays used as indices must hold integers or booleans, got dtype {item.dtype}"
+        raise IndexError(msg)
+    return torch.as_tensor(item).long()
+
+
 def _check_tensor_index(item: torch.Tensor, batch_size: torch.Size, dim: int) -> None:
     if item.dtype is torch.bool:
         end = dim + item.ndim
@@ -93,6 +106,32 @@ def _check_tensor_index(item: torch.Tensor, batch_size: torch.Size, dim: int) ->
         raise IndexError(msg)
 
 
+def is_first_class_dim(item) -> bool:
+    """True for a first-class dimension of ``functorch.dim``: it binds a batch dim and removes it.
+
+    The class is recognised by name, so that ``functorch.dim`` is imported only by
+    the code that makes such dims.
+    """
+    klass = type(item)
+    return klass.__name__ == "Dim" and klass.__module__.startswith("functorch")
+
+
+def has_first_class_dim(leaf_index) -> bool:
+    """True when a normalised index holds a first-class dim."""
+    items = leaf_index if type(leaf_index) is tuple else (leaf_index,)
+    return any(is_first_class_dim(item) for item in items)
+
+
+def _numpy_scalar(item: np.generic) -> int:
+    if isinstance(item, np.integer):
+        return int(item)
+    if isinstance(item, np.bool_):
+        msg = f"a numpy bool scalar is not a valid index, got {item!r}; use a Python bool or a boolean tensor"
+        raise IndexError(msg)
+    msg = f"unsupported index item {item!r} of type {type(item).__name__}"
+    raise IndexError(msg)
+
+
 def _normalize_tuple(idx: tuple, batch_size: torch.Size):
     batch_dims = len(batch_size)
     items = []
@@ -104,6 +143,10 @@ def _normalize_tuple(idx: tuple, batch_size: torch.Size):
             item = _list_to_tensor(item)
         elif isinstance(item, range):
             item = torch.tensor(list(item), dtype=torch.long)
+        elif isinstance(item, np.ndarray):
+            item = _array_to_tensor(item)
+        elif isinstance(item, np.generic):
+            item = _numpy_scalar(item)
         if item is Ellipsis:
             if ellipsis_at >= 0:
                 msg = "an index can only have a single ellipsis ('...')"
@@ -116,7 +159,7 @@ def _normalize_tuple(idx: tuple, batch_size: torch.Size):
                 simple = False
             elif isinstance(item, int):
                 item = int(item)
-            else:
+            elif not is_first_class_dim(item):
                 msg = f"unsupported index item {item!r} of type {type(item).__name__}"
                 raise IndexError(msg)
         consumed += _dims_consumed(item)
@@ -148,7 +191,7 @@ def _normalize_tuple(idx: tuple, batch_size: torch.Size):
     for item in items:
         if item is None:
             new.append(1)
-        elif type(item) is int:
+        elif type(item) is int or is_first_class_dim(item):
             dim += 1
         else:
             new.append(len(range(*item.indices(batch_size[dim]))))
@@ -168,3 +211,73 @@ def batch_size_from_leaf(
 def batch_size_from_dummy(batch_size: torch.Size, index) -> torch.Size:
     """The batch size after indexing, computed on a zero-memory stand-in."""
     return torch.zeros((), dtype=torch.uint8).expand(batch_size)[index].shape
+
+
+def index_items(leaf_index, batch_dims: int) -> list | None:
+    """The items of a normalised index, each covering one batch dim or adding one (``None``).
+
+    For indexes that are routed to parts of a tensordict (the members of a lazy
+    stack): a mask becomes the long indices of its True elements, one per dim it
+    covers, and a 0-dim long tensor an int (torch reads both that way); full
+    slices are appended for the batch dims the index leaves out. Returns None for
+    a scalar boolean index, which adds a dim instead of indexing one.
+    """
+    items = list(leaf_index) if type(leaf_index) is tuple else [leaf_index]
+    out = []
+    for item in items:
+        if isinstance(item, torch.Tensor):
+            if item.dtype is torch.bool:
+                if item.ndim == 0:
+                    return None
+                out.extend(item.nonzero().unbind(1))
+            elif item.ndim == 0:
+                out.append(int(item))
+            else:
+                out.append(item)
+        elif type(item) is bool:
+            return None
+        else:
+            out.append(item)
+    used = sum(item is not None for item in out)
+    out.extend([slice(None)] * (batch_dims - used))
+    return out
+
+
+def result_layout(items: list, skip: int | None = None) -> list:
+    """Where each dim of ``tensor[items]`` comes from, by torch's rules.
+
+    ``items`` are :func:`index_items`. Each result dim is labelled ``("dim", d)``
+    for batch dim ``d`` kept by a slice, ``("new", k)`` for the ``k``-th ``None``,
+    or ``("adv", j)`` for dim ``j`` of the broadcast shape of the tensor indices.
+    Ints and first-class dims remove their dim before the tensor indices are
+    placed (as torch does), and the tensor indices' dims go where the first of
+    them stands when they are adjacent, first otherwise. With ``skip``, the item
+    at that position is left out, as if the dim it covers were not indexed at
+    all: the layout of the parts that the dim splits the tensordict into.
+    """
+    labels: list = []
+    tensors: list = []
+    advanced: list = []
+    dim = 0
+    nones = 0
+    for i, item in enumerate(items):
+        if item is None:
+            if i != skip:
+                labels.append(("new", nones))
+            nones += 1
+            continue
+        if i != skip and not (type(item) is int or is_first_class_dim(item)):
+            if isinstance(item, torch.Tensor):
+                advanced.append(len(labels))
+                tensors.append(item)
+                labels.append(None)
+            else:
+                labels.append(("dim", dim))
+        dim += 1
+    if not tensors:
+        return labels
+    block = [("adv", j) for j in range(len(torch.broadcast_shapes(*(t.shape for t in tensors))))]
+    first, last = advanced[0], advanced[-1]
+    if last - first + 1 == len(advanced):
+        return labels[:first] + block + labels[last + 1 :]
+    return block + [label for label in labels if label is not None]

@@ -14,35 +14,31 @@ import os
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
-from tensordict._indexing import batch_size_from_dummy, normalize_index
+from tensordict._lazy_index import LazyIndexMixin
 from tensordict._lazy_members import LazyMembersMixin
-from tensordict._nontensor import NonTensorData, NonTensorDataBase, _dummy, stack_entries
-from tensordict._ops.batch_dims import shape_args
+from tensordict._lazy_shape import LazyShapeMixin
+from tensordict._nested_tensors import combine_leaves
+from tensordict._nontensor import NonTensorData, NonTensorDataBase, stack_entries
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.entries import _as_value, _check_batch, plain_tree
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.split_stack import STACKERS
-from tensordict._options import GET_DEFAULT, lazy_legacy
 from tensordict._printing import RaggedLeaf, collection_repr
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
-from tensordict.errors import DensifyError, DimensionError, LockedError
+from tensordict.errors import BatchSizeError, DensifyError, DimensionError, LockedError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor
 
 
-def _stack_leaves(key, values: list, dim: int, as_nested: bool):
-    if as_nested:
-        if dim != 0:
-            msg = f"a nested tensor can only stack {key!r} along dimension 0, not {dim}"
-            raise RuntimeError(msg)
-        return torch.nested.nested_tensor(values)
+def _stack_leaves(key, values: list, dim: int):
     shapes = {tuple(v.shape) for v in values}
     if len(shapes) > 1:
         msg = (
             f"cannot stack the entry {key!r} of a lazy stack: its members' shapes differ "
-            f"({sorted(shapes)}); use get({key!r}, as_nested_tensor=True) or index one member"
+            f"({sorted(shapes)}); read them with get({key!r}, as_list=True), as_padded_tensor=True "
+            "or as_nested_tensor=True, or index one member"
         )
         raise RuntimeError(msg)
     return torch.stack(values, dim)
@@ -55,7 +51,7 @@ def _is_subtree_class(klass: type) -> bool:
     )
 
 
-class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
+class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, TensorDictBase):
     """Tensordicts stacked along a new batch dimension without copying; members may differ.
 
     The stack keeps its members (in :attr:`tensordicts`) and reads and writes
@@ -74,11 +70,16 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             batch dimensions (a negative one counts from the end). Defaults to 0.
         stack_dim_name (str, optional): the name of the new dimension (see
             :attr:`names`). Defaults to ``None``.
+        batch_size (sequence of int, optional): without members, the batch size
+            the members would have (the stack's has a 0 at ``stack_dim``); with
+            members, the stack's batch size, checked. Defaults to ``None``.
+        device (torch.device, optional): without members, the stack's device;
+            with members, their common device is the stack's. Defaults to ``None``.
         **kwargs: accepted for compatibility and ignored.
 
     Raises:
-        RuntimeError: if no member is given, or the members' batch sizes differ
-            (naming both).
+        RuntimeError: if the members' batch sizes differ (naming both), or
+            ``batch_size`` is not the stack's.
         TypeError: if a member after the first is not a tensordict.
         IndexError: if ``stack_dim`` is out of range.
 
@@ -88,6 +89,8 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         >>> stack = LazyStackedTensorDict(a, b)
         >>> stack["obs"].shape, list(stack.keys())
         (torch.Size([2, 3]), ['obs'])
+        >>> LazyStackedTensorDict(stack_dim=1, batch_size=[3]).batch_size
+        torch.Size([3, 0])
     """
 
     __slots__ = {
@@ -106,20 +109,27 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         "_stack_dim_name": None,
         "_batch_size": None,
         "_mm": None,
+        "_device": None,
         "__weakref__": None,
     }
     _is_lazy = True
 
     def __init__(
-        self, *tensordicts, stack_dim: int = 0, stack_dim_name: str | None = None, **kwargs
+        self,
+        *tensordicts,
+        stack_dim: int = 0,
+        stack_dim_name: str | None = None,
+        batch_size=None,
+        device=None,
+        **kwargs,
     ) -> None:
         if len(tensordicts) == 1 and isinstance(tensordicts[0], (list, tuple)):
             tensordicts = tuple(tensordicts[0])
         members = list(tensordicts)
-        if not members:
-            msg = "a lazy stack needs at least one member tensordict"
-            raise RuntimeError(msg)
-        size = members[0].batch_size
+        if members:
+            size = members[0].batch_size
+        else:
+            size = torch.Size(() if batch_size is None else batch_size)
         for i, member in enumerate(members):
             if not is_tensor_collection(member):
                 msg = (
@@ -142,6 +152,13 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         self._stack_dim_name = stack_dim_name
         self._batch_size = size[:stack_dim] + torch.Size((len(members),)) + size[stack_dim:]
         self._mm = None
+        self._device = None if members or device is None else torch.device(device)
+        if members and batch_size is not None and torch.Size(batch_size) != self._batch_size:
+            msg = (
+                f"batch_size {list(batch_size)} does not match the batch size "
+                f"{list(self._batch_size)} of the stacked members"
+            )
+            raise BatchSizeError(msg)
 
     @classmethod
     def _stack_members(cls, tds, dim: int = 0, out=None):
@@ -257,6 +274,9 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             >>> lazy_stack([TensorDict({}, [], device="cpu"), TensorDict({}, [])]).device is None
             True
         """
+        if not self.tensordicts:
+            # NonTensorStack's own empty stacks do not set the slot
+            return getattr(self, "_device", None)
         devices = {m.device for m in self.tensordicts}
         return devices.pop() if len(devices) == 1 else None
 
@@ -266,25 +286,39 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
 
         The stack dimension is named ``stack_dim_name`` (``None`` by default); the other
         dimensions have the names of the members' dimensions, read from the first member.
+        Assigning a list (one name or ``None`` per batch dim) names the stack dim and
+        every member's dims; assigning ``None`` removes every name.
 
         Returns:
             A new list with a str or ``None`` per batch dimension.
 
         Raises:
-            AttributeError: on assignment: the property is read-only.
+            ValueError: on assignment, if there is not one name per batch dim, or a
+                name repeats.
 
         Examples:
             >>> a, b = TensorDict({}, [3], names=["t"]), TensorDict({}, [3], names=["t"])
             >>> LazyStackedTensorDict(a, b, stack_dim_name="env").names, LazyStackedTensorDict(a, b).names
             (['env', 't'], [None, 't'])
+            >>> stack = LazyStackedTensorDict(a, b)
+            >>> stack.names = ["env", "time"]
+            >>> stack.names, b.names
+            (['env', 'time'], ['time'])
         """
-        names = list(self.tensordicts[0].names)
+        if self.tensordicts:
+            names = list(self.tensordicts[0].names)
+        else:
+            names = [None] * (len(self._batch_size) - 1)
         names.insert(self._stack_dim, self._stack_dim_name)
         return names
 
+    @names.setter
+    def names(self, value) -> None:
+        self._set_names([None] * len(self._batch_size) if value is None else list(value))
+
     @property
     def is_locked(self) -> bool:
-        """True when every member is locked.
+        """True when every member is locked (and there is one).
 
         Assigning True or False locks or unlocks every member (each with its
         sub-tensordicts).
@@ -298,7 +332,7 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             >>> stack.is_locked, stack.tensordicts[1].is_locked
             (True, True)
         """
-        return all(m.is_locked for m in self.tensordicts)
+        return bool(self.tensordicts) and all(m.is_locked for m in self.tensordicts)
 
     @is_locked.setter
     def is_locked(self, value: bool) -> None:
@@ -339,14 +373,14 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
 
     def _held_by_a_locked_parent(self) -> bool:
         return any(
-            m._held_by_a_locked_parent()
-            if isinstance(m, LazyStackedTensorDict)
-            else getattr(m, "_lock_parents", 0) > 0
+            hasattr(m, "_held_by_a_locked_parent") and m._held_by_a_locked_parent()
             for m in self.tensordicts
         )
 
     # ------------------------------------------------------------------ primitives
     def _keys_level(self):
+        if not self.tensordicts:
+            return []
         first = self.tensordicts[0]
         others = [set(m._keys_level()) for m in self.tensordicts[1:]]
         return [k for k in first._keys_level() if all(k in o for o in others)]
@@ -379,9 +413,9 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
         Walking keys never stacks leaves, so members whose leaves differ in shape list
         their keys too.
         """
-        first = self.tensordicts[0]
         items = []
         for key in self._keys_level():
+            first = self.tensordicts[0]
             value = first._get_str(key, None)
             if isinstance(value, torch.Tensor) or is_non_tensor(value):
                 items.append((key, value))
@@ -389,7 +423,7 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
                 items.append((key, self._get_str(key, NO_DEFAULT)))
         return items
 
-    def _get_str(self, key: str, default, as_nested_tensor: bool = False):
+    def _get_str(self, key: str, default):
         values = [m._get_str(key, None) for m in self.tensordicts]
         if any(v is None for v in values):
             if default is NO_DEFAULT:
@@ -397,7 +431,7 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             return default
         first = values[0]
         if isinstance(first, torch.Tensor):
-            return _stack_leaves(key, values, self._stack_dim, as_nested_tensor)
+            return _stack_leaves(key, values, self._stack_dim)
         if is_non_tensor(first):
             return stack_entries(values, self._stack_dim)
         if getattr(type(first), "_is_tensorclass", False):
@@ -412,46 +446,22 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             *values, stack_dim=self._stack_dim, stack_dim_name=self._stack_dim_name
         )
 
-    def get(self, key, default=GET_DEFAULT, *, as_nested_tensor: bool = False):
-        """Returns the entry at ``key`` with the members' values stacked along :attr:`stack_dim`.
+    def _read_str(self, key: str, how):
+        """Hook of :meth:`get` with ``as_list``, ``as_padded_tensor`` or ``as_nested_tensor``.
 
-        A key that one member lacks is missing. Tensors are stacked into a new
-        tensor; sub-tensordicts into a new lazy stack; non-tensor entries into one
-        :class:`NonTensorData` of the stack's batch size, holding the value when
-        every member has the same one and the list of the members' values
-        otherwise. See :meth:`TensorDictBase.get` for the rest.
-
-        Args:
-            key (NestedKey): a string, or a tuple of strings for a nested entry.
-            default (optional): returned when the key is missing. Defaults to
-                ``None``; ``NO_DEFAULT`` raises instead.
-
-        Keyword Args:
-            as_nested_tensor (bool, optional): stack tensors of different shapes into a
-                nested tensor instead of raising; only used for a string ``key``, and
-                only along stack dimension 0. Defaults to False.
-
-        Returns:
-            A tensor (nested with ``as_nested_tensor``), a lazy stack, a
-            :class:`NonTensorData`, or ``default``.
-
-        Raises:
-            KeyError: if the key is missing and ``default`` is ``NO_DEFAULT``.
-            RuntimeError: if the members' tensors differ in shape and
-                ``as_nested_tensor`` is False (naming the key and the shapes), or if
-                ``as_nested_tensor`` is True and the stack dimension is not 0.
-            TypeError: if the key is not a string or a tuple of strings.
-            ValueError: if a tuple key goes through an entry that is not a tensordict
-                and ``default`` is ``None`` or ``NO_DEFAULT``.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"r": torch.zeros(2)}, []), TensorDict({"r": torch.ones(3)}, [])])
-            >>> stack.get("r", as_nested_tensor=True).is_nested, stack.get("missing") is None
-            (True, True)
+        The members' leaves (or what inner stacks give for them) are combined along a new
+        first dim, whatever the stack dim, by :func:`~tensordict._nested_tensors.combine_leaves`;
+        sub-tensordicts and non-tensor entries are stacked as :meth:`get` stacks them.
         """
-        if as_nested_tensor and isinstance(key, str):
-            return self._get_str(key, default, as_nested_tensor=True)
-        return super().get(key, default)
+        values = [m._read_str(key, how) for m in self.tensordicts]
+        if not values or any(v is None for v in values):
+            return None
+        first = values[0]
+        if isinstance(first, list) or (
+            isinstance(first, torch.Tensor) and not is_tensor_collection(first)
+        ):
+            return combine_leaves(key, values, how)
+        return self._get_str(key, None)
 
     def _entry_class(self, key) -> type:
         """Hook of :meth:`entry_class`: the class every member stores at ``key``, when they agree.
@@ -489,6 +499,8 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             value = _as_value(key, value, None)
             if isinstance(value, dict):
                 value = TensorDict(value, self._batch_size)
+            elif isinstance(value, NonTensorDataBase) and not value.batch_size:
+                value = value._with(self._batch_size)  # one value for every element
             _check_batch(key, value, self._batch_size)
         if isinstance(value, NonTensorDataBase):
             parts = [
@@ -524,9 +536,18 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
 
     def _tree_like(self, entries: dict, device=None):
         members = [entries[i] for i in range(len(entries))]
+        if not members:
+            return self._shallow_copy()
         return type(self)(*members, stack_dim=self.stack_dim, stack_dim_name=self._stack_dim_name)
 
+    def _member_batch_size(self) -> torch.Size:
+        """The batch size of every member: the stack's without the stack dim."""
+        d = self._stack_dim
+        return self._batch_size[:d] + self._batch_size[d + 1 :]
+
     def _shallow_copy(self):
+        if not self.tensordicts:
+            return self._empty_stack(self._member_batch_size(), self._stack_dim)
         return LazyStackedTensorDict(
             *[m._shallow_copy() for m in self.tensordicts],
             stack_dim=self._stack_dim,
@@ -553,6 +574,8 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
                 inplace=inplace,
                 **kwargs,
             )
+        if not self.tensordicts:
+            return self if inplace else self._shallow_copy()
         split_others = [o.unbind(self._stack_dim) for o in others]
         results = [
             member._fast_apply(
@@ -566,432 +589,19 @@ class LazyStackedTensorDict(LazyMembersMixin, TensorDictBase):
             *results, stack_dim=self._stack_dim, stack_dim_name=self._stack_dim_name
         )
 
-    # ------------------------------------------------------------------ indexing
-    def _fast_copy_at_refusal(self) -> str | None:
-        """Hook of :meth:`copy_at_`: a lazy stack's leaves are stacked copies, never written through."""
-        return "a lazy stack"
-
-    def _split_index(self, index):
-        """``(stack_item, member_index, new_stack_dim)``, or None when only a dense view can answer."""
-        leaf_index, _ = normalize_index(index, self._batch_size)
-        items = list(leaf_index) if isinstance(leaf_index, tuple) else [leaf_index]
-        dim = 0
-        out_dims = 0
-        stack_at = None
-        for i, item in enumerate(items):
-            if item is None:
-                out_dims += 1
-                continue
-            if isinstance(item, torch.Tensor) and (item.dtype is torch.bool and item.ndim != 1):
-                return None
-            if dim == self._stack_dim:
-                stack_at = i
-                break
-            if isinstance(item, torch.Tensor):
-                return None
-            out_dims += 0 if type(item) is int else 1
-            dim += 1
-        if stack_at is None:
-            return slice(None), tuple(items), out_dims + (self._stack_dim - dim)
-        stack_item = items[stack_at]
-        rest = items[:stack_at] + items[stack_at + 1 :]
-        if any(isinstance(r, torch.Tensor) for r in rest) and type(stack_item) not in (int, slice):
-            return None
-        return stack_item, tuple(rest), out_dims
-
-    def _index(self, index):
-        split = self._split_index(index)
-        if split is None:
-            return self.contiguous()[index]
-        stack_item, rest, new_dim = split
-        members = self.tensordicts
-        if type(stack_item) is int:
-            member = members[stack_item]
-            return member[rest] if rest else member
-        if isinstance(stack_item, slice):
-            chosen = members[stack_item]
-        else:
-            positions = (
-                stack_item.nonzero().squeeze(-1)
-                if stack_item.dtype is torch.bool
-                else stack_item.reshape(-1)
-            )
-            chosen = [members[int(i)] for i in positions]
-            if stack_item.dtype is not torch.bool and stack_item.ndim != 1:
-                return self.contiguous()[index]
-        if not chosen:
-            return self.contiguous()[index]
-        picked = [m[rest] if rest else m for m in chosen]
-        out = LazyStackedTensorDict(*picked, stack_dim=new_dim, stack_dim_name=self._stack_dim_name)
-        if self._mm is not None and all(m._mm is not None for m in picked):
-            out._mm = _io.Level(None)  # a view of memory-mapped members is memory-mapped
-        return out
-
-    def set_at_(self, key, value, index):
-        """Writes ``value`` into the rows ``index`` of the entry at ``key``, in each member.
-
-        A lazy stack's ``get`` stacks copies, so the rows are written member by member, as
-        index assignment does. See :meth:`TensorDictBase.set_at_`.
-
-        Args:
-            key (NestedKey): the entry; it must exist.
-            value: a tensor (or number) that broadcasts to those rows.
-            index: an index of the batch dims.
-
-        Returns:
-            The stack itself.
-
-        Raises:
-            KeyError: if the key is missing.
-            RuntimeError: if the value does not broadcast to the rows.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(2)}, [2]) for _ in range(2)])
-            >>> stack.set_at_("x", 1.0, (1, 0)).tensordicts[1]["x"]
-            tensor([1., 0.])
-        """
-        current = self.tensordicts[0].get(key, NO_DEFAULT)
-        rows = batch_size_from_dummy(self._batch_size, index)
-        if isinstance(current, torch.Tensor):
-            feature = current.shape[len(self._batch_size) - 1 :]
-            value = torch.as_tensor(value, dtype=current.dtype).expand(rows + feature)
-        self._set_at(index, TensorDict({key: value}, batch_size=rows))
-        return self
-
-    def _set_at(self, index, value) -> None:
-        split = self._split_index(index)
-        if split is None:
-            msg = f"index assignment with {index!r} is not supported on a lazy stack; densify it with contiguous() first"
-            raise RuntimeError(msg)
-        stack_item, rest, new_dim = split
-        members = self.tensordicts
-        if type(stack_item) is int:
-            targets = [members[stack_item]]
-            values = [value]
-        else:
-            if isinstance(stack_item, slice):
-                targets = members[stack_item]
-            else:
-                positions = (
-                    stack_item.nonzero().squeeze(-1)
-                    if stack_item.dtype is torch.bool
-                    else stack_item.reshape(-1)
-                )
-                targets = [members[int(i)] for i in positions]
-            if isinstance(value, (torch.Tensor, TensorDictBase)) and not isinstance(
-                value, NonTensorDataBase
-            ):
-                values = value.unbind(new_dim) if value.ndim > new_dim else [value] * len(targets)
-            else:
-                values = [value] * len(targets)
-        for member, part in zip(targets, values):
-            if rest:
-                member[rest] = part
-            elif is_tensor_collection(part) or isinstance(part, dict):
-                member.update_(part)
-            else:
-                member.apply_(lambda x, p=part: x.fill_(p))
-
-    # ------------------------------------------------------------------ shapes
-    def _batch_op(self, op, batch_size: torch.Size, names=None):
-        return self.contiguous()._batch_op(op, batch_size, names)
-
-    def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
-        return self.contiguous()._batch_op_multi(op, batch_sizes, names)
-
+    # ------------------------------------------------------------------ building stacks
     def _restack(self, members, stack_dim: int) -> LazyStackedTensorDict:
         return LazyStackedTensorDict(
             *members, stack_dim=stack_dim, stack_dim_name=self._stack_dim_name
         )
 
-    def unsqueeze(self, dim: int) -> LazyStackedTensorDict:
-        """Returns a lazy stack with a batch dim of size 1 inserted at ``dim``.
+    def _empty_stack(self, batch_size: torch.Size, stack_dim: int) -> LazyStackedTensorDict:
+        """A stack without members whose members would have batch size ``batch_size``."""
+        return LazyStackedTensorDict(stack_dim=stack_dim, batch_size=batch_size, device=self.device)
 
-        Each member is unsqueezed (a view) and the members are stacked lazily again, so
-        members of different shapes stay apart; the stack dim moves if the new dim comes
-        before it. See :meth:`TensorDictBase.unsqueeze`.
-
-        Args:
-            dim (int): the position of the new dim among the batch dims.
-
-        Returns:
-            LazyStackedTensorDict: the new stack.
-
-        Raises:
-            DimensionError: if ``dim`` is out of range.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
-            >>> out = stack.unsqueeze(0)
-            >>> out.batch_size, out.stack_dim
-            (torch.Size([1, 2, 3]), 1)
-        """
-        ndim = len(self._batch_size)
-        if not -ndim - 1 <= dim <= ndim:
-            msg = f"unsqueeze dimension {dim} is out of range for a tensordict with {ndim} batch dimensions"
-            raise DimensionError(msg)
-        d = dim + ndim + 1 if dim < 0 else dim
-        if d <= self._stack_dim:
-            return self._restack([m.unsqueeze(d) for m in self.tensordicts], self._stack_dim + 1)
-        return self._restack([m.unsqueeze(d - 1) for m in self.tensordicts], self._stack_dim)
-
-    def squeeze(self, dim: int | None = None):
-        """Returns the stack without its batch dims of size 1, or without ``dim`` if its size is 1.
-
-        Each member is squeezed and the members are stacked lazily again; squeezing the
-        stack dim of a one-member stack gives that member. See :meth:`TensorDictBase.squeeze`.
-
-        Args:
-            dim (int, optional): the batch dim to remove. Defaults to None, every dim of size 1.
-
-        Returns:
-            This stack, a new one, or its only member.
-
-        Raises:
-            DimensionError: if ``dim`` is out of range.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(1, 3)}, [1, 3])] * 2)
-            >>> stack.squeeze().batch_size, stack.squeeze().stack_dim
-            (torch.Size([2, 3]), 0)
-        """
-        ndim = len(self._batch_size)
-        if dim is None:
-            out = self
-            for d in reversed(range(ndim)):
-                if self._batch_size[d] == 1:
-                    out = out.squeeze(d)
-            return out
-        if not -ndim <= dim < max(ndim, 1) or ndim == 0:
-            msg = f"squeeze dimension {dim} is out of range for a tensordict with {ndim} batch dimensions"
-            raise DimensionError(msg)
-        d = dim + ndim if dim < 0 else dim
-        if self._batch_size[d] != 1:
-            return self
-        if d == self._stack_dim:
-            return self.tensordicts[0]
-        if d < self._stack_dim:
-            return self._restack([m.squeeze(d) for m in self.tensordicts], self._stack_dim - 1)
-        return self._restack([m.squeeze(d - 1) for m in self.tensordicts], self._stack_dim)
-
-    def permute(self, *dims) -> LazyStackedTensorDict:
-        """Returns a lazy stack with the batch dims in the order ``dims``.
-
-        Each member is permuted on its own dims and the members are stacked lazily again
-        along the dim where the stack dim lands. See :meth:`TensorDictBase.permute`.
-
-        Args:
-            *dims (int or sequence of int): each batch dim once, in the new order.
-
-        Returns:
-            LazyStackedTensorDict: the new stack.
-
-        Raises:
-            ValueError: if ``dims`` does not name each batch dim exactly once (a dim out of
-                range included).
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
-            >>> out = stack.permute(1, 0)
-            >>> out.batch_size, out.stack_dim
-            (torch.Size([3, 2]), 1)
-        """
-        ndim = len(self._batch_size)
-        raw = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else list(dims)
-        order = [d + ndim if -ndim <= d < 0 else d for d in raw]
-        if sorted(order) != list(range(ndim)):
-            msg = f"permute needs each of the {ndim} batch dimensions once, got {raw}"
-            raise ValueError(msg)
-        stack = self._stack_dim
-        inner = [d - (d > stack) for d in order if d != stack]
-        return self._restack([m.permute(*inner) for m in self.tensordicts], order.index(stack))
-
-    def _rows(self) -> list:
-        # Every row of the stack (batch size []), in C order, each a member's own view.
-        rows = []
-        for part in self.unbind(0):
-            if part.batch_dims:
-                rows.extend(
-                    part._rows() if isinstance(part, LazyStackedTensorDict) else _td_rows(part)
-                )
-            else:
-                rows.append(part)
-        return rows
-
-    def _lazy_reshape(self, shape):
-        """The lazy result of reshaping to ``shape``, or None when a dense one is due.
-
-        A reshape to one dim stacks the rows lazily, and one that only adds or removes
-        dims of size 1 moves the stack dim, as the well-known API does; others densify.
-        """
-        new = _dummy(self._batch_size).reshape(shape_args(shape)).shape
-        if new == self._batch_size:
-            return self
-        if len(new) == 1:
-            return LazyStackedTensorDict(*self._rows(), stack_dim=0)
-        if [s for s in new if s != 1] == [s for s in self._batch_size if s != 1]:
-            out = self.squeeze()
-            for d, size in enumerate(new):
-                if size == 1:
-                    out = out.unsqueeze(d)
-            return out
-        return None
-
-    def reshape(self, *shape, inplace: bool = False):
-        """Returns the stack with its batch dims reshaped to ``shape`` (see :meth:`TensorDictBase.reshape`).
-
-        A reshape to one dim gives a lazy stack of the rows, and one that only adds or
-        removes dims of size 1 a lazy stack with the stack dim moved, so members of
-        different shapes stay apart; another reshape gives a dense TensorDict.
-
-        Args:
-            *shape (int or sequence of int): the new batch size; one -1 is inferred.
-
-        Keyword Args:
-            inplace (bool, optional): not supported by lazy stacks. Defaults to False.
-
-        Returns:
-            A LazyStackedTensorDict, or a TensorDict.
-
-        Raises:
-            RuntimeError: if ``shape`` does not have the batch size's number of elements.
-            NotImplementedError: with ``inplace=True``.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
-            >>> flat = stack.reshape(-1)
-            >>> type(flat).__name__, flat.batch_size, len(flat.tensordicts)
-            ('LazyStackedTensorDict', torch.Size([6]), 6)
-        """
-        if inplace:
-            return super().reshape(*shape, inplace=True)
-        out = self._lazy_reshape(shape)
-        return super().reshape(*shape) if out is None else out
-
-    def view(self, *shape):
-        """Returns the stack with its batch dims viewed as ``shape``; lazy as :meth:`reshape` is.
-
-        Args:
-            *shape (int or sequence of int): the new batch size; one -1 is inferred.
-
-        Returns:
-            A LazyStackedTensorDict, or a TensorDict.
-
-        Raises:
-            RuntimeError: if ``shape`` does not have the batch size's number of elements.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
-            >>> stack.view(1, 2, 3).batch_size
-            torch.Size([1, 2, 3])
-        """
-        out = self._lazy_reshape(shape)
-        return super().view(*shape) if out is None else out
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
-        """Merges the batch dims ``start_dim`` to ``end_dim``; merging them all stacks the rows lazily.
-
-        Args:
-            start_dim (int, optional): the first dim to merge. Defaults to 0.
-            end_dim (int, optional): the last dim to merge. Defaults to -1.
-
-        Keyword Args:
-            inplace (bool, optional): not supported by lazy stacks. Defaults to False.
-
-        Returns:
-            A LazyStackedTensorDict when every dim is merged, else as
-            :meth:`TensorDictBase.flatten`.
-
-        Raises:
-            DimensionError: if a dim is out of range.
-            NotImplementedError: with ``inplace=True``.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
-            >>> type(stack.flatten()).__name__
-            'LazyStackedTensorDict'
-        """
-        ndim = len(self._batch_size)
-        first = start_dim + ndim if start_dim < 0 else start_dim
-        last = end_dim + ndim if end_dim < 0 else end_dim
-        if not inplace and ndim > 1 and first == 0 and last == ndim - 1:
-            return LazyStackedTensorDict(*self._rows(), stack_dim=0)
-        return super().flatten(start_dim, end_dim, inplace=inplace)
-
-    def expand(self, *shape):
-        """Returns the stack with its batch dims expanded to ``shape`` (see :meth:`TensorDictBase.expand`).
-
-        In the legacy lazy mode (:func:`~tensordict.set_lazy_legacy`) each member is expanded
-        and the result stays a lazy stack; otherwise the result is a dense TensorDict.
-
-        Args:
-            *shape (int or sequence of int): the new batch size.
-
-        Returns:
-            A TensorDict, or a LazyStackedTensorDict in the legacy lazy mode.
-
-        Raises:
-            RuntimeError: if ``shape`` does not expand the batch size.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
-            >>> type(stack.expand(4, 2, 3)).__name__
-            'TensorDict'
-        """
-        if not lazy_legacy():
-            return super().expand(*shape)
-        sizes = (
-            list(shape[0])
-            if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size))
-            else list(shape)
-        )
-        ndim = len(self._batch_size)
-        if len(sizes) < ndim:
-            msg = f"cannot expand batch size {list(self._batch_size)} to {sizes}: fewer dimensions"
-            raise RuntimeError(msg)
-        lead = len(sizes) - ndim
-        stack = self._stack_dim + lead
-        if sizes[stack] not in (-1, len(self.tensordicts)):
-            msg = f"cannot expand the stack dim of size {len(self.tensordicts)} to {sizes[stack]}"
-            raise RuntimeError(msg)
-        inner = sizes[:stack] + sizes[stack + 1 :]
-        return self._restack([m.expand(*inner) for m in self.tensordicts], stack)
-
-    def unbind(self, dim: int = 0) -> tuple:
-        """Removes batch dimension ``dim``, returning one tensordict per index along it.
-
-        Along :attr:`stack_dim` the members themselves are returned, not copies.
-        Along another dimension each member is unbound and the pieces of one index
-        are stacked lazily again.
-
-        Args:
-            dim (int, optional): the batch dimension; a negative one counts from the
-                end. Defaults to 0.
-
-        Returns:
-            A tuple of the members, or of new :class:`LazyStackedTensorDict`.
-
-        Raises:
-            IndexError: if ``dim`` is past the last batch dimension.
-
-        Examples:
-            >>> a, b = TensorDict({"x": torch.zeros(3)}, [3]), TensorDict({"x": torch.ones(3)}, [3])
-            >>> stack = lazy_stack([a, b])
-            >>> stack.unbind(0)[1] is b, len(stack.unbind(1)), stack.unbind(1)[0]["x"].tolist()
-            (True, 3, [0.0, 1.0])
-        """
-        ndim = len(self._batch_size)
-        d = dim + ndim if dim < 0 else dim
-        if d == self._stack_dim:
-            return tuple(self.tensordicts)
-        inner = d if d < self._stack_dim else d - 1
-        new_stack = self._stack_dim if d > self._stack_dim else self._stack_dim - 1
-        parts = [m.unbind(inner) for m in self.tensordicts]
-        return tuple(LazyStackedTensorDict(*group, stack_dim=new_stack) for group in zip(*parts))
-
-    def _is_lazy_stack_along(self, dim: int) -> bool:
-        """Hook of :meth:`to_lazystack`: a lazy stack along ``dim`` is returned as it is."""
-        return self._stack_dim == dim
+    def _stack_of(self, members, stack_dim: int) -> LazyStackedTensorDict:
+        """A new lazy stack of ``members`` along ``stack_dim``, without a stack dim name."""
+        return LazyStackedTensorDict(*members, stack_dim=stack_dim)
 
     def _densify(self, layout: torch.layout):
         """Hook of :meth:`densify`: the members stacked, leaves of differing shapes as nested tensors.
@@ -1502,14 +1112,6 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
         inner = LazyStackedTensorDict._stack_members([td._tensordict for td in tds], dim)
         return cls._from_tensordict(inner)
     return LazyStackedTensorDict._stack_members(tds, dim, out=out)
-
-
-def _td_rows(td) -> list:
-    """Every row (batch size []) of a tensordict, in C order."""
-    rows = []
-    for part in td.unbind(0):
-        rows.extend(_td_rows(part) if part.batch_dims else [part])
-    return rows
 
 
 STACKERS["lazy_stack"] = lazy_stack

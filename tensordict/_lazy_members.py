@@ -32,7 +32,7 @@ class LazyMembersMixin:
         if not is_tensor_collection(tensordict):
             msg = f"{method}() takes a tensordict, got {type(tensordict).__name__}"
             raise TypeError(msg)
-        size = self.tensordicts[0].batch_size
+        size = self._member_batch_size()
         if tensordict.batch_size != size:
             msg = (
                 f"cannot {method} a tensordict of batch size {list(tensordict.batch_size)} to a "
@@ -41,7 +41,7 @@ class LazyMembersMixin:
             raise MemberBatchSizeError(msg)
 
     def _members_changed(self) -> None:
-        size = self.tensordicts[0].batch_size
+        size = self.tensordicts[0].batch_size if self.tensordicts else self._member_batch_size()
         d = self._stack_dim
         self._batch_size = size[:d] + torch.Size((len(self.tensordicts),)) + size[d:]
 

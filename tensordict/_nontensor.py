@@ -17,12 +17,15 @@ nested lists of values).
 from __future__ import annotations
 
 import copy
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
+from tensordict._collection import NO_DEFAULT
 from tensordict._options import capture_non_tensor_stack
-from tensordict.errors import EntryTypeError, UnknownFieldError
+from tensordict.errors import EntryTypeError, LockedError, UnknownFieldError, ValueAtIndexError
 
 STACK_BUILDERS: dict = {}
 """How this layer builds a NonTensorStack: filled by the module that defines it (see above)."""
@@ -48,6 +51,84 @@ def stack_entries(items: list, dim: int):
 def cat_entries(items: list, dim: int):
     """Concatenates non-tensor entries along ``dim``: one entry when all hold one value, else a stack."""
     return STACK_BUILDERS["cat"](items, dim)
+
+
+def same_value(a, b) -> bool:
+    """True when two values held by entries are the same: ``==`` when it gives a truth value, else ``is``."""
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError, RuntimeError):
+        return a is b
+
+
+def nest_values(flat: list, shape) -> list:
+    """Cuts the row-major list ``flat`` into nested lists of ``shape`` (one level per dimension)."""
+    if len(shape) <= 1:
+        return list(flat)
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [nest_values(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+# The operators that compare or combine the values of non-tensor entries element by element
+# (``==``, ``!=``, ``&``, ``|``, ``^`` of the tensordicts that hold them): the result is a
+# tensor of the batch shape.
+_VALUE_OPERATORS = {
+    operator.eq: same_value,
+    operator.ne: lambda a, b: not same_value(a, b),
+    operator.and_: operator.and_,
+    operator.or_: operator.or_,
+    operator.xor: operator.xor,
+}
+
+
+def combine_values(op, operands: list) -> torch.Tensor | None:
+    """``op`` over the values of non-tensor entries, element by element, as a tensor.
+
+    ``operands`` are a non-tensor entry and another one, or a tensor of its batch
+    size (or of no dimension), whose numbers are values. The entries broadcast
+    against each other as tensors of their batch sizes do. Returns ``None`` when
+    ``op`` is not one of the value operators, an operand is neither, or the values
+    do not take the operator (``"a" | "b"``).
+    """
+    pair = _VALUE_OPERATORS.get(op)
+    if pair is None or len(operands) != 2:
+        return None
+    entries = [o for o in operands if getattr(type(o), "_is_non_tensor", False)]
+    if not entries:
+        return None
+    shape = torch.broadcast_shapes(*(e.batch_size for e in entries))
+    flats = []
+    for operand in operands:
+        if getattr(type(operand), "_is_non_tensor", False):
+            same = operand.batch_size == shape
+            flats.append((operand if same else operand.expand(shape))._flat())
+        elif isinstance(operand, torch.Tensor) and operand.shape in (shape, torch.Size()):
+            flats.append(operand.expand(shape).reshape(-1).tolist())
+        else:
+            return None
+    try:
+        out = [pair(a, b) for a, b in zip(*flats)]
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if not out:
+        return torch.zeros(shape, dtype=torch.bool)
+    return torch.tensor(out).reshape(shape)
+
+
+_NO_VALUE = object()
+
+
+def _single_value(value):
+    """The one value ``value`` stands for: itself, an entry's value, or ``_NO_VALUE`` for a
+    stack whose elements differ."""
+    if isinstance(value, NonTensorDataBase):
+        return value.data
+    if getattr(type(value), "_is_non_tensor", False):
+        flat = value._flat()
+        if flat and all(same_value(v, flat[0]) for v in flat[1:]):
+            return flat[0]
+        return _NO_VALUE
+    return value
 
 
 def _all_numbers(value) -> bool:
@@ -92,6 +173,36 @@ def _dummy(batch_size: torch.Size) -> torch.Tensor:
     return torch.zeros((), dtype=torch.uint8).expand(batch_size)
 
 
+_FIELDS = frozenset(("data", "_batch_size", "_device", "_metadata", "_locked", "_names"))
+"""The attributes an entry may be given: its slots (``batch_size`` is a property over one)."""
+
+
+class _NoKeys:
+    """The keys of a non-tensor entry: none, with the interface of a tensordict's key view."""
+
+    __slots__ = ()
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __contains__(self, key) -> bool:
+        return False
+
+    def __eq__(self, other) -> bool:
+        try:
+            return not set(other)
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return "_KeysView([])"
+
+
 class NonTensorDataBase:
     """The common base of :class:`NonTensorData` and :class:`MetaData`: one Python value with a batch size.
 
@@ -108,7 +219,8 @@ class NonTensorDataBase:
 
     Keyword Args:
         metadata (Any, optional): extra information kept with the value. Defaults to ``None``.
-        names (list of str, optional): accepted for compatibility and ignored.
+        names (list of str, optional): the names of the batch dims (see :attr:`names`).
+            Defaults to ``None``.
 
     Examples:
         >>> isinstance(NonTensorData("a"), NonTensorDataBase), isinstance(MetaData("a"), NonTensorDataBase)
@@ -118,7 +230,8 @@ class NonTensorDataBase:
     __slots__ = {
         "data": """The value held, shared by every entry derived from this one.
 
-        It may be reassigned; a plain attribute, with no check.
+        It may be reassigned, unless the entry is locked (see ``lock_``); the new
+        value is not checked.
 
         Examples:
             >>> entry = NonTensorData({"level": 3}, [2])
@@ -128,6 +241,11 @@ class NonTensorDataBase:
         "_batch_size": None,
         "_device": None,
         "_metadata": None,
+        "_locked": None,
+        "_names": None,
+        # An entry has no attributes beyond its fields (see ``__setattr__``); the empty
+        # ``__dict__`` is there for code that reads ``vars(entry)``, as the reference allows.
+        "__dict__": None,
     }
     _is_tensor_collection = True
     _is_non_tensor = True
@@ -135,16 +253,21 @@ class NonTensorDataBase:
     _is_lazy = False
     _memmap_record = "NonTensorData"
     _memmap_type = "<class 'tensordict.tensorclass.NonTensorData'>"
+    _spreads = True  # expand and unsqueeze give a NonTensorStack (see _spread)
 
     def __init__(
         self, data: Any, batch_size=None, device=None, *, metadata=None, names=None
     ) -> None:
         if isinstance(data, NonTensorDataBase):
             data = data.data
+        self._locked = False
+        self._names = None
         self.data = data
         self._batch_size = torch.Size(() if batch_size is None else batch_size)
         self._device = None if device is None else torch.device(device)
         self._metadata = metadata
+        if names is not None:
+            self.names = names
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -157,15 +280,29 @@ class NonTensorDataBase:
         return NotImplemented
 
     def __setattr__(self, name: str, value) -> None:
-        try:
-            object.__setattr__(self, name, value)
-        except AttributeError:
+        if name not in _FIELDS and not isinstance(getattr(type(self), name, None), property):
             msg = (
                 f"cannot set the attribute {name!r} of a {type(self).__name__}: it has no such "
                 "field (its fields are 'data' and 'batch_size'); keep extra information in "
                 "metadata= or in another entry"
             )
-            raise UnknownFieldError(msg) from None
+            raise UnknownFieldError(msg)
+        if name == "data" and self._locked:
+            msg = (
+                f"cannot reassign the value of a locked {type(self).__name__} (it belongs to a "
+                "locked tensordict); write through the tensordict instead (td.set_(key, value)) "
+                "or unlock it first"
+            )
+            raise LockedError(msg)
+        object.__setattr__(self, name, value)
+
+    def __getstate__(self) -> dict:
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    def __setstate__(self, state: dict) -> None:
+        # The fields are restored as they were, a locked entry's value included.
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
 
     @property
     def batch_size(self) -> torch.Size:
@@ -193,6 +330,42 @@ class NonTensorDataBase:
         self._batch_size = torch.Size(value)
 
     shape = batch_size
+
+    @property
+    def names(self) -> list:
+        """The names of the batch dims: those of the tensordict that holds the entry.
+
+        A tensordict gives its entries its names when they are set (``td.names = ...``,
+        ``refine_names``, ...); an entry derived from this one (indexed, reshaped, ...)
+        has none. Assigning a list (one name or ``None`` per batch dim) or ``None``
+        names the entry itself.
+
+        Returns:
+            A new list with a str or ``None`` per batch dim.
+
+        Raises:
+            ValueError: on assignment, if the list does not hold one item per batch dim.
+
+        Examples:
+            >>> td = TensorDict({"s": "a"}, [2])
+            >>> td.names = ["time"]
+            >>> td.get("s").names, NonTensorData("a", [2]).names
+            (['time'], [None])
+        """
+        names = self._names
+        return [None] * len(self._batch_size) if names is None else list(names)
+
+    @names.setter
+    def names(self, value) -> None:
+        if value is not None:
+            value = list(value)
+            if len(value) != len(self._batch_size):
+                msg = (
+                    f"names needs one name (or None) per batch dim, {len(self._batch_size)}, "
+                    f"got {value!r}"
+                )
+                raise ValueError(msg)
+        self._names = value
 
     @property
     def batch_dims(self) -> int:
@@ -234,18 +407,107 @@ class NonTensorDataBase:
         """
         return self._device
 
-    def tolist(self):
-        """Returns the value held: the object itself, not one list item per batch element.
+    def keys(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable | None = None,
+        *,
+        sort: bool = False,
+    ) -> _NoKeys:
+        """Returns the keys of the entry: none, whatever the arguments (the value is not a key).
+
+        A non-tensor entry is a leaf of the tensordict that holds it; code that walks a
+        tree through ``keys()`` finds nothing below it.
+
+        Args:
+            include_nested, leaves_only, is_leaf: as in ``TensorDict.keys``; ignored.
+
+        Keyword Args:
+            sort (bool, optional): as in ``TensorDict.keys``; ignored.
 
         Returns:
-            ``data``, not a copy.
+            An empty view: it iterates over nothing, has length 0 and contains no key.
 
         Examples:
-            >>> entry = NonTensorData([1, 2], batch_size=[3])
-            >>> entry.tolist(), entry.tolist() is entry.data
-            ([1, 2], True)
+            >>> entry = NonTensorData("a", [2])
+            >>> list(entry.keys()), len(entry.keys(True, True)), "data" in entry.keys()
+            ([], 0, False)
         """
-        return self.data
+        return _NoKeys()
+
+    def values(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable | None = None,
+        *,
+        sort: bool = False,
+    ) -> Iterator:
+        """Returns an iterator over the values of the entry's keys: none (see :meth:`keys`).
+
+        Args:
+            include_nested, leaves_only, is_leaf: as in ``TensorDict.values``; ignored.
+
+        Keyword Args:
+            sort (bool, optional): ignored.
+
+        Returns:
+            An empty iterator.
+
+        Examples:
+            >>> list(NonTensorData("a").values())
+            []
+        """
+        return iter(())
+
+    def items(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable | None = None,
+        *,
+        sort: bool = False,
+    ) -> Iterator:
+        """Returns an iterator over the ``(key, value)`` pairs of the entry: none (see :meth:`keys`).
+
+        Args:
+            include_nested, leaves_only, is_leaf: as in ``TensorDict.items``; ignored.
+
+        Keyword Args:
+            sort (bool, optional): ignored.
+
+        Returns:
+            An empty iterator.
+
+        Examples:
+            >>> list(NonTensorData("a").items(True, True))
+            []
+        """
+        return iter(())
+
+    def tolist(self):
+        """Returns the value once per batch element, in nested lists of the batch size.
+
+        Without batch dimensions, the value itself.
+
+        Returns:
+            ``data`` (not copied) in one nested list per batch dimension, as
+            ``Tensor.tolist`` nests numbers.
+
+        Examples:
+            >>> NonTensorData("a", batch_size=[2, 3]).tolist()
+            [['a', 'a', 'a'], ['a', 'a', 'a']]
+            >>> NonTensorData([1, 2]).tolist()
+            [1, 2]
+        """
+        if not self._batch_size:
+            return self.data
+        return nest_values(self._flat(), self._batch_size)
+
+    def _flat(self) -> list:
+        """The value of every batch element, in row-major order (the same object each time)."""
+        return [self.data] * self._batch_size.numel()
 
     def _dict_entry(self, convert_tensors: bool):
         # What ``to_dict`` of the tensordict holding this entry gives for it: the value.
@@ -265,26 +527,124 @@ class NonTensorDataBase:
     def _reshaped(self, fn) -> NonTensorData:
         return self._with(fn(_dummy(self._batch_size)).shape)
 
+    def _spread(self, fn):
+        # expand and unsqueeze: a NonTensorData spread over more batch dims becomes a
+        # NonTensorStack of its value, one element per batch element, as in the reference
+        # (MetaData, one value for the whole batch, stays one entry).
+        shape = fn(_dummy(self._batch_size)).shape
+        if len(shape) == len(self._batch_size) or not self._spreads:
+            return self._with(shape)
+        return STACK_BUILDERS["from_entry"](self._with(shape))
+
     def __getitem__(self, index) -> NonTensorData:
         return self._reshaped(lambda d: d[index])
 
     def __setitem__(self, index, value) -> None:
-        if isinstance(value, NonTensorDataBase):
-            value = value.data
-        if value != self.data:
-            msg = (
-                f"cannot assign {value!r} to part of the non-tensor entry holding {self.data!r}: "
-                "a non-tensor entry holds one value for its whole batch; set the key instead"
-            )
-            raise RuntimeError(msg)
+        """Writes ``value`` at ``index``: the entry must still hold one value for its whole batch.
+
+        The same value anywhere, or one new value for every element (an index that
+        selects the whole batch, such as ``...`` or ``True``), is written in place,
+        also when the entry is locked, as a write into a locked tensor is. Another
+        value for part of the batch cannot be held by one entry: its tensordict can
+        take it (``td[index] = ...`` makes the entry a ``NonTensorStack``).
+
+        Args:
+            index: an index of the batch dims.
+            value: a value, or a non-tensor entry whose elements all hold one value.
+
+        Raises:
+            ValueError: if ``value`` differs from the value held and ``index`` does not
+                cover every element (ValueAtIndexError, also a RuntimeError).
+
+        Examples:
+            >>> entry = NonTensorData("a", batch_size=[2])
+            >>> entry[...] = "b"
+            >>> entry.data
+            'b'
+        """
+        new = _single_value(value)
+        if new is not _NO_VALUE and same_value(new, self.data):
+            return
+        selected = _dummy(self._batch_size)[index].numel()
+        if new is not _NO_VALUE and selected == self._batch_size.numel():
+            object.__setattr__(self, "data", new)  # every element: the one value changes
+            return
+        msg = (
+            f"cannot assign {value!r} to part of the non-tensor entry holding {self.data!r}: "
+            "it holds one value for its whole batch; write through its tensordict "
+            "(td[index] = ...), which makes it a NonTensorStack, or index "
+            "NonTensorStack.maybe_to_stack(entry) instead"
+        )
+        raise ValueAtIndexError(msg)
+
+    def __call__(self, *args, **kwargs):
+        """Calls the value held (a function stored in a tensordict) with the arguments given.
+
+        Returns:
+            What ``data(*args, **kwargs)`` returns.
+
+        Raises:
+            TypeError: if the value is not callable.
+
+        Examples:
+            >>> td = TensorDict(f=lambda x: x + 1)
+            >>> td.get("f")(1)
+            2
+        """
+        return self.data(*args, **kwargs)
+
+    def _written_at(self, index, value):
+        # The hook of a tensordict's index assignment (td[index] = ..., set_at_, update_at_,
+        # copy_at_): the entry that holds ``value`` at ``index`` and this entry's values
+        # elsewhere. The same value keeps this entry; another one cannot be held at an index
+        # by one value for the whole batch, so it gives a NonTensorStack of this entry's
+        # values, written at ``index`` (with this entry's device and lock).
+        if not getattr(type(value), "_is_non_tensor", False) or isinstance(
+            value, NonTensorDataBase
+        ):
+            new = value.data if isinstance(value, NonTensorDataBase) else value
+            if same_value(new, self.data):
+                return self
+            if not self._batch_size:
+                out = self._with(self._batch_size)
+                object.__setattr__(out, "data", new)
+                out._locked = self._locked
+                return out
+        stack = STACK_BUILDERS["from_entry"](self)
+        stack[index] = value
+        if self._locked:
+            stack.lock_()
+        return stack
 
     def __len__(self) -> int:
         return self._batch_size[0] if self._batch_size else 0
 
     def __eq__(self, other):
-        if isinstance(other, NonTensorDataBase):
-            other = other.data
-        return self.data == other
+        """Compares values: with another non-tensor entry, element by element (a bool tensor).
+
+        Entries compare as tensors of their batch sizes would, broadcast against each
+        other: the result is a ``torch.bool`` tensor of the broadcast batch size; so
+        does a tensor of the batch size, whose numbers are compared with the value.
+        Any other object is compared with the value held, giving one ``bool``.
+
+        Examples:
+            >>> NonTensorData("a", [2]) == NonTensorStack("a", "b")
+            tensor([ True, False])
+            >>> NonTensorData("a", [2]) == "a"
+            True
+        """
+        if getattr(type(other), "_is_non_tensor", False) or isinstance(other, torch.Tensor):
+            out = combine_values(operator.eq, [self, other])
+            if out is not None:
+                return out
+        return same_value(self.data, other)
+
+    def __ne__(self, other):
+        if getattr(type(other), "_is_non_tensor", False) or isinstance(other, torch.Tensor):
+            out = combine_values(operator.ne, [self, other])
+            if out is not None:
+                return out
+        return not same_value(self.data, other)
 
     def __hash__(self):
         return id(self)
@@ -295,9 +655,10 @@ class NonTensorDataBase:
             f"device={self._device})"
         )
 
-    def _shape_method(name, doc):  # noqa: N805 - a factory used in the class body only
+    def _shape_method(name, doc, spread=False):  # noqa: N805 - a factory used in the class body only
         def method(self, *args, **kwargs):
-            return self._reshaped(lambda d: getattr(d, name)(*args, **kwargs))
+            shaped = self._spread if spread else self._reshaped
+            return shaped(lambda d: getattr(d, name)(*args, **kwargs))
 
         method.__name__ = name
         method.__doc__ = doc
@@ -408,33 +769,44 @@ class NonTensorDataBase:
     )
     unsqueeze = _shape_method(
         "unsqueeze",
-        """Returns an entry with the same value and a batch dimension of size 1 inserted at ``dim``.
+        """Returns the value spread over the batch size with a dimension of size 1 inserted at ``dim``.
+
+        A :class:`NonTensorData` gives a ``NonTensorStack`` holding the value once per
+        element of the new batch size, as the well-known API does; a :class:`MetaData`
+        gives a :class:`MetaData` of the new batch size.
 
         Args:
             dim (int): the position of the new dimension; a negative one counts from
                 the end of the new batch size.
 
         Returns:
-            A new :class:`NonTensorData` sharing the value, device and metadata.
+            A new ``NonTensorStack`` (or :class:`MetaData`) sharing the value.
 
         Raises:
             IndexError: if ``dim`` is out of range.
 
         Examples:
-            >>> NonTensorData("a", [2, 3]).unsqueeze(-1).batch_size
-            torch.Size([2, 3, 1])
+            >>> out = NonTensorData("a", [2]).unsqueeze(-1)
+            >>> type(out).__name__, out.batch_size, out.tolist()
+            ('NonTensorStack', torch.Size([2, 1]), [['a'], ['a']])
+            >>> type(MetaData("a", [2]).unsqueeze(0)).__name__
+            'MetaData'
         """,
+        spread=True,
     )
-    flatten = _shape_method(
-        "flatten",
+
+    def flatten(self, start_dim: int | None = 0, end_dim: int | None = -1):
         """Returns an entry with the same value and batch dimensions ``start_dim`` to ``end_dim`` merged.
 
         Args:
-            start_dim (int, optional): the first dimension merged. Defaults to 0.
-            end_dim (int, optional): the last dimension merged. Defaults to -1.
+            start_dim (int, optional): the first dimension merged; ``None`` is 0.
+                Defaults to 0.
+            end_dim (int, optional): the last dimension merged; ``None`` is -1.
+                Defaults to -1.
 
         Returns:
-            A new :class:`NonTensorData` sharing the value, device and metadata.
+            A new :class:`NonTensorData` sharing the value, device and metadata
+            (without batch dimensions, one of batch size ``[1]``).
 
         Raises:
             IndexError: if a dimension is out of range.
@@ -443,8 +815,13 @@ class NonTensorDataBase:
         Examples:
             >>> NonTensorData("a", [2, 3, 4]).flatten(1).batch_size
             torch.Size([2, 12])
-        """,
-    )
+            >>> NonTensorData("a").flatten(None, None).tolist()
+            ['a']
+        """
+        start = 0 if start_dim is None else start_dim
+        end = -1 if end_dim is None else end_dim
+        return self._reshaped(lambda d: d.flatten(start, end))
+
     unflatten = _shape_method(
         "unflatten",
         """Returns an entry with the same value and batch dimension ``dim`` split into ``sizes``.
@@ -468,23 +845,32 @@ class NonTensorDataBase:
     )
     expand = _shape_method(
         "expand",
-        """Returns an entry with the same value and its batch size broadcast to ``shape``.
+        """Returns the value spread over its batch size broadcast to ``shape``.
+
+        New leading batch dims give, for a :class:`NonTensorData`, a ``NonTensorStack``
+        holding the value once per element, as the well-known API does (a
+        :class:`MetaData` gives a :class:`MetaData`); as many batch dims as before
+        give a new entry like this one.
 
         Args:
             *shape (int or sequence of int): the new batch size; dimensions of size 1
                 may grow, new leading dimensions may be added, and ``-1`` keeps a size.
 
         Returns:
-            A new :class:`NonTensorData` sharing the value, device and metadata.
+            A new ``NonTensorStack``, or an entry of this class, sharing the value.
 
         Raises:
             RuntimeError: if a dimension larger than 1 would change, or ``shape`` has
                 fewer dimensions than the batch size.
 
         Examples:
-            >>> NonTensorData("a", [1, 3]).expand(4, 3).batch_size
-            torch.Size([4, 3])
+            >>> out = NonTensorData("a", [3]).expand(2, 3)
+            >>> type(out).__name__, out.batch_size
+            ('NonTensorStack', torch.Size([2, 3]))
+            >>> type(NonTensorData("a", [1, 3]).expand(2, 3)).__name__
+            'NonTensorData'
         """,
+        spread=True,
     )
     repeat = _shape_method(
         "repeat",
@@ -572,10 +958,19 @@ class NonTensorDataBase:
         """
         return self._split_like(lambda d: d.unbind(dim))
 
-    def _fast_apply(self, fn, *others, batch_size=None, **kwargs) -> NonTensorData:
-        if batch_size is None:
-            return self
-        return self._with(batch_size)
+    def _fast_apply(self, fn, *others, batch_size=None, device=NO_DEFAULT, **kwargs):
+        # What a tensordict's apply (and what is built on it: to, clone, ...) gives for this
+        # entry: functions map tensors, so the entry itself, or a new one with the new batch
+        # size or device. A comparison of tensordicts compares the values (combine_values).
+        if others:
+            combined = combine_values(fn, [self, *others])
+            if combined is not None:
+                return combined
+        if device is NO_DEFAULT or device is None or device == self._device:
+            return self if batch_size is None else self._with(batch_size)
+        out = self._with(self._batch_size if batch_size is None else batch_size)
+        out._device = torch.device(device)
+        return out
 
     def _tree_value(self) -> tuple:
         # what the walk of a tree (tensordict._ops.tree) records for a non-tensor entry
@@ -650,38 +1045,60 @@ class NonTensorDataBase:
         return self.to("cpu")
 
     def lock_(self) -> NonTensorData:
-        """Does nothing and returns the entry (``lock_`` and ``unlock_`` are the same method).
+        """Locks the entry, and returns it: its value can no longer be reassigned.
 
-        A non-tensor entry holds no key that a lock could protect, so it has
-        no lock of its own; the lock of the tensordict that holds it applies.
+        A tensordict locks the non-tensor entries it holds with itself (``lock_``,
+        ``memmap``, ...) and unlocks them with itself. A locked entry refuses
+        ``entry.data = value``; writing through its tensordict (``td.set_``,
+        ``td.update_``, index assignment) still works, as it does for a tensor.
 
         Returns:
-            The entry itself, unchanged.
+            The entry itself.
 
         Examples:
-            >>> entry = NonTensorData("a")
-            >>> entry.lock_() is entry, entry.unlock_() is entry, entry.is_locked
-            (True, True, False)
+            >>> td = TensorDict({"name": "cartpole"}, [2]).lock_()
+            >>> td.get("name").is_locked, td.unlock_().get("name").is_locked
+            (True, False)
         """
+        self._locked = True
         return self
 
-    unlock_ = lock_
+    def unlock_(self) -> NonTensorData:
+        """Unlocks the entry, and returns it (see :meth:`lock_`).
+
+        Returns:
+            The entry itself.
+
+        Examples:
+            >>> NonTensorData("a").lock_().unlock_().is_locked
+            False
+        """
+        self._locked = False
+        return self
+
+    def _propagate_lock(self, locked: bool) -> None:
+        # The hook a tensordict's lock_ and unlock_ call on each of its entries.
+        self._locked = locked
 
     @property
     def is_locked(self) -> bool:
-        """Always False: a non-tensor entry has no lock of its own (see :meth:`lock_`).
+        """True when the entry is locked (see :meth:`lock_`); a new entry is not.
+
+        Entries derived from this one (by indexing, reshaping, :meth:`clone`, ...)
+        are not locked.
 
         Returns:
-            False.
+            True when locked.
 
         Raises:
             AttributeError: on assignment: the property is read-only.
 
         Examples:
-            >>> NonTensorData("a").lock_().is_locked
-            False
+            >>> entry = NonTensorData("a")
+            >>> entry.is_locked, entry.lock_().is_locked, entry[None].is_locked
+            (False, True, False)
         """
-        return False
+        return self._locked
 
     def is_memmap(self) -> bool:
         """Always True: with no tensor storage, the entry never keeps a tensordict from being memory-mapped.
@@ -779,7 +1196,8 @@ class MetaData(NonTensorDataBase):
 
     Keyword Args:
         metadata (Any, optional): extra information kept with the value. Defaults to ``None``.
-        names (list of str, optional): accepted for compatibility and ignored.
+        names (list of str, optional): the names of the batch dims (see :attr:`names`).
+            Defaults to ``None``.
 
     Raises:
         TypeError: for ``MetaData[cls]``, if the value is not an instance of ``cls``.
@@ -799,6 +1217,7 @@ class MetaData(NonTensorDataBase):
     """
 
     __slots__ = ()
+    _spreads = False  # one value for the whole batch, whatever its size
     _memmap_record = "MetaData"
     _memmap_type = "<class 'tensordict.tensorclass.MetaData'>"
     _typed: dict = {}

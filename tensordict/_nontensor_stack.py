@@ -19,6 +19,7 @@ stacks without importing it) and its loader in :data:`tensordict.memmap._io.LOAD
 from __future__ import annotations
 
 import itertools
+import operator
 import pickle
 import weakref
 
@@ -27,7 +28,7 @@ import torch
 from tensordict import _nontensor
 from tensordict._collection import NO_DEFAULT, is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
-from tensordict._nontensor import NonTensorData, NonTensorDataBase
+from tensordict._nontensor import NonTensorData, NonTensorDataBase, nest_values, same_value
 from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.classes import CLASSES
 from tensordict.errors import BatchSizeError, MemmapFormatError
@@ -37,31 +38,24 @@ from tensordict.memmap import format as fmt
 __all__ = ["LinkedList", "NonTensorStack"]
 
 
-def _values_at(entry, shape: torch.Size) -> list:
-    """The values of a non-tensor entry, one per element of its batch, in row-major order."""
-    if isinstance(entry, NonTensorDataBase):
-        return [entry.data] * shape.numel()
-    return entry._flat()
-
-
-def _nest(flat: list, shape) -> list:
-    """Cuts the row-major list ``flat`` into nested lists of ``shape``."""
-    if len(shape) <= 1:
-        return list(flat)
-    step = len(flat) // shape[0] if shape[0] else 0
-    return [_nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
-
-
 def _from_flat(flat: list, shape: torch.Size, device=None):
     """A canonical entry of batch size ``shape`` holding ``flat`` (row-major): a stack, or one NonTensorData."""
+    return _from_cells([NonTensorData(v, (), device) for v in flat], shape)
+
+
+def _from_cells(cells: list, shape: torch.Size):
+    """A canonical stack of batch size ``shape`` over ``cells``, 0-dim entries (row-major), not copied.
+
+    Without batch dims, the one cell itself.
+    """
     if not shape:
-        return NonTensorData(flat[0], (), device)
+        return cells[0]
     if len(shape) == 1:
-        members = [NonTensorData(v, (), device) for v in flat]
+        members = list(cells)
     else:
         step = shape[1:].numel()
         members = [
-            _from_flat(flat[i * step : (i + 1) * step], shape[1:], device) for i in range(shape[0])
+            _from_cells(cells[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])
         ]
     return NonTensorStack._of(members, 0, shape)
 
@@ -72,6 +66,20 @@ def _positions(shape: torch.Size) -> torch.Tensor:
 
 def _gather(flat: list, positions: torch.Tensor, device=None):
     return _from_flat([flat[i] for i in positions.reshape(-1).tolist()], positions.shape, device)
+
+
+def _interleave(per_member: list, stack_dim: int, inner: torch.Size) -> list:
+    """The row-major items of a stack along ``stack_dim`` of members of batch size ``inner``.
+
+    ``per_member`` holds each member's items in row-major order.
+    """
+    outer = inner[:stack_dim].numel()
+    block = inner[stack_dim:].numel()
+    out = []
+    for o in range(outer):
+        for items in per_member:
+            out.extend(items[o * block : (o + 1) * block])
+    return out
 
 
 class LinkedList(list):
@@ -160,7 +168,14 @@ class NonTensorStack(LazyStackedTensorDict):
     ``td[key]`` gives them as a :class:`LinkedList`; :attr:`data` gives the one
     value when every element holds the same. It has no keys. Indexing, reshaping
     and the other batch operations follow the same operation on a tensor; an
-    index of a single element gives a :class:`NonTensorData`.
+    index of a single element gives a :class:`NonTensorData`. As with a tensor,
+    ints and slices and the shape methods that keep each element once give views
+    (a write through one reaches the stack, and the other way round), and index
+    tensors give copies. A write into the stack also reaches the
+    :class:`NonTensorData` members it was built from. A memory-mapped stack (from
+    ``memmap``, ``memmap_`` or ``load_memmap``, on its own or as an entry of a
+    tensordict) writes its values to its folder after each write, as a
+    memory-mapped tensor writes its file.
 
     Args:
         *values: the members: non-tensor entries of one batch size, or plain
@@ -188,7 +203,8 @@ class NonTensorStack(LazyStackedTensorDict):
         (torch.Size([2, 2]), ['b', 'd'], 'c')
     """
 
-    __slots__ = ()
+    # _home: where the stack's values are written on disk, None for nowhere (see _persist)
+    __slots__ = ("_locked", "_home")
     _is_non_tensor = True
     _memmap_record = "NonTensorStack"
 
@@ -202,6 +218,8 @@ class NonTensorStack(LazyStackedTensorDict):
             self._init_empty(torch.Size((0,)))
             return
         super().__init__(*members, stack_dim=stack_dim, stack_dim_name=stack_dim_name)
+        self._locked = False
+        self._home = None
 
     def _init_empty(self, shape: torch.Size) -> None:
         self.tensordicts = []
@@ -209,6 +227,8 @@ class NonTensorStack(LazyStackedTensorDict):
         self._stack_dim_name = None
         self._batch_size = torch.Size(shape)
         self._mm = None
+        self._locked = False
+        self._home = None
 
     @classmethod
     def _of(cls, members: list, stack_dim: int, shape=None) -> NonTensorStack:
@@ -218,6 +238,8 @@ class NonTensorStack(LazyStackedTensorDict):
             out._init_empty(shape)
             return out
         LazyStackedTensorDict.__init__(out, *members, stack_dim=stack_dim)
+        out._locked = False
+        out._home = None
         return out
 
     @classmethod
@@ -285,7 +307,7 @@ class NonTensorStack(LazyStackedTensorDict):
         if not value.batch_size:
             msg = "from_nontensordata needs an entry with at least one batch dimension"
             raise ValueError(msg)
-        return _from_flat(_values_at(value, value.batch_size), value.batch_size, value.device)
+        return _from_flat(value._flat(), value.batch_size, value.device)
 
     @classmethod
     def maybe_to_stack(cls, value):
@@ -313,16 +335,45 @@ class NonTensorStack(LazyStackedTensorDict):
         """The values of every batch element, in row-major order."""
         if not self.tensordicts:
             return []
-        d = self._stack_dim
-        per_member = [_values_at(m, m.batch_size) for m in self.tensordicts]
-        inner = self.tensordicts[0].batch_size
-        outer = inner[:d].numel()
-        block = inner[d:].numel()
-        flat = []
-        for o in range(outer):
-            for values in per_member:
-                flat.extend(values[o * block : (o + 1) * block])
-        return flat
+        per_member = [m._flat() for m in self.tensordicts]
+        return _interleave(per_member, self._stack_dim, self.tensordicts[0].batch_size)
+
+    # Each element of a stack is held by a cell: a 0-dim entry, one of the members (or of
+    # the members of a member stack). A write into the stack sets the value of cells in
+    # place, and the views of a stack (an index or a shape method that keeps each element
+    # once) are stacks over the same cells: a write through a view reaches the stack it
+    # comes from, and the other way round, as with the views of a tensor. As in the
+    # reference, a member passed to the stack (by torch.stack, lazy_stack, ...) is a cell
+    # too. A member that holds one value for several elements (a NonTensorData with batch
+    # dims) is replaced by cells of its value on the first write or view.
+    def _cells(self) -> list:
+        """The cell of every batch element, in row-major order (see above)."""
+        cells = self._member_cells()
+        if cells is None:
+            self._replace(_from_flat(self._flat(), self._batch_size, self.device))
+            cells = self._member_cells()
+        return cells
+
+    def _member_cells(self) -> list | None:
+        if not self.tensordicts:
+            return []
+        per_member = []
+        for member in self.tensordicts:
+            if isinstance(member, NonTensorDataBase):
+                if member.batch_size:
+                    return None
+                per_member.append([member])
+            else:
+                per_member.append(member._cells())
+        return _interleave(per_member, self._stack_dim, self.tensordicts[0].batch_size)
+
+    def _view(self, positions: torch.Tensor):
+        """The elements at ``positions``: a view over their cells, or a copy if one repeats."""
+        flat = positions.reshape(-1).tolist()
+        if len(set(flat)) != len(flat):
+            return _gather(self._flat(), positions, self.device)
+        cells = self._cells()
+        return _from_cells([cells[i] for i in flat], positions.shape)
 
     def tolist(self, *args, **kwargs) -> list:
         """Returns the values as nested plain lists, one level per batch dimension.
@@ -337,7 +388,7 @@ class NonTensorStack(LazyStackedTensorDict):
             >>> torch.stack([NonTensorStack("a", "b"), NonTensorStack("c", "d")], 1).tolist()
             [['a', 'c'], ['b', 'd']]
         """
-        return _nest(self._flat(), self._batch_size)
+        return nest_values(self._flat(), self._batch_size)
 
     def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> list:
         """Returns the values as nested plain lists, as :meth:`tolist` does: a stack has no keys.
@@ -365,7 +416,7 @@ class NonTensorStack(LazyStackedTensorDict):
 
     def _read_value(self) -> LinkedList:
         """What ``td[key]`` gives: the values as a (nested) LinkedList that writes back here."""
-        return self._linked(_nest(self._flat(), self._batch_size), ())
+        return self._linked(nest_values(self._flat(), self._batch_size), ())
 
     def _linked(self, values: list, prefix: tuple) -> LinkedList:
         if len(self._batch_size) - len(prefix) > 1:
@@ -387,7 +438,7 @@ class NonTensorStack(LazyStackedTensorDict):
             'a'
         """
         flat = self._flat()
-        if not flat or any(not _same(v, flat[0]) for v in flat[1:]):
+        if not flat or any(not same_value(v, flat[0]) for v in flat[1:]):
             msg = (
                 "the elements of this NonTensorStack hold different values, so it has no single "
                 "data; use tolist() to read them"
@@ -428,6 +479,10 @@ class NonTensorStack(LazyStackedTensorDict):
     # ------------------------------------------------------------------ indexing and shapes
     def _index(self, index):
         positions = _positions(self._batch_size)[index]
+        parts = index if type(index) is tuple else (index,)
+        if all(p is None or p is Ellipsis or isinstance(p, (int, slice)) for p in parts):
+            return self._view(positions)
+        # an index tensor, list or mask copies, as advanced indexing of a tensor does
         return _gather(self._flat(), positions, self.device)
 
     def _set_at(self, index, value) -> None:
@@ -443,7 +498,7 @@ class NonTensorStack(LazyStackedTensorDict):
                         f"to {list(positions.shape)} elements of a NonTensorStack"
                     )
                     raise BatchSizeError(msg) from err
-            new = _values_at(value, value.batch_size)
+            new = value._flat()
         elif isinstance(value, (list, tuple)) and positions.ndim and len(value) == len(positions):
             new = _flatten(list(value), positions.ndim)
             if len(new) != len(targets):
@@ -454,15 +509,36 @@ class NonTensorStack(LazyStackedTensorDict):
                 raise BatchSizeError(msg)
         else:
             new = [value] * len(targets)
-        flat = self._flat()
+        cells = self._cells()
         for position, item in zip(targets, new):
-            flat[position] = item
-        self._replace(_from_flat(flat, self._batch_size, self.device))
+            # in place, so that views see it; a write through the stack also reaches a
+            # cell that a locked tensordict holds, as it reaches a locked tensor
+            object.__setattr__(cells[position], "data", item)
+        self._persist()
 
-    @property
-    def names(self):
-        """None: a stack of values has no dim names (its members, values, have none)."""
-        return None
+    def _persist(self) -> None:
+        """Writes the values to the stack's folder, if it is memory-mapped (its ``_home``).
+
+        A stack written by ``memmap``/``memmap_`` or loaded with ``load_memmap`` (on its
+        own, or as an entry of a tensordict) keeps where its values live: ``(level, key)``
+        for an entry of the memory-mapped level ``level``, ``(None, folder)`` for a stack
+        mapped on its own. Each write into it rewrites that folder (atomically), as a
+        write into a memory-mapped tensor reaches its file.
+        """
+        home = self._home
+        if home is None:
+            return
+        level, where = home
+        if level is None:
+            _io.rewrite_nontensor_folder(where, self)
+        else:
+            _io.rewrite_nontensor(level, where, self, level.robust_key)
+
+    def _written_at(self, index, value) -> NonTensorStack:
+        # The hook of a tensordict's index assignment (see NonTensorDataBase._written_at):
+        # a stack takes the values in place.
+        self._set_at(index, value)
+        return self
 
     # A lazy stack's shape methods restack its members; a stack of values gathers its
     # values instead, through ``_batch_op``, as every tensordict's shape methods do.
@@ -475,12 +551,11 @@ class NonTensorStack(LazyStackedTensorDict):
     expand = BatchDimsMixin.expand
 
     def _batch_op(self, op, batch_size: torch.Size, names=None):
-        return _gather(self._flat(), op(_positions(self._batch_size), torch.Size()), self.device)
+        return self._view(op(_positions(self._batch_size), torch.Size()))
 
     def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
-        flat, device = self._flat(), self.device
         pieces = op(_positions(self._batch_size), torch.Size())
-        return tuple(_gather(flat, p, device) for p in pieces)
+        return tuple(self._view(p) for p in pieces)
 
     def unbind(self, dim: int = 0) -> tuple:
         """Removes batch dimension ``dim``: one entry per index along it.
@@ -504,20 +579,43 @@ class NonTensorStack(LazyStackedTensorDict):
         d = dim + ndim if dim < 0 else dim
         if d == self._stack_dim and self.tensordicts:
             return tuple(self.tensordicts)
-        flat, device = self._flat(), self.device
-        return tuple(_gather(flat, p, device) for p in _positions(self._batch_size).unbind(dim))
+        return tuple(self._view(p) for p in _positions(self._batch_size).unbind(dim))
 
-    def contiguous(self) -> NonTensorStack:
-        """Returns a new stack with the same members (a stack is its own dense form).
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> NonTensorStack:
+        """Returns the stack itself: a stack of values is its own dense form.
+
+        Keyword Args:
+            canonical (bool, optional): accepted for compatibility; a stack of values
+                has one form. Defaults to False.
+            inplace (bool, optional): accepted for compatibility. Defaults to False.
 
         Returns:
-            A new :class:`NonTensorStack`.
+            This :class:`NonTensorStack`.
 
         Examples:
-            >>> NonTensorStack("a", "b").contiguous().tolist()
-            ['a', 'b']
+            >>> stack = NonTensorStack("a", "b")
+            >>> stack.contiguous() is stack
+            True
         """
-        return self._shallow_copy()
+        return self
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> NonTensorStack:
+        """Returns an independent copy: a stack of values has no keys a TensorDict could hold.
+
+        Keyword Args:
+            retain_none (bool, optional): accepted for compatibility. Defaults to ``None``.
+
+        Returns:
+            A new, unlocked :class:`NonTensorStack` of the same values (see :meth:`clone`).
+
+        Examples:
+            >>> stack = NonTensorStack("a", "b")
+            >>> copy = stack.to_tensordict()
+            >>> copy[0] = "z"
+            >>> stack.tolist(), copy.tolist()
+            (['a', 'b'], ['z', 'b'])
+        """
+        return self.clone()
 
     def _shallow_copy(self) -> NonTensorStack:
         return NonTensorStack._of(list(self.tensordicts), self._stack_dim, self._batch_size)
@@ -525,8 +623,57 @@ class NonTensorStack(LazyStackedTensorDict):
     # ------------------------------------------------------------------ values and devices
     def _fast_apply(self, fn, *others, batch_size=None, device=NO_DEFAULT, **kwargs):
         # Functions map tensors; a stack of values comes back as a copy, on the new device.
-        out = self.clone()
+        # A comparison of tensordicts compares the values (see _nontensor.combine_values).
+        # A new batch size (new_zeros, new_empty, ...) gives a stack of that size holding the
+        # first value, as the reference's does.
+        if others:
+            combined = _nontensor.combine_values(fn, [self, *others])
+            if combined is not None:
+                return combined
+        if batch_size is not None and torch.Size(batch_size) != self._batch_size:
+            flat = self._flat()
+            size = torch.Size(batch_size)
+            out = _from_flat([flat[0] if flat else None] * size.numel(), size, self.device)
+        else:
+            out = self.clone()
         return out if device is NO_DEFAULT or device is None else out.to(device)
+
+    def where(self, condition: torch.Tensor, other, *, out=None, pad=None) -> NonTensorStack:
+        """Returns the values of this stack where ``condition`` is True, and of ``other`` elsewhere.
+
+        Args:
+            condition (torch.Tensor): a boolean tensor that broadcasts to the batch size.
+            other: a non-tensor entry that broadcasts to the batch size, or one value for
+                every element.
+
+        Keyword Args:
+            out (NonTensorStack, optional): a stack of the batch size to write the values
+                into, which is returned. Defaults to None.
+            pad (optional): accepted for compatibility; ignored.
+
+        Returns:
+            A new :class:`NonTensorStack` (or one NonTensorData without batch dims), or ``out``.
+
+        Raises:
+            RuntimeError: if ``condition`` or ``other`` does not broadcast to the batch size.
+
+        Examples:
+            >>> stack = NonTensorStack("a", "b")
+            >>> stack.where(torch.tensor([True, False]), NonTensorStack("x", "y")).tolist()
+            ['a', 'y']
+        """
+        shape = self._batch_size
+        mask = condition.expand(shape).reshape(-1).tolist()
+        if is_non_tensor(other):
+            theirs = (other if other.batch_size == shape else other.expand(shape))._flat()
+        else:
+            theirs = [other] * shape.numel()
+        picked = [a if c else b for c, a, b in zip(mask, self._flat(), theirs)]
+        result = _from_flat(picked, shape, self.device)
+        if out is None:
+            return result
+        out[...] = result
+        return out
 
     def clone(self, recurse: bool = True) -> NonTensorStack:
         """Returns a new stack of clones of the members (the values are shared, MetaData copied).
@@ -580,18 +727,12 @@ class NonTensorStack(LazyStackedTensorDict):
     def __eq__(self, other):
         if not is_non_tensor(other):
             return False
-        shape = torch.broadcast_shapes(self._batch_size, other.batch_size)
-        mine = (self.expand(shape) if shape != self._batch_size else self)._flat()
-        if other.batch_size != shape:
-            other = other.expand(shape)
-        theirs = _values_at(other, shape)
-        return torch.tensor([_same(a, b) for a, b in zip(mine, theirs)], dtype=torch.bool).reshape(
-            shape
-        )
+        return _nontensor.combine_values(operator.eq, [self, other])
 
     def __ne__(self, other):
-        equal = self.__eq__(other)
-        return ~equal if isinstance(equal, torch.Tensor) else True
+        if not is_non_tensor(other):
+            return True
+        return _nontensor.combine_values(operator.ne, [self, other])
 
     __hash__ = None
 
@@ -626,40 +767,34 @@ class NonTensorStack(LazyStackedTensorDict):
         """
         return True
 
-    def lock_(self) -> NonTensorStack:
-        """Does nothing and returns the stack (``lock_`` and ``unlock_`` are the same method).
-
-        Returns:
-            The stack itself.
-
-        Examples:
-            >>> stack = NonTensorStack("a")
-            >>> stack.lock_() is stack, stack.is_locked
-            (True, False)
-        """
-        return self
-
-    unlock_ = lock_
-
     @property
     def is_locked(self) -> bool:
-        """Always False: a stack has no keys to protect; its tensordict's lock applies.
+        """True when the stack is locked: ``lock_``, or the lock of the tensordict that holds it.
+
+        A stack locks, and unlocks, with the tensordict that holds it; ``memmap``
+        and ``consolidate`` lock the stack they return, as they lock a tensordict.
+        The lock is the stack's own: its members, values, are not locked, and
+        writing values into a locked stack (``stack[0] = value``) still works.
 
         Returns:
-            False.
+            True when locked.
 
         Examples:
-            >>> NonTensorStack("a").is_locked
-            False
+            >>> td = TensorDict({"names": NonTensorStack("a", "b")}, [2]).lock_()
+            >>> td.get("names").is_locked, td.unlock_().get("names").is_locked
+            (True, False)
         """
-        return False
+        return self._locked
 
     @is_locked.setter
     def is_locked(self, value: bool) -> None:
-        pass
+        self._locked = bool(value)
 
     def _propagate_lock(self, locked: bool) -> None:
-        pass
+        self._locked = locked
+
+    def _held_by_a_locked_parent(self) -> bool:
+        return False  # the stack's lock is its own: nothing else holds it locked
 
     # ------------------------------------------------------------------ memory mapping
     # A stack written on its own (the root of memmap(), memmap_like() or save()) is one
@@ -669,7 +804,10 @@ class NonTensorStack(LazyStackedTensorDict):
             plan.nontensors.append((folder, self))
 
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
-        return self if inplace else self.clone()
+        out = self if inplace else self.clone()
+        if folder is not None:
+            out._home = (None, folder)
+        return out
 
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
         pass  # the plan's write of the values wrote the folder's meta.json
@@ -685,13 +823,6 @@ class NonTensorStack(LazyStackedTensorDict):
             "device": None if device is None else str(device),
         }
         return meta, self.tolist()
-
-
-def _same(a, b) -> bool:
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError, RuntimeError):
-        return a is b
 
 
 def _list_shape(values: list) -> list:
@@ -731,14 +862,14 @@ def _stack_entries(items: list, dim: int) -> NonTensorStack:
 def _cat_entries(items: list, dim: int):
     """Concatenates non-tensor entries along ``dim``: one entry when they all hold one equal value."""
     if all(isinstance(i, NonTensorDataBase) for i in items) and all(
-        _same(i.data, items[0].data) for i in items
+        same_value(i.data, items[0].data) for i in items
     ):
         shape = torch.cat([_positions(i.batch_size) for i in items], dim).shape
         return items[0]._with(shape)
     flat, offset, positions = [], 0, []
     for item in items:
         positions.append(_positions(item.batch_size) + offset)
-        flat.extend(_values_at(item, item.batch_size))
+        flat.extend(item._flat())
         offset += item.batch_size.numel()
     return _gather(flat, torch.cat(positions, dim), items[0].device)
 
@@ -761,12 +892,15 @@ def _load_stack(folder: str, meta: dict, stat, options) -> NonTensorStack:
     device = meta.get("device")
     if options.device is not None:
         device = options.device
-    return NonTensorStack.from_list(data, device=device)
+    out = NonTensorStack.from_list(data, device=device)
+    out._home = (None, folder)  # the level that holds an entry gives it its own home instead
+    return out
 
 
 _nontensor.STACK_BUILDERS["stack"] = _stack_entries
 _nontensor.STACK_BUILDERS["cat"] = _cat_entries
 _nontensor.STACK_BUILDERS["from_list"] = NonTensorStack.from_list
+_nontensor.STACK_BUILDERS["from_entry"] = NonTensorStack.from_nontensordata
 _io.LOADERS[fmt.NONTENSOR_STACK_CLASS] = _load_stack
 CLASSES["NonTensorStack"] = NonTensorStack
 _io.LOADERS[fmt.NONTENSOR_STACK_TYPE] = _load_stack

@@ -17,9 +17,12 @@ a ``fields={...}`` block, as a tensorclass does).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import torch
 
-from tensordict._collection import is_non_tensor
+from tensordict._collection import TensorCollection, is_non_tensor
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
 from tensordict._options import get_printoptions
 from tensordict._unbatched import is_unbatched
@@ -47,7 +50,7 @@ def dtype_short(dtype: torch.dtype) -> str:
     return _DTYPE_SHORT.get(dtype, str(dtype).replace("torch.", ""))
 
 
-def sorted_items(items, options: dict) -> list:
+def sorted_items(items: Iterable[tuple[str, Any]], options: dict) -> list:
     """The ``(key, value)`` pairs of a level in the order the ``sort_keys`` option says."""
     items = list(items)
     if options["sort_keys"] == "alphabetical":
@@ -168,7 +171,7 @@ def _level_tail(obj, options: dict) -> list[str]:
     return tail
 
 
-def detailed_entry(value, options: dict, depth: int) -> str:
+def detailed_entry(value: Any, options: dict, depth: int) -> str:
     """One entry in the detailed layout, indented for ``depth``."""
     if value is None:
         return "None"
@@ -194,7 +197,7 @@ def detailed_entry(value, options: dict, depth: int) -> str:
     return detailed_repr(value, options, depth)
 
 
-def detailed_repr(obj, options: dict | None = None, depth: int = 0) -> str:
+def detailed_repr(obj: TensorCollection, options: dict | None = None, depth: int = 0) -> str:
     """The detailed, multi-line ``repr`` of a tensordict, lazy stack or tensorclass instance."""
     options = get_printoptions() if options is None else options
     name = type(obj).__name__
@@ -289,13 +292,13 @@ def _nested_feature(value: torch.Tensor, batch_dims: int) -> str:
     return ",".join(str(s) for s in shape[batch_dims:])
 
 
-def compact_fields(obj, options: dict | None = None) -> str:
+def compact_fields(obj: TensorCollection, options: dict | None = None) -> str:
     """The ``{key: f32[4], ...}`` part of the compact layout, on one line."""
     options = get_printoptions() if options is None else options
     return _compact_block(obj._repr_items(), obj.batch_dims, options, 0, _ONE_LINE)
 
 
-def compact_repr(obj, options: dict | None = None, tail: str = "") -> str:
+def compact_repr(obj: TensorCollection, options: dict | None = None, tail: str = "") -> str:
     """``Name(batch_size=[...], device=..., fields={...})``, wrapped past 80 characters."""
     options = get_printoptions() if options is None else options
     td = obj._repr_level()
@@ -322,7 +325,7 @@ def compact_repr(obj, options: dict | None = None, tail: str = "") -> str:
     return f"{head}{fields}{after})"
 
 
-def collection_repr(obj, tail: str = "") -> str:
+def collection_repr(obj: TensorCollection, tail: str = "") -> str:
     """The ``repr`` of a tensordict-like object, in the layout the print options choose."""
     options = get_printoptions()
     if options["compact"]:

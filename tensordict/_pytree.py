@@ -1,9 +1,10 @@
-"""Registers tensordicts with ``torch.utils._pytree`` so that ``tree_map`` walks their leaves."""
+"""Registers tensordicts (and the ``LinkedList`` values of stacks) with ``torch.utils._pytree``, so that ``tree_map`` walks their leaves."""
 
 from __future__ import annotations
 
 from torch.utils import _pytree
 
+from tensordict._nontensor_stack import LinkedList
 from tensordict._td import TensorDict
 
 
@@ -28,4 +29,18 @@ _pytree.register_pytree_node(
     _unflatten,
     flatten_with_keys_fn=_flatten_with_keys,
     serialized_type_name="tensordict.TensorDict",
+)
+
+
+# The values of a NonTensorStack read with td[key]: a list, walked item by item (tree_map
+# gives back a plain list, no longer linked to the stack).
+_pytree.register_pytree_node(
+    LinkedList,
+    lambda values: (list(values), None),
+    lambda values, context: list(values),
+    flatten_with_keys_fn=lambda values: (
+        [(_pytree.SequenceKey(i), v) for i, v in enumerate(values)],
+        None,
+    ),
+    serialized_type_name="tensordict.LinkedList",
 )

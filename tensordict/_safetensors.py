@@ -23,11 +23,12 @@ from collections import defaultdict
 
 import torch
 
-from tensordict._collection import is_non_tensor, is_tensor_collection
+from tensordict._collection import TensorCollection, is_non_tensor, is_tensor_collection
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor_stack import NonTensorStack
 from tensordict._td import TensorDict
 from tensordict._tensorclass.decorator import REGISTRY, is_tensorclass
+from tensordict._typing import DeviceType
 from tensordict._unbatched import UnbatchedTensor
 from tensordict.errors import MemmapFormatError
 
@@ -149,7 +150,7 @@ def _unshare(tensors: dict) -> None:
                 end = tensor.data_ptr() + tensor.numel() * tensor.element_size()
 
 
-def to_safetensors(data, path: str | os.PathLike) -> None:
+def to_safetensors(data: TensorCollection, path: str | os.PathLike) -> None:
     """Saves a tensordict or a tensorclass instance to a safetensors file.
 
     Each tensor is stored under its nested key joined with ``"."``; the structure
@@ -401,7 +402,9 @@ class _MappedFile:
         self._views.clear()
 
 
-def from_safetensors(path: str | os.PathLike, *, device=None):
+def from_safetensors(
+    path: str | os.PathLike, *, device: DeviceType | None = None
+) -> TensorCollection:
     """Loads a tensordict from a safetensors file.
 
     A file written by :func:`to_safetensors` (here or by the well-known

@@ -8,10 +8,12 @@ classes and register themselves in the dispatch table of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from tensordict import _nontensor_stack  # noqa: F401 - registers NonTensorStack's builders
-from tensordict._collection import is_non_tensor
+from tensordict._collection import TensorCollection, is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import cat_entries, stack_entries
 from tensordict._options import lazy_legacy
@@ -51,7 +53,9 @@ def _collections(items, what: str) -> list:
 
 
 @implements(torch.stack)
-def stack(tds, dim: int = 0, *, out=None):
+def stack(
+    tds: Sequence[TensorCollection], dim: int = 0, *, out: TensorCollection | None = None
+) -> TensorCollection:
     """Stacks tensordicts along a new batch dimension ``dim``.
 
     Every tensordict must have the same keys and batch size; leaves with the same
@@ -173,7 +177,9 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
 
 
 @implements(torch.cat, torch.concat, torch.concatenate)
-def cat(tds, dim: int = 0, *, out=None):
+def cat(
+    tds: Sequence[TensorCollection], dim: int = 0, *, out: TensorCollection | None = None
+) -> TensorCollection:
     """Concatenates tensordicts along an existing batch dimension ``dim``.
 
     Raises:

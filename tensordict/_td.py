@@ -2,28 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from types import EllipsisType
+from typing import Any
 
 import torch
 
 from tensordict import _dim_names as dimnames
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, TensorCollection, is_non_tensor, is_tensor_collection
 from tensordict._helpers import shape_of
 from tensordict._indexing import (
     batch_size_from_dummy,
     batch_size_from_leaf,
+    has_first_class_dim,
     normalize_index,
 )
+from tensordict._keys import NestedKey
 from tensordict._nested_tensors import nested_index
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops.apply import check_result
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.entries import _as_value, _check_batch, _source_items, plain_tree
 from tensordict._torch_function import dispatch
+from tensordict._typing import DeviceType, ShapeType, T
 from tensordict._unbatched import UnbatchedTensor as _Unbatched
 from tensordict._unbatched import is_unbatched
 from tensordict.base import TensorDictBase
-from tensordict.errors import BatchSizeError, LockedError, UnbatchedMemmapError
+from tensordict.errors import (
+    BatchSizeError,
+    FirstClassDimError,
+    LockedError,
+    UnbatchedMemmapError,
+)
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
@@ -174,20 +185,20 @@ class TensorDict(TensorDictBase):
         "_device",
         "_names",
         "_locked",
-        "_lock_parents",
+        "_lock_holders",
         "_mm",
         "__weakref__",
     )
 
     def __init__(
         self,
-        source=None,
-        batch_size=None,
-        device=None,
-        names=None,
+        source: Mapping | TensorCollection | None = None,
+        batch_size: ShapeType | int | None = None,
+        device: DeviceType | None = None,
+        names: Sequence[str | None] | None = None,
         non_blocking: bool | None = None,
         lock: bool = False,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         if type(batch_size) is not _Size:
             if (
@@ -205,7 +216,7 @@ class TensorDict(TensorDictBase):
         self._device = device
         self._names = None
         self._locked = False
-        self._lock_parents = 0
+        self._lock_holders = ()
         self._mm = None
         if source is None:
             source = kwargs
@@ -232,7 +243,7 @@ class TensorDict(TensorDictBase):
         self._device = device
         self._names = names
         self._locked = False
-        self._lock_parents = 0
+        self._lock_holders = ()
         self._mm = None
         return self
 
@@ -248,9 +259,13 @@ class TensorDict(TensorDictBase):
             return TensorDict(value, batch_size, device)
         value = _as_value(key, value, device)
         if isinstance(value, NonTensorDataBase):
-            if value.batch_size != batch_size:
-                value = value._with(batch_size if not value.batch_size else value.batch_size)
+            if value.batch_size != batch_size and not value.batch_size:
+                value = value._with(batch_size)
             _check_batch(key, value, batch_size)
+            if device is not None and value.device != device:
+                value = value.to(device)
+            if self._locked:
+                value.lock_()
             return value
         if isinstance(value, _Tensor):
             if value.ndim == 0 and batch_size:
@@ -264,7 +279,10 @@ class TensorDict(TensorDictBase):
         if device is not None and value.device != device:
             value = value.to(device)
         if self._locked and not value.is_locked:
-            value.lock_()
+            if isinstance(value, TensorDict):
+                _hold(value, self)
+            else:
+                value.lock_()
         return value
 
     # ------------------------------------------------------------------ primitives
@@ -297,7 +315,7 @@ class TensorDict(TensorDictBase):
         return self._batch_size
 
     @batch_size.setter
-    def batch_size(self, value) -> None:
+    def batch_size(self, value: ShapeType) -> None:
         new = _as_batch_size(value)
         if new == self._batch_size:
             return
@@ -318,7 +336,7 @@ class TensorDict(TensorDictBase):
             self._names = kept if any(name is not None for name in kept) else None
 
     @property
-    def device(self):
+    def device(self) -> torch.device | None:
         """The device of every tensor, or ``None`` when the tensordict was built without one.
 
         With ``None``, tensors stay wherever they were and may be on different
@@ -339,12 +357,12 @@ class TensorDict(TensorDictBase):
         return self._device
 
     @device.setter
-    def device(self, value) -> None:
+    def device(self, value: Any) -> None:
         msg = "the device of a tensordict cannot be set; use td.to(device) instead"
         raise RuntimeError(msg)
 
     @property
-    def names(self):
+    def names(self) -> list[str | None]:
         """The names of the batch dimensions: a list with ``None`` for each unnamed one.
 
         The list always has one item per batch dimension. Assigning a list (one
@@ -373,7 +391,7 @@ class TensorDict(TensorDictBase):
         return list(names)
 
     @names.setter
-    def names(self, value) -> None:
+    def names(self, value: Sequence[str | None] | None) -> None:
         self._names = None if value is None else _check_names(value, self._batch_size)
         self._propagate_names()
 
@@ -391,8 +409,11 @@ class TensorDict(TensorDictBase):
                     None if names is None and not any(own) else (names or [None] * n) + list(own)
                 )
                 value._propagate_names()
+            elif isinstance(value, NonTensorDataBase):
+                extra = len(value.batch_size) - n
+                value._names = None if names is None else list(names) + [None] * extra
 
-    def refine_names(self, *names):
+    def refine_names(self: T, *names: str | EllipsisType | None) -> T:
         """Sets the names of the batch dimensions in place, and returns the tensordict.
 
         The names replace the current ones as an assignment to :attr:`names`
@@ -423,7 +444,7 @@ class TensorDict(TensorDictBase):
         self.names = names
         return self
 
-    def rename(self, *names, **rename_map):
+    def rename(self, *names: str | None, **rename_map: str) -> TensorDict:
         """Returns a shallow copy whose batch dimensions carry new names; the original keeps its own.
 
         Either give the new names by position, one per batch dimension (a first
@@ -491,6 +512,8 @@ class TensorDict(TensorDictBase):
                     current.update_(value)
                 else:
                     data[key] = value
+                    if self._mm is not None and is_non_tensor(value):
+                        self._persist_entry(key, value)
                 return
         if self._locked:
             action = "rebind" if key in data else "add the key"
@@ -503,9 +526,8 @@ class TensorDict(TensorDictBase):
         del self._tensordict[key]
 
     def _store_entry(self, key: str, value) -> None:
-        if self._locked and type(value) is TensorDict:
-            value._lock_parents += 1
-            value._propagate_lock(True)
+        if self._locked and isinstance(value, TensorDict):
+            _hold(value, self)
         self._tensordict[key] = value
 
     def _keys_level(self):
@@ -545,43 +567,80 @@ class TensorDict(TensorDictBase):
         self._propagate_lock(bool(value))
 
     def _propagate_lock(self, locked: bool) -> None:
-        # Each sub-tensordict counts its locked parents: it cannot be unlocked alone while
-        # one of them is locked, and unlocking the last parent unlocks it.
+        # Each sub-tensordict knows the locked tensordicts that hold it (weakly: one that is
+        # collected holds nothing). It cannot be unlocked alone while one of them is alive and
+        # locked, and unlocking the last one unlocks it.
         if locked == self._locked:
             return
         self._locked = locked
         for value in self._tensordict.values():
-            if type(value) is TensorDict:
-                value._lock_parents += 1 if locked else -1
-                if locked or value._lock_parents == 0:
-                    value._propagate_lock(locked)
+            if isinstance(value, TensorDict):
+                if locked:
+                    _hold(value, self)
+                else:
+                    _release(value, self)
             elif type(value) is not _Tensor and hasattr(value, "_propagate_lock"):
                 value._propagate_lock(locked)
 
-    def unlock_(self):
+    def _held_by_a_locked_parent(self) -> bool:
+        """True while a locked tensordict that is still alive holds this one."""
+        return any(_live_locked(ref) for ref in self._lock_holders)
+
+    def _check_unlock(self) -> None:
+        """Refuses an ``unlock_()`` that would unlock a sub-tensordict another locked one holds.
+
+        Unlocking a tensordict unlocks every sub-tensordict it holds, so each of them must be
+        held by no locked tensordict outside this one (two roots sharing a child).
+        """
+        if self._held_by_a_locked_parent():
+            msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
+            raise LockedError(msg)
+        inside = {id(self)}
+        subs = []
+        pending = [self]
+        while pending:
+            for value in pending.pop()._tensordict.values():
+                if isinstance(value, TensorDict) and value._locked and id(value) not in inside:
+                    inside.add(id(value))
+                    subs.append(value)
+                    pending.append(value)
+        for sub in subs:
+            for ref in sub._lock_holders:
+                holder = ref()
+                if holder is not None and holder._locked and id(holder) not in inside:
+                    msg = (
+                        "cannot unlock a tensordict whose sub-tensordict another locked "
+                        "tensordict holds too; unlock that one first, or hold both under one "
+                        "tensordict and unlock it"
+                    )
+                    raise LockedError(msg)
+
+    def unlock_(self: T) -> T:
         """Unlocks the tensordict and its sub-tensordicts, and returns it.
 
-        A sub-tensordict stays locked while another locked tensordict holds it;
-        it is unlocked when the last of its locked parents is.
+        A locked tensordict holds its sub-tensordicts locked, as long as it is alive: a
+        sub-tensordict cannot be unlocked alone while it is, and one that two locked
+        tensordicts hold (two roots sharing a child) keeps both of them locked. Hold such
+        roots under one tensordict to unlock them together.
+
+        Used as a context manager, ``with td.unlock_():`` locks the tensordict again when
+        the block ends.
 
         Returns:
             The tensordict itself.
 
         Raises:
-            RuntimeError: if this tensordict is a sub-tensordict of a locked one
-                (unlock the parent instead).
+            RuntimeError: if a live locked tensordict holds this one, or holds one of its
+                sub-tensordicts (LockedError); nothing is unlocked then.
 
         Examples:
             >>> td = TensorDict({"sub": {"a": torch.zeros(2)}}, [2]).lock_()
             >>> td.unlock_().is_locked, td["sub"].is_locked
             (False, False)
         """
-        if self._lock_parents:
-            msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
-            raise LockedError(msg)
-        self._note_lock_state()
-        self._propagate_lock(False)
-        return self
+        if self._locked:
+            self._check_unlock()
+        return super().unlock_()
 
     # ------------------------------------------------------------------ fast paths
     def _fast_apply(
@@ -623,7 +682,7 @@ class TensorDict(TensorDictBase):
                 ):
                     check_result(prefix + (key,) if prefix else key, res, bs)
             elif isinstance(value, NonTensorDataBase):
-                res = value
+                res = value._fast_apply(fn, device=device)
             else:
                 res = value._fast_apply(fn, device=device, checked=checked, prefix=prefix + (key,))
             if res is not None:
@@ -650,6 +709,12 @@ class TensorDict(TensorDictBase):
                 leaf_index, new_size = index, torch.Size((index.shape[0],)) + batch_size[1:]
         else:
             leaf_index, new_size = normalize_index(index, batch_size)
+            if self._mm is not None and has_first_class_dim(leaf_index):
+                msg = (
+                    f"cannot index a memory-mapped tensordict with the first-class dims of {index!r}: "
+                    "its leaves are memory-mapped tensors; index a copy (td.clone()) instead"
+                )
+                raise FirstClassDimError(msg)
         if new_size is not None:
             out = {
                 key: _index_leaf(value, leaf_index)
@@ -712,7 +777,7 @@ class TensorDict(TensorDictBase):
                 elif type(sub) is _Tensor and isinstance(current, _Tensor):
                     current[leaf_index] = sub
                 elif is_non_tensor(current):
-                    current[leaf_index] = sub
+                    self._write_entry_at(key, current, leaf_index, sub)
                 else:
                     current[leaf_index] = sub.data if isinstance(sub, NonTensorDataBase) else sub
             return
@@ -744,7 +809,7 @@ class TensorDict(TensorDictBase):
                     current = _zeros_for(sub, self._batch_size, indexed)
                     data[key] = current
                 if is_non_tensor(current):
-                    current[leaf_index] = sub
+                    self._write_entry_at(key, current, leaf_index, sub)
                 elif is_unbatched(current):
                     current.copy_(sub)  # the whole batch shares it: written whole
                 elif isinstance(current, _Tensor):
@@ -758,6 +823,15 @@ class TensorDict(TensorDictBase):
             if is_non_tensor(current) or is_unbatched(current):
                 continue
             current[leaf_index] = value
+
+    def _write_entry_at(self, key: str, current, index, value) -> None:
+        # A write at an index of a non-tensor entry: it may become another entry (a
+        # NonTensorData taking another value becomes a NonTensorStack).
+        written = current._written_at(index, value)
+        if written is not current:
+            self._tensordict[key] = written
+            if self._mm is not None:
+                self._persist_entry(key, written)
 
     def _batch_op(self, op, batch_size: torch.Size, names=None):
         bd = len(self._batch_size)
@@ -825,16 +899,16 @@ class TensorDict(TensorDictBase):
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_dict(
-        cls,
-        input_dict,
-        batch_size=None,
-        device=None,
-        batch_dims=None,
-        names=None,
+        cls: type[T],
+        input_dict: Mapping | TensorCollection,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
+        batch_dims: int | None = None,
+        names: Sequence[str | None] | None = None,
         *,
         auto_batch_size: bool | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T:
         """Builds a tensordict from a (nested) dict, with a given or an inferred batch size.
 
         Without ``batch_size``, and with ``auto_batch_size`` or ``batch_dims``, the
@@ -889,7 +963,14 @@ class TensorDict(TensorDictBase):
         return td
 
     @classmethod
-    def fromkeys(cls, keys, value=0, *, batch_size=None, device=None):
+    def fromkeys(
+        cls: type[T],
+        keys: Iterable[NestedKey],
+        value: Any = 0,
+        *,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
+    ) -> T:
         """Builds a tensordict with every key of ``keys`` set to ``value``.
 
         A tensor value is cloned for each key. Any other value is stored for
@@ -927,13 +1008,14 @@ class TensorDict(TensorDictBase):
             td.set(key, value.clone() if isinstance(value, _Tensor) else value)
         return td
 
-    def auto_batch_size_(self, batch_dims: int | None = None):
+    def auto_batch_size_(self: T, batch_dims: int | None = None) -> T:
         """Sets the batch size to the longest leading shape every entry shares, and returns the tensordict.
 
         Each sub-:class:`TensorDict` first gets its own inferred batch size (with
-        no limit), then counts with it. Only tensors and sub-:class:`TensorDict`
-        entries are looked at; :class:`NonTensorData` entries take the new batch
-        size. The new size replaces the old one without checking the lock, and
+        no limit), then counts with it. Tensors, sub-:class:`TensorDict` entries and
+        the non-tensor entries that have batch dims are looked at; a
+        :class:`NonTensorData` whose batch size does not start with the new one
+        takes it. The new size replaces the old one without checking the lock, and
         clears :attr:`names`. Without any tensor, the batch size becomes empty.
 
         Args:
@@ -956,6 +1038,9 @@ class TensorDict(TensorDictBase):
             if isinstance(value, TensorDict):
                 value.auto_batch_size_()
                 shapes.append(value.batch_size)
+            elif is_non_tensor(value):
+                if value.batch_size:  # one value for the whole batch sets no size
+                    shapes.append(value.batch_size)
             elif isinstance(value, _Tensor) and not is_unbatched(value):
                 shape = shape_of(value) if value.is_nested else value.shape
                 if -1 in shape:  # a strided nested tensor: its ragged dims cannot be batch dims
@@ -973,7 +1058,8 @@ class TensorDict(TensorDictBase):
         new = torch.Size(common)
         for key, value in self._tensordict.items():
             if isinstance(value, NonTensorDataBase):
-                value.batch_size = new
+                if value.batch_size[: len(new)] != new:
+                    value.batch_size = new
             elif is_unbatched(value):
                 self._tensordict[key] = value.rebatched(new)
         self._batch_size = new
@@ -1010,7 +1096,9 @@ class TensorDict(TensorDictBase):
                     f"exclude it first, e.g. with td.exclude({key!r})"
                 )
                 raise UnbatchedMemmapError(msg)
-        _io.plan_entries(self, self._tensordict.items(), folder, plan, robust_key, existsok, like)
+        _io.plan_entries(
+            self, self._tensordict.items(), folder, plan, robust_key, existsok, like, self._names
+        )
 
     def _memmap_rebuild(self, folder, replacement: dict, inplace: bool, robust_key):
         data = _io.rebuild_entries(
@@ -1023,31 +1111,58 @@ class TensorDict(TensorDictBase):
             out = self
         else:
             out = TensorDict._new_unsafe(data, self._batch_size, _CPU, self._names)
+            for key, value in data.items():  # the copy's stacks are its own: they write its folder
+                if getattr(type(value), "_is_non_tensor", False) and hasattr(value, "_home"):
+                    data[key] = value.clone()
         out._mm = _io.Level(folder, robust_key=robust_key)
+        out._home_entries()
         return out
 
     def _memmap_write_meta(self, folder: str, robust_key) -> None:
         meta = _io.records_of(self._tensordict.items(), folder, robust_key)
-        meta.update(fmt.level_meta(self._batch_size, self._device))
+        meta.update(fmt.level_meta(self._batch_size, self._device, names=self._names))
         self._mm.write(meta, folder)
 
     def _memmap_refresh(self, options) -> None:
         changed = _io.refresh_entries(self._mm, self._tensordict, options)
-        if changed is not None:
-            self._batch_size, self._mm = changed
+        if changed is not None:  # new entries and a new level: the stacks' homes too
+            self._batch_size, self._names, self._mm = changed
+            self._home_entries()
 
     def _memmap_refresh_from(self, meta: dict, stat, options) -> bool:
         if self._mm is None or fmt.level_kind(self._mm.path, meta) != fmt.KIND_TD:
             return False
         changed = _io.refresh_entries(self._mm, self._tensordict, options, (meta, stat))
         if changed is not None:
-            self._batch_size, self._mm = changed
+            self._batch_size, self._names, self._mm = changed
+            self._home_entries()
         return True
 
     def _memmap_load_into(self, loaded) -> None:
         self._tensordict = loaded._tensordict
         self._batch_size = loaded._batch_size
         self._mm = loaded._mm
+
+    def _home_entries(self) -> None:
+        # The stacks of values of a memory-mapped level write their values to their entry of
+        # its folder (see NonTensorStack._persist); entries that hold one value are
+        # rewritten by this level when a write replaces them (_persist_entry).
+        level = self._mm
+        if level is None or level.path is None:
+            return
+        for key, value in self._tensordict.items():
+            if getattr(type(value), "_is_non_tensor", False) and hasattr(value, "_home"):
+                value._home = (level, key)
+
+    def _persist_entry(self, key: str, value) -> None:
+        # A non-tensor entry of a memory-mapped level replaced by a write in place (set_,
+        # update_, an index assignment): its folder is rewritten with the new value.
+        level = self._mm
+        if level is None or level.path is None or key not in level.meta:
+            return
+        _io.rewrite_nontensor(level, key, value, level.robust_key)
+        if hasattr(value, "_home"):
+            value._home = (level, key)
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -1071,7 +1186,7 @@ class TensorDict(TensorDictBase):
         self._device = state["device"]
         self._names = state["names"]
         self._locked = state["locked"]
-        self._lock_parents = 0
+        self._lock_holders = ()
         self._mm = state["mm"]
 
     def _reset_device(self, device) -> None:
@@ -1153,13 +1268,36 @@ def _mark_view(view: TensorDict, locked: bool) -> None:
     else:
         view._mm = _io.Level(None)
         view._locked = locked
-        for sub in subs:
-            sub._lock_parents += locked
+        if locked:
+            for sub in subs:
+                _hold(sub, view)
         return
     for value in view._tensordict.values():
         if type(value) is TensorDict and value._locked:
             value._propagate_lock(False)
             value._mm = None
+
+
+def _live_locked(ref) -> bool:
+    holder = ref()
+    return holder is not None and holder._locked
+
+
+def _hold(child: TensorDict, parent: TensorDict) -> None:
+    """Locks ``child``, held by the locked ``parent`` (recorded weakly, once)."""
+    holders = child._lock_holders
+    if not any(ref() is parent for ref in holders):
+        child._lock_holders = (*(ref for ref in holders if ref() is not None), weakref.ref(parent))
+    child._propagate_lock(True)
+
+
+def _release(child: TensorDict, parent: TensorDict) -> None:
+    """``parent`` is unlocked: ``child`` is too, unless another live locked tensordict holds it."""
+    child._lock_holders = tuple(
+        ref for ref in child._lock_holders if (holder := ref()) is not None and holder is not parent
+    )
+    if not any(_live_locked(ref) for ref in child._lock_holders):
+        child._propagate_lock(False)
 
 
 def _check_feature_shape(key, shape: torch.Size, batch_dims: int, expected: torch.Size) -> None:
@@ -1243,16 +1381,17 @@ def _source_dict(source) -> dict:
     return dict(_source_items(source))
 
 
-def _build(data: dict, batch_size, device) -> TensorDict:
+def _build(data: dict, batch_size, device, names) -> TensorDict:
     """A TensorDict over entries already checked against ``batch_size`` (an archive's level)."""
-    return TensorDict._new_unsafe(data, batch_size, device, None)
+    return TensorDict._new_unsafe(data, batch_size, device, names)
 
 
 def _load(folder: str, meta: dict, stat, options) -> TensorDict:
     """The loader of TensorDict folders, registered with the storage layer."""
-    batch_size, device, data, inodes = _io.load_entries(folder, meta, options)
-    td = TensorDict._new_unsafe(data, batch_size, device, None)
+    batch_size, device, names, data, inodes = _io.load_entries(folder, meta, options)
+    td = TensorDict._new_unsafe(data, batch_size, device, names)
     td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes, data)
+    td._home_entries()
     return td
 
 

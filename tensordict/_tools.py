@@ -15,6 +15,7 @@ from concurrent.futures import Future
 
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._keys import NestedKey
 
 logger = logging.getLogger("tensordict")
@@ -43,7 +44,12 @@ def _rows(value: torch.Tensor, dim: int) -> torch.Tensor:
     return value.movedim(dim, 0).reshape(value.shape[dim], -1)
 
 
-def isin(input, reference, key: NestedKey, dim: int = 0) -> torch.Tensor:  # noqa: A002
+def isin(
+    input: TensorCollection,  # noqa: A002
+    reference: TensorCollection,
+    key: NestedKey,
+    dim: int = 0,
+) -> torch.Tensor:
     """Tells which elements of ``input`` along ``dim`` are also in ``reference``.
 
     The entry ``key`` is cut into slices along ``dim``; an element of ``input`` is in
@@ -89,7 +95,13 @@ def isin(input, reference, key: NestedKey, dim: int = 0) -> torch.Tensor:  # noq
     return torch.isin(ids[: a.shape[0]], ids[a.shape[0] :])
 
 
-def remove_duplicates(input, key: NestedKey, dim: int = 0, *, return_indices: bool = False):  # noqa: A002
+def remove_duplicates(
+    input: TensorCollection,  # noqa: A002
+    key: NestedKey,
+    dim: int = 0,
+    *,
+    return_indices: bool = False,
+) -> TensorCollection | tuple[TensorCollection, torch.Tensor]:
     """Keeps one element per distinct value of ``key`` along ``dim``: the first of each.
 
     The entry ``key`` is cut into slices along ``dim``; of each group of equal slices
@@ -133,7 +145,9 @@ def remove_duplicates(input, key: NestedKey, dim: int = 0, *, return_indices: bo
     return (out, inverse) if return_indices else out
 
 
-def print_directory_tree(path, indent: str = "", display_metadata: bool = True) -> str:
+def print_directory_tree(
+    path: str | os.PathLike, indent: str = "", display_metadata: bool = True
+) -> str:
     """Logs the files and folders under ``path`` (at ``INFO``, with :data:`logger`) and returns them.
 
     Each level adds four spaces to ``indent``; entries come in :func:`os.listdir`
@@ -307,11 +321,11 @@ class TensorDictFuture:
         True
     """
 
-    def __init__(self, futures: Sequence[Future], resulting_td) -> None:
+    def __init__(self, futures: Sequence[Future], resulting_td: TensorCollection) -> None:
         self.futures = list(futures)
         self.resulting_td = resulting_td
 
-    def result(self):
+    def result(self) -> TensorCollection:
         """Waits for every future (raising the first error) and returns the tensordict.
 
         Examples:

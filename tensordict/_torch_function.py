@@ -9,6 +9,9 @@ registered by :mod:`tensordict._stack`, a layer above the classes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
 import torch
 
 from tensordict._collection import is_tensor_collection
@@ -17,7 +20,7 @@ from tensordict.errors import InvalidArgumentError, NotTensorCollectionError
 _TABLE: dict = {}
 
 
-def implements(*funcs):
+def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
     """Registers the decorated function as the tensordict version of each torch function."""
 
     def register(fn):
@@ -28,7 +31,7 @@ def implements(*funcs):
     return register
 
 
-def dispatch(func, types, args, kwargs):
+def dispatch(func: Callable, types: Iterable[type], args: tuple, kwargs: dict) -> Any:
     """Calls the tensordict version of ``func``, or returns ``NotImplemented`` when there is none."""
     impl = _TABLE.get(func)
     if impl is None:

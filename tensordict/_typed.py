@@ -31,8 +31,12 @@ from __future__ import annotations
 import typing
 import warnings
 from abc import ABCMeta
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from tensordict._collection import TensorCollection
 from tensordict._td import TensorDict
+from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import (
     MissingFieldError,
     ReservedFieldError,
@@ -45,7 +49,7 @@ __all__ = ["TypedTensorDict"]
 _OPTIONS = ("shadow", "frozen", "autocast", "nocast", "tensor_only")
 _DEPRECATED = ("autocast", "nocast", "tensor_only")
 # The slots of a TensorDict: copying them turns a TensorDict into a typed instance.
-_STATE = ("_tensordict", "_batch_size", "_device", "_names", "_locked", "_lock_parents", "_mm")
+_STATE = ("_tensordict", "_batch_size", "_device", "_names", "_locked", "_lock_holders", "_mm")
 _MISSING = object()
 
 
@@ -243,14 +247,14 @@ class TypedTensorDict(TensorDict, metaclass=_TypedTensorDictMeta):
 
     def __init__(
         self,
-        source=None,
+        source: Mapping | TensorCollection | None = None,
         *,
-        batch_size=None,
-        device=None,
-        names=None,
+        batch_size: ShapeType | int | None = None,
+        device: DeviceType | None = None,
+        names: Sequence[str | None] | None = None,
         non_blocking: bool | None = None,
         lock: bool = False,
-        **fields,
+        **fields: Any,
     ) -> None:
         cls = type(self)
         if source is not None:
@@ -314,7 +318,7 @@ class TypedTensorDict(TensorDict, metaclass=_TypedTensorDictMeta):
         return sorted(cls.__required_keys__.difference(keys))
 
     @classmethod
-    def from_tensordict(cls, td, *, check: bool = True):
+    def from_tensordict(cls: type[T], td: TensorCollection, *, check: bool = True) -> T:
         """Wraps a TensorDict in an instance of the class, without copying it.
 
         The instance shares the entry dict of ``td``: an entry written, added
@@ -360,22 +364,22 @@ class TypedTensorDict(TensorDict, metaclass=_TypedTensorDictMeta):
         out = object.__new__(cls)
         for slot in _STATE:
             object.__setattr__(out, slot, getattr(td, slot))
-        out._lock_parents = 0
+        out._lock_holders = ()
         return out
 
     @classmethod
     def from_dict(
-        cls,
-        input_dict,
-        batch_size=None,
-        device=None,
-        batch_dims=None,
-        names=None,
+        cls: type[T],
+        input_dict: Mapping | TensorCollection,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
+        batch_dims: int | None = None,
+        names: Sequence[str | None] | None = None,
         *,
         auto_batch_size: bool | None = None,
         check: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T:
         """Builds an instance of the class from a dict of its fields.
 
         Keys the class does not declare are kept. The batch size is given, or

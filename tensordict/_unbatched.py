@@ -31,7 +31,11 @@ entry stacks the payloads, as for a plain tensor).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
+
+from tensordict._typing import ShapeType
 
 __all__ = ["UnbatchedTensor", "is_unbatched"]
 
@@ -83,7 +87,7 @@ class UnbatchedTensor(torch.Tensor):
         out._td_batch_size = _EMPTY if batch_size is None else torch.Size(batch_size)
         return out
 
-    def __init__(self, data, batch_size=None) -> None:
+    def __init__(self, data: Any, batch_size: ShapeType | None = None) -> None:
         pass  # everything is done in __new__; torch.Tensor.__init__ takes no data
 
     @property
@@ -139,7 +143,7 @@ class UnbatchedTensor(torch.Tensor):
         return (UnbatchedTensor, (torch.Tensor.as_subclass(self, torch.Tensor), self.batch_size))
 
 
-def is_unbatched(value) -> bool:
+def is_unbatched(value: Any) -> bool:
     """True for an :class:`UnbatchedTensor` entry: the one check of every batch path.
 
     Args:

@@ -20,6 +20,7 @@ import abc
 
 import torch
 
+from tensordict import _blocks
 from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
 from tensordict._helpers import KEY_SEPARATOR, expand_as_right
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
@@ -80,8 +81,9 @@ class TensorDictBase(
     tree can be indexed, reshaped, stacked, moved and saved like one tensor.
     """
 
-    # The states to restore when ``with td.lock_():`` / ``with td.unlock_():`` blocks end.
-    __slots__ = ("_lock_blocks",)
+    # What a with-block over this tensordict writes back, and the blocks open over it
+    # (see tensordict._blocks).
+    __slots__ = ("_write_back", "_blocks")
     _is_tensor_collection = True
     _is_tensorclass = False
     _is_lazy = False
@@ -237,6 +239,38 @@ class TensorDictBase(
         """A new tensordict sharing every entry of this one (classes override it to keep theirs)."""
         return self._new_like(dict(self._items_level()), self.batch_size)
 
+    # ------------------------------------------------------------------ with-blocks
+    def __enter__(self) -> TensorDictBase:
+        """Starts a with-block over this tensordict, the result of a method that writes back.
+
+        ``with td.permute(1, 0) as tdp:`` (or ``unsqueeze``, ``view``, ``flatten_keys``,
+        ``to``, ``to_module``, ``lock_``, ...) gives the block the method's result; when the
+        block ends, the result writes what it holds back into ``td``, each method by its
+        inverse. The tensordicts that no such method returned (``select``, ``clone``, ...)
+        do nothing at the end of a block. Blocks over one tensordict nest.
+
+        Returns:
+            The tensordict itself.
+
+        Examples:
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
+            >>> with td.transpose(0, 1) as tdt:
+            ...     tdt["b"] = torch.ones(3, 2)
+            >>> td["b"].shape
+            torch.Size([2, 3])
+        """
+        _blocks.enter(self)
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        """Ends the innermost with-block over this tensordict: writes the result back.
+
+        After an exception in the block nothing is written back, except that ``lock_``,
+        ``unlock_`` and ``to_module``, which change their tensordict or module on the call,
+        put it back; the exception goes on.
+        """
+        _blocks.leave(self, failed=exc_type is not None)
+
     # ------------------------------------------------------------------ locking
     def lock_(self) -> TensorDictBase:
         """Locks the tensordict and its sub-tensordicts against new keys, deletions and rebinding.
@@ -259,38 +293,9 @@ class TensorDictBase(
             >>> td.is_locked
             False
         """
-        self._note_lock_state()
+        was_locked = self.is_locked
         self._propagate_lock(True)
-        return self
-
-    def _note_lock_state(self) -> None:
-        # The state before a lock_()/unlock_() call, for a with-block that may follow. A call
-        # that no block entered is replaced by the next, so the list holds one entry per
-        # open block and at most one more.
-        blocks = getattr(self, "_lock_blocks", None)
-        if blocks is None:
-            blocks = self._lock_blocks = []
-        entry = [self.is_locked, False]
-        if blocks and not blocks[-1][1]:
-            blocks[-1] = entry
-        else:
-            blocks.append(entry)
-
-    def __enter__(self) -> TensorDictBase:
-        blocks = getattr(self, "_lock_blocks", None)
-        if not blocks or blocks[-1][1]:
-            msg = "a tensordict is a context manager only as 'with td.lock_():' or 'with td.unlock_():'"
-            raise RuntimeError(msg)
-        blocks[-1][1] = True
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        was_locked, _ = self._lock_blocks.pop()
-        if was_locked != self.is_locked:
-            if not was_locked and getattr(self, "_lock_parents", 0):
-                msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
-                raise LockedError(msg)
-            self._propagate_lock(was_locked)
+        return _blocks.written_back(self, self, _lock_restorer(was_locked), undo_on_error=True)
 
     def unlock_(self) -> TensorDictBase:
         """Unlocks the tensordict and its sub-tensordicts.
@@ -298,16 +303,19 @@ class TensorDictBase(
         Returns:
             The tensordict itself.
 
+        Used as a context manager, ``with td.unlock_():`` locks it again when the block ends.
+
         Raises:
-            RuntimeError: for a TensorDict whose parent tensordict is locked (LockedError).
+            RuntimeError: for a TensorDict that a live locked tensordict holds, or whose
+                sub-tensordict another locked tensordict holds too (LockedError).
 
         Examples:
             >>> TensorDict({}, []).lock_().unlock_().is_locked
             False
         """
-        self._note_lock_state()
+        was_locked = self.is_locked
         self._propagate_lock(False)
-        return self
+        return _blocks.written_back(self, self, _lock_restorer(was_locked), undo_on_error=True)
 
     @is_locked.setter
     def is_locked(self, value: bool) -> None:
@@ -389,6 +397,19 @@ class TensorDictBase(
             False
         """
         return self.device is not None and self.device.type == "cuda"
+
+
+def _lock_restorer(was_locked: bool):
+    """The end of a ``with td.lock_():`` or ``with td.unlock_():`` block: the state before it."""
+
+    def finish(td, source) -> None:
+        if source.is_locked != was_locked:
+            if was_locked:
+                source.lock_()
+            else:
+                source.unlock_()
+
+    return finish
 
 
 def _leaf_bytes(value: torch.Tensor) -> int:

@@ -14,6 +14,7 @@ import warnings
 __all__ = [
     "AbstractClassError",
     "AcceleratorUnavailableError",
+    "AppendError",
     "ArchiveFormatError",
     "ArchiveTargetError",
     "AxisRangeError",
@@ -34,9 +35,11 @@ __all__ = [
     "ExistingFileError",
     "ForeignWriterError",
     "FieldCastError",
+    "FirstClassDimError",
     "InvalidArgumentError",
     "InvalidSourceError",
     "KeyMismatchError",
+    "KeyTypeError",
     "LockedError",
     "MaskError",
     "MemberBatchSizeError",
@@ -51,6 +54,7 @@ __all__ = [
     "PaddingError",
     "PathThroughLeafError",
     "ProcessGroupNotInitializedError",
+    "ReadOnlyMemmapError",
     "RenameDestinationError",
     "ReplaceArgumentError",
     "ReservedFieldError",
@@ -62,6 +66,7 @@ __all__ = [
     "TooFewInputsError",
     "UnbatchedMemmapError",
     "UnknownFieldError",
+    "ValueAtIndexError",
     "UnknownStorageError",
     "UnsetFieldError",
     "UnsupportedConversionError",
@@ -95,6 +100,10 @@ class MemberBatchSizeError(BatchSizeError, ValueError):
 
 class KeyMismatchError(_Sentence, TensorDictError, KeyError, RuntimeError):
     """Two tensordicts that must have the same keys do not (stacking, concatenating, arithmetic)."""
+
+
+class KeyTypeError(TensorDictError, TypeError, RuntimeError):
+    """A key is not a string or a tuple of strings (the reference raises RuntimeError)."""
 
 
 class MissingKeyError(_Sentence, TensorDictError, KeyError):
@@ -180,6 +189,14 @@ class NotDifferentiableError(TensorDictError, RuntimeError):
 
 class NotMemmapError(TensorDictError, RuntimeError):
     """A memory-mapping method was called on a tensordict that is not memory-mapped."""
+
+
+class ReadOnlyMemmapError(NotMemmapError):
+    """A tensordict loaded with ``mode="r"`` was asked to change its folder."""
+
+
+class AppendError(TensorDictError, ValueError):
+    """Rows cannot be appended to a saved tensordict (``append_memmap``): another structure, or a kind that cannot grow."""
 
 
 class UnknownFieldError(TensorDictError, AttributeError, TypeError, ValueError):
@@ -292,6 +309,10 @@ class DensifyError(TensorDictError, NotImplementedError):
     """A lazy stack that ``densify`` cannot turn dense: its stack dim is not 0."""
 
 
+class FirstClassDimError(TensorDictError, ValueError):
+    """A first-class dim (``functorch.dim``) where it cannot bind: a lazy stack's stack dim, or a memory-mapped tensordict."""
+
+
 class CopyAtError(TensorDictError, RuntimeError):
     """``copy_at_(..., fast=True)`` got a source, destination or index the tensor-only copy cannot take."""
 
@@ -348,3 +369,11 @@ class ConsolidatedFormatError(TensorDictError, RuntimeError, ValueError):
 
 class DimTypeError(TensorDictError, TypeError, ValueError):
     """A dim argument that must be an int is of another type (torch raises either builtin)."""
+
+
+class ValueAtIndexError(TensorDictError, ValueError, RuntimeError):
+    """A NonTensorData, one value for its whole batch, was given another value at an index.
+
+    The well-known API raises ``ValueError``; earlier versions of this library raised
+    ``RuntimeError``, kept as a base so that code catching it keeps working.
+    """

@@ -14,21 +14,28 @@ an entry that no function changes is kept as it is.
 from __future__ import annotations
 
 import collections.abc
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch.utils.data import default_collate
 
-from tensordict._collection import is_leaf_nontensor, is_non_tensor, is_tensor_collection
-from tensordict._keys import unravel_key
+from tensordict._collection import (
+    TensorCollection,
+    is_leaf_nontensor,
+    is_non_tensor,
+    is_tensor_collection,
+)
+from tensordict._keys import NestedKey, canonical_key
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
-from tensordict._nontensor_stack import _from_flat, _values_at
+from tensordict._nontensor_stack import _from_flat
 from tensordict._ops.convert import CONVERTERS
 from tensordict._stack import stack
 from tensordict._td import TensorDict
 from tensordict._tensorclass.decorator import is_tensorclass
+from tensordict._typing import DeviceType, ShapeType
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     DimensionError,
@@ -77,7 +84,7 @@ def _check_same_kind(entries: list, key, what: str, error: type[Exception]) -> N
 
 
 def _as_tuple(key) -> tuple:
-    key = unravel_key(key)
+    key = canonical_key(key)
     return key if isinstance(key, tuple) else (key,)
 
 
@@ -141,7 +148,7 @@ def _pad_non_tensor(entry, pairs: list):
     pairs = pairs[: entry.batch_dims]
     if not any(b or a for b, a in pairs):
         return entry
-    flat = _values_at(entry, entry.batch_size)
+    flat = entry._flat()
     positions = torch.arange(len(flat)).reshape(entry.batch_size)
     positions = _pad_tensor(positions, pairs, -1)
     values = [None if p < 0 else flat[p] for p in positions.reshape(-1).tolist()]
@@ -214,6 +221,22 @@ def _check_unlocked_tree(td) -> None:
         raise LockedError(msg)
 
 
+def _pad_entry_alone(entry, pairs: list, inplace: bool):
+    """pad() of a non-tensor entry itself: a stack padded with ``None`` (in place: the same stack)."""
+    padded = _pad_non_tensor(entry, pairs)
+    if not inplace or padded is entry:
+        return padded
+    if not hasattr(entry, "_replace"):
+        msg = (
+            "pad(..., inplace=True) of a NonTensorData cannot preserve the identity of the "
+            "entry: padded, it holds None beside its value, which only a NonTensorStack can; "
+            "pad it with inplace=False"
+        )
+        raise PaddingError(msg)
+    entry._replace(padded)
+    return entry
+
+
 def _pad_inplace(td, padded) -> None:
     """Moves the entries and batch size of ``padded`` into ``td``, keeping sub-tensordicts."""
     if is_tensorclass(td):
@@ -225,6 +248,10 @@ def _pad_inplace(td, padded) -> None:
         new = padded.get(key)
         if isinstance(entry, TensorDict) and isinstance(new, TensorDictBase):
             _pad_inplace(entry, new)
+        elif hasattr(entry, "_replace") and is_non_tensor(new) and new is not entry:
+            entry._replace(new)  # a stack keeps its identity, as a sub-tensordict does
+            leaves[key] = entry
+            del td[key]
         else:
             leaves[key] = new
             del td[key]
@@ -235,11 +262,19 @@ def _pad_inplace(td, padded) -> None:
         td.set(key, new)
 
 
-def pad(tensordict, pad_size, value: float = 0.0, inplace: bool = False, safe: bool = True):
+def pad(
+    tensordict: TensorCollection,
+    pad_size: Sequence[int],
+    value: float = 0.0,
+    inplace: bool = False,
+    safe: bool = True,
+) -> TensorCollection:
     """Pads (or crops) every entry of a tensordict along its batch dimensions with a constant.
 
     Args:
-        tensordict (TensorDictBase or tensorclass instance): the tensordict to pad.
+        tensordict (TensorDictBase, tensorclass instance or non-tensor entry): the
+            tensordict to pad; a NonTensorStack (or NonTensorData) gives a stack
+            holding ``None`` in the new elements.
         pad_size (sequence of int): ``(before_0, after_0, before_1, after_1, ...)``:
             how many elements to add before and after each batch dimension, from
             the first one on (``torch.nn.functional.pad`` starts from the last).
@@ -249,8 +284,8 @@ def pad(tensordict, pad_size, value: float = 0.0, inplace: bool = False, safe: b
             each tensor's dtype. A padded non-tensor entry becomes a
             :class:`NonTensorStack` holding ``None`` there. Defaults to ``0.0``.
         inplace (bool, optional): pad ``tensordict`` itself and return it: its
-            sub-tensordicts keep their identity and each leaf is replaced by its
-            padded copy. A lazy stack pads its members in place and gains filler
+            sub-tensordicts and stacks of values keep their identity and each other
+            leaf is replaced by its padded copy. A lazy stack pads its members in place and gains filler
             members (full of ``value``) along its stack dimension. Defaults to
             ``False``.
         safe (bool, optional): accepted for compatibility: ``pad_size`` is
@@ -264,7 +299,8 @@ def pad(tensordict, pad_size, value: float = 0.0, inplace: bool = False, safe: b
     Raises:
         PaddingError: (a ``RuntimeError``) if ``pad_size`` holds an odd number of
             values, more than two per batch dimension, or a crop larger than the
-            dimension.
+            dimension; with ``inplace=True``, for a NonTensorData, which cannot hold
+            ``None`` beside its value.
         TypeError: if ``pad_size`` holds something other than ints.
         NotTensorCollectionError: (a ``TypeError``) if ``tensordict`` is not a
             tensordict.
@@ -278,6 +314,8 @@ def pad(tensordict, pad_size, value: float = 0.0, inplace: bool = False, safe: b
         >>> pad(td, [-1, 0])["a"].shape
         torch.Size([2, 4, 1])
     """
+    if is_non_tensor(tensordict):
+        return _pad_entry_alone(tensordict, _check_pad_size(tensordict, pad_size), inplace)
     _check_collection(tensordict, "pad() input")
     pairs = _check_pad_size(tensordict, pad_size)
     del safe  # every check runs before any entry changes
@@ -338,13 +376,13 @@ def _mask_key(return_mask):
 
 
 def pad_sequence(
-    list_of_tensordicts,
+    list_of_tensordicts: Sequence[TensorCollection],
     pad_dim: int = 0,
-    padding_value=0.0,
-    out=None,
-    return_mask=False,
+    padding_value: float | Mapping[NestedKey, float] = 0.0,
+    out: TensorCollection | None = None,
+    return_mask: bool | NestedKey = False,
     padding_side: str = "right",
-):
+) -> TensorCollection:
     """Pads tensordicts to a common length along one dimension and stacks them along a new first one.
 
     Every tensor entry is padded along ``pad_dim`` to the longest length that
@@ -574,7 +612,12 @@ def _run(row: torch.Tensor, key) -> tuple:
     return start, stop - start
 
 
-def unpad_sequence(padded, mask=None, *, pad_dim: int = 0) -> LazyStackedTensorDict:
+def unpad_sequence(
+    padded: TensorCollection,
+    mask: TensorCollection | torch.Tensor | None = None,
+    *,
+    pad_dim: int = 0,
+) -> LazyStackedTensorDict:
     """Splits a padded batch back into its variable-length samples: the inverse of :func:`pad_sequence`.
 
     Each row of ``padded`` keeps, in every tensor entry, the positions its mask
@@ -688,7 +731,9 @@ def _rows(entry, n: int) -> list:
     return entry.tolist()
 
 
-def group_by(tensordict, key):
+def group_by(
+    tensordict: TensorCollection, key: NestedKey
+) -> tuple[torch.Tensor | list, tuple[TensorCollection, ...]]:
     """Splits a tensordict into groups of rows (along the first batch dimension) that share an entry's value.
 
     Args:
@@ -764,7 +809,10 @@ def _occupied(result, key: tuple) -> bool:
     return True
 
 
-def merge_tensordicts(*tensordicts, callback_exist=None):
+def merge_tensordicts(
+    *tensordicts: TensorCollection,
+    callback_exist: Callable | Mapping[NestedKey, Callable] | None = None,
+) -> TensorDict:
     """Merges the entries of several tensordicts into a new one, without copying the values.
 
     The result has the batch size and device of the first tensordict and every
@@ -826,7 +874,11 @@ def merge_tensordicts(*tensordicts, callback_exist=None):
 
 
 def make_tensordict(
-    input_dict=None, batch_size=None, device=None, auto_batch_size: bool | None = None, **kwargs
+    input_dict: Mapping | TensorCollection | None = None,
+    batch_size: ShapeType | None = None,
+    device: DeviceType | None = None,
+    auto_batch_size: bool | None = None,
+    **kwargs: Any,
 ) -> TensorDict:
     """Builds a tensordict from a dict and keyword arguments, as :meth:`TensorDict.from_dict` does.
 
@@ -871,7 +923,13 @@ def make_tensordict(
 
 
 # ---------------------------------------------------------------------- stacking
-def maybe_dense_stack(input, dim: int = 0, *, out=None, **kwargs):  # noqa: A002 - the reference's name
+def maybe_dense_stack(
+    input: Sequence[TensorCollection],  # noqa: A002 - the reference's name
+    dim: int = 0,
+    *,
+    out: TensorCollection | None = None,
+    **kwargs: Any,
+) -> TensorCollection:
     """Stacks tensordicts densely when they have the same keys and shapes, lazily otherwise.
 
     Args:
@@ -921,7 +979,9 @@ def maybe_dense_stack(input, dim: int = 0, *, out=None, **kwargs):  # noqa: A002
     return stacked
 
 
-def dense_stack_tds(td_list, dim: int | None = None):
+def dense_stack_tds(
+    td_list: Sequence[TensorCollection] | LazyStackedTensorDict, dim: int | None = None
+) -> TensorCollection:
     """Stacks tensordicts (or a lazy stack's members) densely wherever their shapes allow.
 
     Unlike :func:`maybe_dense_stack`, sub-entries that are lazy stacks of the same
@@ -1012,7 +1072,13 @@ def _dense_stack(tds: list, dim: int):
 
 
 # ---------------------------------------------------------------------- collate
-def collate(batch: Any, *, pad_keys=None, nested_keys=None, mask_key=None) -> Any:
+def collate(
+    batch: Any,
+    *,
+    pad_keys: Mapping[NestedKey, float] | None = None,
+    nested_keys: Sequence[NestedKey] | None = None,
+    mask_key: NestedKey | None = None,
+) -> Any:
     """Collates a list of samples into a batch: a ``collate_fn`` for ``torch.utils.data.DataLoader``.
 
     The samples are collated by the type of the first one: tensordicts and

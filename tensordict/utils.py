@@ -44,11 +44,14 @@ from tensordict._tools import (
     remove_duplicates,
     timeit,
 )
+from tensordict._typing import DeviceType, IndexType
 from tensordict.tensorclass import is_tensorclass
 
 __all__ = [
     "KEY_SEPARATOR",
     "Buffer",
+    "DeviceType",
+    "IndexType",
     "LinkedList",
     "NestedKey",
     "TensorDictFuture",

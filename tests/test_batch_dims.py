@@ -89,6 +89,27 @@ def test_reshape_bad_size_raises():
         make_td().reshape(4)
 
 
+def test_reshape_and_view_take_the_size_keyword():
+    """reshape(size=...) and view(size=...) give the batch size as a keyword."""
+    td = make_td()
+    assert td.reshape(size=(3, 2)).batch_size == torch.Size([3, 2])
+    assert td.reshape(size=td.shape) is td
+    assert td.view(size=[6])["a"].data_ptr() == td["a"].data_ptr()
+    assert td.view(size=[6]).batch_size == torch.Size([6])
+
+
+def test_view_as_a_dtype_views_every_leaf():
+    """view(dtype) views each leaf as the dtype; batch_size= sets the batch size of the result."""
+    td = TensorDict(
+        a=torch.zeros(2, 3), b={"c": torch.zeros(2, 1, dtype=torch.int64)}, batch_size=[2]
+    )
+    out = td.view(torch.uint8)
+    assert out.batch_size == torch.Size([2])
+    assert out["a"].shape == torch.Size([2, 12]) and out["b", "c"].shape == torch.Size([2, 8])
+    assert out["a"].data_ptr() == td["a"].data_ptr()
+    assert td.view(torch.uint8, batch_size=[]).batch_size == torch.Size([])
+
+
 def test_view_shares_memory():
     """view changes the batch size and shares memory."""
     td = make_td()
@@ -112,6 +133,12 @@ def test_transpose():
     out = make_td().transpose(-1, -2)
     assert out.batch_size == torch.Size([3, 2])
     assert_each_leaf(out, lambda x: x.transpose(0, 1))
+
+
+def test_transpose_of_a_dim_with_itself_is_the_tensordict():
+    """transpose(d, d) changes nothing and returns the tensordict itself."""
+    td = make_td()
+    assert td.transpose(1, -1) is td
 
 
 @pytest.mark.parametrize(
@@ -269,6 +296,8 @@ def test_narrow_keeps_non_tensor_entries():
         (lambda t: t.movedim((0, 0), (1, 0)), RuntimeError, "repeated"),
         (lambda t: t.movedim((0, 1), (1,)), ValueError, "source and destination must have"),
         (lambda t: t.swapaxes(0, 9), ValueError, "range"),
+        (lambda t: t.transpose(-5, -6), ValueError, "range"),
+        (lambda t: t.reshape(6, size=(6,)), TypeError, "size"),
         (lambda t: t.narrow(9, 0, 1), IndexError, "out of range"),
         (lambda t: t.narrow(0, 1, 5), RuntimeError, r"start \(1\) \+ length \(5\) exceeds"),
         (lambda t: t.broadcast_to((5, 7)), RuntimeError, "sizes provided|expanded size"),

@@ -35,8 +35,8 @@ class NonTensorStackContract(ContractTests):
 
     build = staticmethod(build_stack)
     # A stack holds no tensors, so nothing keeps it from being memory-mapped: is_memmap()
-    # is always True (the reference says False until memmap()), and it has no lock of its
-    # own (lock_() does nothing; the reference locks it).
+    # is always True (the reference says False until memmap()). It has a lock of its own,
+    # as in the reference: memmap() and consolidate() lock what they return.
     memmapped = True
 
     @property
@@ -245,19 +245,16 @@ class NonTensorStackContract(ContractTests):
         assert list(x.keys()) == []
 
     def test_set_a_nested_new_key(self, x):
-        """set() of a nested key raises KeyError (the reference ignores the call)."""
-        with pytest.raises(KeyError):
+        """set() of a nested key raises KeyError, or LockedError when locked (the reference ignores it)."""
+        with pytest.raises((KeyError, RuntimeError)):
             x.set(("next", "extra"), torch.ones(self.n))
         assert list(x.keys()) == [] and x.tolist() == self.values
 
     def test_lock_and_unlock(self, x):
-        """lock_() and unlock_() return the stack and leave it unlocked and writable.
-
-        A stack has no keys to protect; held by a tensordict, that tensordict's lock
-        applies (the reference locks the stack itself).
-        """
-        assert x.lock_() is x and not x.is_locked
+        """lock_() and unlock_() return the stack and set is_locked; a locked stack stays writable."""
+        assert x.lock_() is x and x.is_locked
         x[0] = "z"
+        assert x.is_locked
         assert x.unlock_() is x and not x.is_locked
         assert x.tolist() == ["z", *self.values[1:]]
 
@@ -271,19 +268,14 @@ class NonTensorStackContract(ContractTests):
         td.unlock_().set("v", x.clone())
 
     def test_names_follow_the_batch(self, x):
-        """A stack of values has no dim names: names is None (the reference says [None]).
-
-        refine_names is refused by the values it holds (an AttributeError); the reference
-        names the stack's dim.
-        """
-        assert x.names is None
-        with pytest.raises(AttributeError, match="names"):
-            x.refine_names("time")
+        """A stack of values names its batch dim as a lazy stack does: [None], then refine_names."""
+        assert x.names == [None]
+        assert x.refine_names("time") is x and x.names == ["time"]
 
     # ------------------------------------------------------------------ memory mapping
     def test_is_locked(self, x):
-        """A stack is never locked (see test_lock_and_unlock)."""
-        assert not x.is_locked
+        """A stack is locked as its kind says (see test_lock_and_unlock)."""
+        assert x.is_locked == self.locked
 
     def test_views_that_keep_the_data_pointer(self, x):
         """x[0] and x[:1] are unlocked and memory-mapped like every stack."""
@@ -292,11 +284,12 @@ class NonTensorStackContract(ContractTests):
         assert x[:1].is_memmap()
 
     def test_memmap_round_trip(self, x, tmp_path):
-        """memmap(dir) and load_memmap(dir) give NonTensorStacks of the same values (unlocked)."""
+        """memmap(dir) (locked) and load_memmap(dir) (unlocked) give NonTensorStacks of the same values."""
         mapped = x.memmap(tmp_path / "out")
-        assert type(mapped) is NonTensorStack and mapped.is_memmap() and not mapped.is_locked
+        assert type(mapped) is NonTensorStack and mapped.is_memmap() and mapped.is_locked
         loaded = TensorDict.load_memmap(tmp_path / "out")
         assert type(loaded) is NonTensorStack and loaded.batch_size == x.batch_size
+        assert not loaded.is_locked
         assert mapped.tolist() == loaded.tolist() == x.tolist() == self.values
 
     def test_memmap_like(self, x, tmp_path):
@@ -349,7 +342,7 @@ class TestNonTensorStackIndexed(NonTensorStackContract):
 
 
 class TestNonTensorStackMemmap(NonTensorStackContract):
-    form = "memmap"
+    form, locked, views_locked = "memmap", True, False
 
 
 class TestNonTensorStackMemmapIndexed(NonTensorStackContract):
@@ -373,9 +366,9 @@ class TestNonTensorStackArchiveIndexed(_Archive, NonTensorStackContract):
 
 
 class TestNonTensorStackConsolidated(NonTensorStackContract):
-    """x.consolidate() of a stack: a consolidated stack of the same values (not locked)."""
+    """x.consolidate() of a stack: a consolidated stack of the same values (locked)."""
 
-    form, consolidated = "consolidated", True
+    form, consolidated, locked, views_locked = "consolidated", True, True, False
 
 
 class TestNonTensorStackConsolidatedIndexed(NonTensorStackContract):
@@ -385,7 +378,7 @@ class TestNonTensorStackConsolidatedIndexed(NonTensorStackContract):
 class TestNonTensorStackConsolidatedFile(NonTensorStackContract):
     """x.consolidate(filename=path) of a stack: from_consolidated(path) reads it back."""
 
-    form, consolidated = "consolidated-file", True
+    form, consolidated, locked, views_locked = "consolidated-file", True, True, False
 
     def test_from_consolidated_reads_the_file(self, x):
         """NonTensorStack.from_consolidated(path) reads the values back."""

@@ -592,13 +592,6 @@ def test_from_module_refuses_other_objects():
         TensorDict.from_module({"a": 1})
 
 
-# differs from the reference: as_module needs tensordict.nn.TensorDictParams, out of scope here
-def test_from_module_as_module_is_not_supported():
-    """as_module=True raises NotImplementedError naming TensorDictParams."""
-    with pytest.raises(NotImplementedError, match="TensorDictParams"):
-        TensorDict.from_module(nn.Linear(1, 1), as_module=True)
-
-
 def test_from_modules_stacks_new_parameters():
     """The dense stack holds new parameters, one row per module, locked by default."""
     a, b = nn.Linear(2, 3), nn.Linear(2, 3)

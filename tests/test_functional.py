@@ -133,6 +133,29 @@ def test_pad_fills_non_tensor_rows_with_none():
     assert padded.get("s").tolist() == [None, "hello", "hello", None]
 
 
+def test_pad_in_place_keeps_the_identity_of_a_stack_entry():
+    """pad(td, inplace=True) pads a NonTensorStack entry in place: the same stack, None added."""
+    td = TensorDict({"x": torch.arange(3).float(), "instr": NonTensorStack("a", "b", "c")}, [3])
+    instr = td.get("instr")
+    assert pad(td, [0, 2], inplace=True) is td
+    assert td.get("instr") is instr and instr.tolist() == ["a", "b", "c", None, None]
+    assert td["x"].tolist() == [0.0, 1.0, 2.0, 0.0, 0.0]
+
+
+def test_pad_of_a_stack_itself():
+    """pad(stack) gives a padded stack; inplace=True pads the stack itself."""
+    stack = NonTensorStack("a", "b")
+    padded = pad(stack, [1, 1])
+    assert isinstance(padded, NonTensorStack) and padded.tolist() == [None, "a", "b", None]
+    assert pad(stack, [0, 1], inplace=True) is stack and stack.tolist() == ["a", "b", None]
+
+
+def test_pad_in_place_of_a_single_value_raises():
+    """pad(NonTensorData, inplace=True) raises RuntimeError: only a stack can hold the None rows."""
+    with pytest.raises(RuntimeError):
+        pad(NonTensorData("a", batch_size=[2]), [0, 1], inplace=True)
+
+
 @pytest.mark.parametrize(
     "pad_size, match",
     [([1], "even"), ([1, 1, 1, 1, 1, 1], "2 \\*"), ([-3, 0], "negative")],

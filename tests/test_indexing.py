@@ -1,12 +1,17 @@
 """Indexing a tensordict on its batch dims (tensordict._indexing): reading and writing rows."""
 
+import multiprocessing
+
+import numpy as np
 import pytest
 import torch
-from batch_kinds import make_td
+from batch_kinds import KINDS, leaves, make, make_td
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tensordict import TensorDict
+
+from conftest import ours_only
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
@@ -207,3 +212,126 @@ def test_property_setitem_matches_leaves(case, from_tensordict):
     c[idx] = 7
     assert torch.equal(td["a"], a)
     assert torch.equal(td["b", "c"], c)
+
+
+# --- numpy indices -----------------------------------------------------------------
+
+
+def _to_numpy(index):
+    """The same index with every tensor item as a numpy array."""
+    if isinstance(index, torch.Tensor):
+        return index.numpy()
+    if isinstance(index, tuple):
+        return tuple(_to_numpy(item) for item in index)
+    return index
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    "index",
+    [
+        np.array([1, 0]),
+        np.array([True, False]),
+        (slice(None), np.array([2, 0, 2])),
+        (np.array([0, 1]), np.array([1, 2])),
+        np.array([[0, 1], [1, 1]]),
+        (slice(None), np.array([[True, False, True], [False, True, True]])[0]),
+        np.array(1),
+        [np.int64(1), np.int64(0)],
+        (np.int64(1), np.int32(2)),
+    ],
+)
+def test_numpy_index_reads_as_tensor_index(kind, index, tmp_path):
+    """numpy arrays and numpy ints index as the tensors and ints they convert to, on every kind."""
+    obj = make(kind, tmp_path)
+    as_tensor = tuple(
+        torch.as_tensor(np.asarray(i)) if isinstance(i, (np.ndarray, np.generic)) else i
+        for i in (index if isinstance(index, tuple) else (index,))
+    )
+    if isinstance(index, list):
+        as_tensor = torch.tensor([int(i) for i in index])
+    got, expected = obj[index], obj[as_tensor]
+    assert got.batch_size == expected.batch_size
+    for key, value in leaves(expected).items():
+        assert torch.equal(leaves(got)[key], value), key
+
+
+@pytest.mark.parametrize("kind", ["td", "lazy", "memmap"])
+def test_numpy_index_assignment_writes_the_rows(kind, tmp_path):
+    """td[np.arange(...)] = other writes other's rows where a tensor index would."""
+    obj = make(kind, tmp_path)
+    if kind == "memmap":
+        obj.unlock_()
+    rows = obj[np.array([1, 0])].apply(lambda x: torch.full_like(x, 7))
+    obj[(slice(None), np.arange(1, 3))] = obj[:, 1:3].apply(lambda x: torch.full_like(x, -1))
+    obj[np.array([1, 0])] = rows
+    assert (obj["a"] == 7).all() and (obj["b", "c"] == 7).all()
+
+
+@ours_only  # the reference truncates the floats to ints and indexes with them
+def test_numpy_float_array_index_raises():
+    """A numpy array of floats is refused with an IndexError, as a float tensor is."""
+    with pytest.raises(IndexError, match="float64"):
+        make_td()[np.array([0.0, 1.0])]
+
+
+def test_numpy_bool_scalar_index_raises():
+    """A numpy bool scalar is refused with an IndexError (a Python bool is the index for that)."""
+    with pytest.raises(IndexError):
+        make_td()[np.True_]
+
+
+def _write_rows(td, start: int) -> None:
+    td[np.arange(start, start + 2)] = TensorDict({"x": torch.full((2, 3), float(start))}, [2])
+
+
+def test_numpy_index_assignment_in_forked_workers():
+    """Forked workers write their rows of a shared tensordict through numpy indices (a replay buffer's writers)."""
+    td = TensorDict({"x": torch.zeros(4, 3)}, [4]).share_memory_()
+    ctx = multiprocessing.get_context("fork")
+    workers = [ctx.Process(target=_write_rows, args=(td, start)) for start in (0, 2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    assert td["x"][:, 0].tolist() == [0.0, 0.0, 2.0, 2.0]
+
+
+@settings(max_examples=50, deadline=None)
+@given(index_cases())
+def test_property_numpy_index_matches_tensor_index(case):
+    """Any index with its tensors given as numpy arrays reads the same rows."""
+    shape, index = case
+    if valid_case(shape, index) is None:
+        return
+    td = make_td(shape)
+    out, expected = td[_to_numpy(index)], td[index]
+    assert out.batch_size == expected.batch_size
+    assert torch.equal(out["a"], expected["a"])
+
+
+# --- first-class dims --------------------------------------------------------------
+
+
+def test_first_class_dims_bind_batch_dims():
+    """A functorch first-class dim binds the batch dim it indexes: the batch size and names lose it."""
+    ftdim = pytest.importorskip("functorch.dim")
+    td = make_td((2, 3), names=["x", "y"])
+    d0 = ftdim.dims(1)
+    out = td[d0]
+    assert out.batch_size == (3,)
+    assert out.names == ["y"]
+    assert out["a"].shape == (3, 4)
+    d0, d1 = ftdim.dims(2)
+    assert td[d0, d1].batch_size == ()
+    d1 = ftdim.dims(1)
+    assert td[:, d1].batch_size == (2,)
+
+
+def test_first_class_dims_on_memory_mapped_tensordict_raise(tmp_path):
+    """A memory-mapped tensordict refuses first-class dims with a ValueError."""
+    ftdim = pytest.importorskip("functorch.dim")
+    td = make_td().memmap(tmp_path)
+    with pytest.raises(ValueError):
+        td[ftdim.dims(1)]

@@ -61,24 +61,55 @@ def test_unravel_key(key, expected):
     assert unravel_key(key) == expected
 
 
-@pytest.mark.parametrize("key", [("a", 1), ("a", ("b", None))])
-def test_unravel_key_non_string_part_raises(key):
-    """A tuple key with a non-string part is a TypeError."""
-    with pytest.raises(TypeError):
-        unravel_key(key)
+@pytest.mark.parametrize("key", [("a", 1), ("a", ("b", None)), (0, slice(3, 4)), ("a", ()), ()])
+def test_unravel_key_of_a_tuple_that_is_no_key_is_empty(key):
+    """A tuple with a part that is not a string (an index, say) unravels to ``()``, as in the
+    reference: code asks ``unravel_key(t)`` to tell keys from indices."""
+    assert unravel_key(key) == ()
 
 
-@pytest.mark.parametrize("key", [1, None, 1.5])
+@pytest.mark.parametrize("key", [1, None, 1.5, ["a", "b"]])
 def test_unravel_key_non_key_raises(key):
-    """A key that is neither a string nor a tuple is a TypeError."""
-    with pytest.raises(TypeError):
+    """A key that is neither a string nor a tuple raises KeyTypeError, which is both the
+    TypeError ours raised and the RuntimeError the reference raises."""
+    from tensordict.errors import KeyTypeError
+
+    with pytest.raises(KeyTypeError, match="string or a tuple") as info:
         unravel_key(key)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, RuntimeError)
 
 
-def test_unravel_key_empty_tuple_raises():
-    """The empty tuple is not a key."""
-    with pytest.raises(ValueError):
-        unravel_key(())
+@pytest.mark.parametrize("key", [("a", 1), ("b", ("c", None))])
+def test_methods_still_refuse_a_tuple_that_is_no_key(key):
+    """get, set and membership check keys strictly: a bad part raises, naming it."""
+    from tensordict.errors import KeyTypeError
+
+    td = make_td()
+    with pytest.raises(KeyTypeError, match="must be strings"):
+        td.get(key)
+    with pytest.raises(KeyTypeError, match="must be strings"):
+        td.set(key, torch.zeros(3))
+    assert key not in td.keys(include_nested=True)
+
+
+def test_unravel_key_list_refuses_what_is_no_key():
+    """unravel_key_list checks each key (RuntimeError in the reference, a TypeError too here)."""
+    from tensordict import unravel_key_list
+
+    assert unravel_key_list(["a", ("b",), ("c", ("d",))]) == ["a", "b", ("c", "d")]
+    with pytest.raises(RuntimeError):
+        unravel_key_list([("a", 1)])
+    with pytest.raises(TypeError):
+        unravel_key_list("ab")
+
+
+def test_unravel_key_to_tuple_gives_empty_for_what_is_no_key():
+    """unravel_key_to_tuple answers ``()`` for anything that is not a key, as in the reference."""
+    from tensordict.utils import unravel_key_to_tuple
+
+    assert unravel_key_to_tuple(("a", ("b",))) == ("a", "b")
+    assert unravel_key_to_tuple("a") == ("a",)
+    assert unravel_key_to_tuple(("a", 0)) == () and unravel_key_to_tuple(0) == ()
 
 
 # --- keys / values / items ----------------------------------------------------

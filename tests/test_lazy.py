@@ -10,6 +10,8 @@ import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack
 
+from conftest import ours_only
+
 pytestmark = pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
 
 
@@ -61,10 +63,69 @@ def test_get_of_leaves_with_different_shapes_raises_naming_the_key():
 
 
 def test_get_as_nested_tensor_keeps_each_members_shape():
-    """as_nested_tensor=True returns a nested tensor of the members' leaves."""
+    """as_nested_tensor=True returns a jagged nested tensor of the members' leaves (strided on request)."""
     nested = lazy_stack(episodes()).get("r", as_nested_tensor=True)
-    assert nested.is_nested
+    assert nested.is_nested and nested.layout is torch.jagged
     assert [t.shape[0] for t in nested.unbind()] == [3, 5, 4]
+    strided = lazy_stack(episodes()).get("r", as_nested_tensor=True, layout=torch.strided)
+    assert strided.layout is torch.strided
+
+
+def test_get_as_list_gives_each_members_leaf():
+    """as_list=True gives the members' leaves in a list, through nested keys and outer tensordicts."""
+    stack = lazy_stack(episodes())
+    assert [t.shape for t in stack.get("r", as_list=True)] == [(3,), (5,), (4,)]
+    outer = TensorDict({"inner": stack}, [3])
+    assert [t.shape for t in outer.get(("inner", "r"), as_list=True)] == [(3,), (5,), (4,)]
+    of_stacks = lazy_stack([stack, stack.clone()])
+    assert [[t.shape[0] for t in row] for row in of_stacks.get("r", as_list=True)] == [
+        [3, 5, 4]
+    ] * 2
+
+
+def test_get_as_padded_tensor_pads_every_dim():
+    """as_padded_tensor=True pads each dim to its largest size, on the side and with the value asked."""
+    stack = lazy_stack(
+        [TensorDict({"a": torch.ones(2, 3)}, [2]), TensorDict({"a": torch.ones(2, 2)}, [2])], 1
+    )
+    padded = stack.get("a", as_padded_tensor=True)
+    assert padded.shape == (2, 2, 3)  # the members along a new first dim, whatever the stack dim
+    assert padded[1].tolist() == [[1.0, 1.0, 0.0]] * 2
+    left = stack.get("a", as_padded_tensor=True, padding_side="left", padding_value=-1)
+    assert left[1].tolist() == [[-1.0, 1.0, 1.0]] * 2
+    of_stacks = lazy_stack([lazy_stack(episodes()), lazy_stack(episodes()[:2] * 2)[:3]])
+    assert of_stacks.get("r", as_padded_tensor=True).shape == (2, 3, 5)
+
+
+def test_get_as_nested_tensor_of_stacks_of_stacks_raises():
+    """A nested tensor has one nested level: a stack of lazy stacks read as one is a ValueError."""
+    stack = lazy_stack([lazy_stack(episodes()), lazy_stack(episodes())])
+    with pytest.raises(ValueError):
+        stack.get("r", as_nested_tensor=True)
+
+
+def test_get_keywords_leave_dense_leaves_as_they_are():
+    """A dense tensordict, and sub-tensordicts of a stack, are read as they are whatever the keywords say."""
+    td = TensorDict({"a": torch.zeros(2, 3)}, [2])
+    assert td.get("a", as_list=True).shape == (2, 3)
+    assert td.get("a", as_padded_tensor=True).shape == (2, 3)
+    stack = lazy_stack(
+        [TensorDict({"n": {"x": torch.zeros(1)}}), TensorDict({"n": {"x": torch.zeros(2)}})]
+    )
+    assert isinstance(stack.get("n", as_list=True), LazyStackedTensorDict)
+
+
+def test_get_with_a_bad_padding_side_raises():
+    """padding_side is "left" or "right": another value is a RuntimeError."""
+    with pytest.raises(RuntimeError):
+        lazy_stack(episodes()).get("r", as_padded_tensor=True, padding_side="up")
+
+
+@ours_only  # the reference reads with one of them and ignores the others
+def test_get_with_two_ways_of_reading_raises():
+    """as_list, as_padded_tensor and as_nested_tensor exclude one another: TypeError."""
+    with pytest.raises(TypeError, match="at most one"):
+        lazy_stack(episodes()).get("r", as_list=True, as_padded_tensor=True)
 
 
 def test_indexing_the_stack_dimension_returns_members():

@@ -1,5 +1,7 @@
 """Locking: a locked tensordict refuses structural changes but accepts in-place writes."""
 
+import gc
+
 import pytest
 import torch
 
@@ -256,3 +258,46 @@ def test_relock_covers_new_subtensordict():
     assert td["n"].is_locked
     with pytest.raises(RuntimeError, match="lock"):
         td["n"].set("y", torch.zeros(2))
+
+
+def test_a_sub_tensordict_of_a_locked_one_cannot_be_unlocked_alone():
+    """unlock_() of a sub-tensordict raises while its parent is locked, and leaves it locked."""
+    td = locked_td()
+    sub = td["b"]
+    with pytest.raises(RuntimeError):
+        sub.unlock_()
+    assert sub.is_locked
+
+
+def test_a_sub_tensordict_whose_parent_is_gone_can_be_unlocked():
+    """Once the locked parent is collected, nothing holds the sub-tensordict locked."""
+    td = locked_td()
+    sub = td["b"]
+    del td
+    gc.collect()
+    sub.unlock_()
+    assert not sub.is_locked
+    sub.set("new", torch.zeros(2))
+
+
+def test_two_locked_roots_sharing_a_child_cannot_be_unlocked():
+    """Unlocking either root would unlock a child the other holds: both refuse and stay locked."""
+    td = TensorDict({("a", "b", "c"): 1.0}, []).lock_()
+    shared = td["a"]
+    other = TensorDict({"a": shared}, []).lock_()
+    for root in (other, td):
+        with pytest.raises(RuntimeError):
+            root.unlock_()
+        assert root.is_locked and shared.is_locked
+
+
+def test_two_roots_held_by_one_root_unlock_with_it():
+    """Grouped under a common tensordict, two roots sharing a child unlock and lock with it."""
+    td = TensorDict({("a", "b", "c"): 1.0}, []).lock_()
+    shared = td["a"]
+    other = TensorDict({"a": shared}, []).lock_()
+    top = TensorDict({"td": td, "other": other}, []).lock_()
+    top.unlock_()
+    assert not td.is_locked and not other.is_locked and not shared.is_locked
+    top.lock_()
+    assert td.is_locked and other.is_locked and shared.is_locked

@@ -136,6 +136,78 @@ def test_to_device(device):
     assert td.cpu().device == torch.device("cpu")
 
 
+def test_to_none_is_the_tensordict_itself():
+    """to(None) changes nothing, as Tensor.to's parser reads it."""
+    td = make_td()
+    assert td.to(None) is td
+
+
+def test_to_other_takes_its_device_and_single_dtype():
+    """to(other=td) moves to other's device, and casts when other's leaves share one dtype."""
+    td = make_td()
+    one_dtype = TensorDict({"x": torch.zeros(2, dtype=torch.float16)}, [], device="cpu")
+    out = td.to(other=one_dtype)
+    assert out.device == torch.device("cpu")
+    assert {v.dtype for v in out.values(True, True)} == {torch.float16}
+    two_dtypes = TensorDict(x=torch.zeros(2), y=torch.zeros(2, dtype=torch.int8), device="cpu")
+    out = td.to(other=two_dtypes)
+    assert out["a"].dtype == torch.float32 and out["b", "c"].dtype == torch.int64
+    with pytest.raises(ValueError):
+        td.to("meta", other=one_dtype)
+
+
+def test_to_inplace_replaces_the_leaves_of_the_tensordict():
+    """to(..., inplace=True) returns the tensordict itself with cast leaves and its new device."""
+    td = make_td()
+    sub = td["b"]
+    assert td.to(torch.float64, inplace=True) is td
+    assert td["a"].dtype == torch.float64 and td["b", "c"].dtype == torch.float64
+    assert td["b"] is sub
+    assert td.to("cpu", inplace=True) is td
+    assert td.device == torch.device("cpu") and td["b"].device == torch.device("cpu")
+
+
+def test_to_inplace_on_a_locked_tensordict_raises():
+    """A locked tensordict refuses to(..., inplace=True): its leaves cannot be rebound."""
+    td = make_td().lock_()
+    with pytest.raises(RuntimeError):
+        td.to(torch.float64, inplace=True)
+    assert td["a"].dtype == torch.float32
+
+
+def test_to_batch_size_alone_sets_it_in_place():
+    """to(batch_size=...) without a device or dtype sets the batch size and returns self."""
+    td = make_td()
+    assert td.to(batch_size=[]) is td
+    assert td.batch_size == torch.Size([])
+
+
+def test_to_with_num_threads_moves_as_without():
+    """num_threads only concerns pinning: to(device, num_threads=2) moves as to(device) does."""
+    out = make_td().to("cpu", num_threads=2)
+    assert out.device == torch.device("cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
+def test_to_non_blocking_pin_needs_cuda():
+    """non_blocking_pin=True pins in page-locked memory, which needs a CUDA device."""
+    with pytest.raises(RuntimeError):
+        make_td().to("cpu", non_blocking_pin=True)
+
+
+def test_to_cast_filter_casts_only_the_chosen_leaves():
+    """cast_filter(key, leaf) picks the leaves that take the dtype; keys are tuples."""
+    seen = []
+
+    def floats_only(key, leaf):
+        seen.append(key)
+        return leaf.is_floating_point()
+
+    out = make_td().to(torch.float16, cast_filter=floats_only)
+    assert out["a"].dtype == torch.float16 and out["b", "c"].dtype == torch.int64
+    assert sorted(seen) == [("a",), ("b", "c")]
+
+
 def test_clone():
     """clone copies every tensor; the copy is equal and independent."""
     td = make_td()

@@ -62,13 +62,15 @@ ENTRY_PROTOCOL = (
     "_with",
     "_reshaped",
     "_read_value",
+    "_written_at",
     "_memmap_record",
     "_tensordict",
     "_wrap",
     "_from_tensordict",
 )
 """Members of the other collections that the mixins call on them: a non-tensor entry's
-``_with``, ``_reshaped``, ``_read_value`` and ``_memmap_record``; a tensorclass
+``_with``, ``_reshaped``, ``_read_value``, ``_written_at`` (the entry after another value
+is written at an index: a stack) and ``_memmap_record``; a tensorclass
 instance's ``_tensordict`` (the tensordict it holds), ``_wrap`` (a result as its class)
 and ``_from_tensordict`` (the class over a tensordict), used by the tensorclass forms of
 the methods that the mixin modules define for it."""

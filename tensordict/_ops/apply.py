@@ -5,19 +5,27 @@ Classes specialise ``_fast_apply`` (one level at a time) for their own layouts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_non_tensor,
+    is_tensor_collection,
+)
 from tensordict._helpers import shape_of
+from tensordict._keys import NestedKey
 from tensordict._ops._contract import Contract
+from tensordict._typing import DeviceType, ShapeType, T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import BatchSizeError, LockedError
 
 
-def check_result(key, result, batch_size: torch.Size) -> None:
+def check_result(key: NestedKey, result: Any, batch_size: torch.Size) -> None:
     """Raises when ``result`` (what ``fn`` returned for ``key``) does not start with ``batch_size``.
 
     Shared with the classes' fast paths, so that every ``apply`` refuses the same results.
@@ -41,7 +49,7 @@ def check_result(key, result, batch_size: torch.Size) -> None:
     raise BatchSizeError(msg)
 
 
-def tensor_leaves(td) -> list:
+def tensor_leaves(td: TensorCollection) -> list:
     """``(key, tensor)`` of every tensor leaf of ``td``, nested keys as tuples, in walk order.
 
     The walk is ``apply``'s, so a lazy stack gives its members' own tensors, never
@@ -104,27 +112,26 @@ def _write(writes: list) -> None:
 class ApplyMixin(Contract):
     """The apply family of every tensordict class (see ``TensorDictBase``).
 
-    Calls: ``_get_str``, ``_items_level``, ``_keys_level``, ``_new_like``, ``_set_str``,
-        ``_with``.
+    Calls: ``_get_str``, ``_items_level``, ``_keys_level``, ``_new_like``, ``_set_str``.
     """
 
     __slots__ = ()
 
     def apply(
-        self,
+        self: T,
         fn: Callable,
-        *others,
-        batch_size=None,
-        device=NO_DEFAULT,
-        names=NO_DEFAULT,
+        *others: TensorCollection,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = NO_DEFAULT,
+        names: Sequence[str | None] | None = NO_DEFAULT,
         inplace: bool = False,
-        default=NO_DEFAULT,
+        default: Any = NO_DEFAULT,
         filter_empty: bool | None = None,
         call_on_nested: bool = False,
         num_threads: int | None = None,
-        out=None,
-        **constructor_kwargs,
-    ):
+        out: TensorCollection | None = None,
+        **constructor_kwargs: Any,
+    ) -> T | None:
         """Applies ``fn`` to every leaf tensor and returns a tensordict of the results.
 
         Sub-tensordicts are walked and rebuilt; non-tensor entries are kept as they are.
@@ -210,7 +217,7 @@ class ApplyMixin(Contract):
             return None  # fn returned None for every leaf
         return result
 
-    def apply_(self, fn: Callable, *others, **kwargs):
+    def apply_(self: T, fn: Callable, *others: TensorCollection, **kwargs: Any) -> T:
         """Applies ``fn`` to every leaf and writes the results into this tensordict; returns it.
 
         Every result is checked against the batch size before the first one is written, so a
@@ -238,20 +245,20 @@ class ApplyMixin(Contract):
         return self.apply(fn, *others, inplace=True, **kwargs)
 
     def named_apply(
-        self,
+        self: T,
         fn: Callable,
-        *others,
+        *others: TensorCollection,
         nested_keys: bool = False,
-        batch_size=None,
-        names=NO_DEFAULT,
-        device=NO_DEFAULT,
+        batch_size: ShapeType | None = None,
+        names: Sequence[str | None] | None = NO_DEFAULT,
+        device: DeviceType | None = NO_DEFAULT,
         inplace: bool = False,
-        default=NO_DEFAULT,
+        default: Any = NO_DEFAULT,
         call_on_nested: bool = False,
         num_threads: int | None = None,
-        out=None,
-        **kwargs,
-    ):
+        out: TensorCollection | None = None,
+        **kwargs: Any,
+    ) -> T:
         """Applies ``fn`` to each leaf and its key, and returns a tensordict of the results.
 
         The results are checked against the batch size as in :meth:`apply`.
@@ -335,10 +342,8 @@ class ApplyMixin(Contract):
             if is_tensor_collection(value) and not (call_on_nested and not is_non_tensor(value)):
                 # with a new batch size, sub-tensordicts get exactly that batch size (their
                 # own further dims are dropped), as in the well-known API
-                if is_non_tensor(value) and not hasattr(value, "_with"):
-                    res = value.clone()  # a stack of values: a copy, never shared
-                elif is_non_tensor(value):
-                    res = value if batch_size is None else value._with(batch_size)
+                if is_non_tensor(value):  # the entry's own hook: no function maps a value
+                    res = value._fast_apply(fn, *other_values, batch_size=batch_size, device=device)
                 else:
                     res = value._fast_apply(
                         fn,

@@ -6,11 +6,15 @@ its members' own tensors (the ones in the autograd graph), never stacked copies.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
 from tensordict._ops.apply import tensor_leaves
 from tensordict._torch_function import implements
+from tensordict._typing import T
 from tensordict.errors import KeyMismatchError, NotDifferentiableError
 
 _MISSING = object()
@@ -59,7 +63,7 @@ class AutogradMixin(Contract):
         """
         return any(value.requires_grad for _, value in tensor_leaves(self))
 
-    def requires_grad_(self, requires_grad: bool = True):
+    def requires_grad_(self: T, requires_grad: bool = True) -> T:
         """Sets ``requires_grad`` on every leaf tensor, nested ones included, and returns the tensordict.
 
         Setting the flag needs floating-point (or complex) leaves; every leaf is checked
@@ -89,7 +93,7 @@ class AutogradMixin(Contract):
         return self
 
     @property
-    def grad(self):
+    def grad(self: T) -> T | None:
         """A tensordict of the leaves' gradients, or None when no leaf has one.
 
         Leaves without a gradient (and sub-tensordicts left empty) are not in it; the
@@ -110,7 +114,7 @@ class AutogradMixin(Contract):
             return None
         return _prune(self._fast_apply(lambda x: x.grad if isinstance(x, torch.Tensor) else None))
 
-    def zero_grad(self, set_to_none: bool = True):
+    def zero_grad(self: T, set_to_none: bool = True) -> T:
         """Clears the gradient of every leaf tensor, and returns the tensordict.
 
         Args:
@@ -133,7 +137,13 @@ class AutogradMixin(Contract):
                 value.grad.zero_()
         return self
 
-    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None):
+    def backward(
+        self,
+        gradient: TensorCollection | None = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: TensorCollection | Sequence[torch.Tensor] | None = None,
+    ) -> None:
         """Runs one backward pass from every leaf tensor, accumulating into the inputs' ``grad``.
 
         Without ``gradient`` each leaf must be a scalar (as ``Tensor.backward`` needs);

@@ -16,22 +16,28 @@ The argument helpers below (``shape_args``, ``norm_dim``, ``as_ints``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
 from tensordict import _dim_names as dimnames
-from tensordict._nontensor import NonTensorData, _dummy
+from tensordict._blocks import undone, update_back, written_back
+from tensordict._collection import TensorCollection
+from tensordict._nontensor import NonTensorDataBase, _dummy
 from tensordict._ops._contract import Contract
+from tensordict._options import lazy_legacy
+from tensordict._typing import T
 from tensordict.errors import (
     AxisRangeError,
+    ConflictingArgumentsError,
     DimensionError,
     InvalidArgumentError,
     ShapeArgumentError,
 )
 
 
-def shape_args(args) -> tuple:
+def shape_args(args: tuple) -> tuple:
     """A shape given as ints or as one sequence (``reshape(2, 3)``, ``reshape((2, 3))``), as a tuple of ints."""
     if len(args) == 1 and isinstance(args[0], (Sequence, torch.Size, torch.Tensor)):
         return tuple(int(s) for s in args[0])
@@ -50,14 +56,14 @@ def norm_dim(dim: int, ndim: int, what: str = "dim") -> int:
     return dim + ndim if dim < 0 else dim
 
 
-def as_ints(value) -> tuple:
+def as_ints(value: int | Sequence[int]) -> tuple:
     """One int or a sequence of ints, as a tuple of ints."""
     if isinstance(value, (Sequence, torch.Size)):
         return tuple(int(v) for v in value)
     return (int(value),)
 
 
-def entrywise(tensor_fn, td_fn):
+def entrywise(tensor_fn: Callable, td_fn: Callable) -> Callable[[Any, torch.Size], Any]:
     """A ``_batch_op`` function: ``tensor_fn(x, extra)`` on tensors, ``td_fn(x, extra)`` on sub-tensordicts.
 
     A non-tensor entry takes the batch size ``tensor_fn`` gives a tensor of its batch shape.
@@ -66,11 +72,35 @@ def entrywise(tensor_fn, td_fn):
     def op(x, extra):
         if isinstance(x, torch.Tensor):
             return tensor_fn(x, extra)
-        if isinstance(x, NonTensorData):
+        if isinstance(x, NonTensorDataBase):
             return x._reshaped(lambda d: tensor_fn(d, torch.Size()))
         return td_fn(x, extra)
 
     return op
+
+
+def reshaped_back(result: T, source: TensorCollection) -> T:
+    """``result``, a reshape of the batch dims of ``source``, made to write back into ``source``.
+
+    A with-block over it (``with td.unsqueeze(0) as tdu:``) reshapes what it holds back to
+    the batch size of ``source`` when it ends, and updates ``source`` with it (see
+    :mod:`tensordict._blocks`).
+    """
+    return written_back(result, source, update_back(_reshape_to_source))
+
+
+def _reshape_to_source(result, source):
+    return result.reshape(source.batch_size)
+
+
+def _shape_arg(shape: tuple, size, method: str) -> tuple:
+    """The new batch size of ``reshape``/``view``, given as ``*shape`` or as ``size=``."""
+    if size is None:
+        return shape_args(shape)
+    if shape:
+        msg = f"{method}() takes the new batch size as *shape or as size=, not both"
+        raise ConflictingArgumentsError(msg)
+    return shape_args((size,))
 
 
 class BatchDimsMixin(Contract):
@@ -130,7 +160,7 @@ class BatchDimsMixin(Contract):
         """
         return len(self.batch_size)
 
-    def size(self, dim: int | None = None):
+    def size(self, dim: int | None = None) -> torch.Size | int:
         """Returns the batch size, or its size along one batch dimension.
 
         Args:
@@ -187,7 +217,12 @@ class BatchDimsMixin(Contract):
         raise NotImplementedError(msg)
 
     # ------------------------------------------------------------------ reshaping
-    def reshape(self, *shape, inplace: bool = False):
+    def reshape(
+        self: T,
+        *shape: int | Sequence[int],
+        size: Sequence[int] | None = None,
+        inplace: bool = False,
+    ) -> T:
         """Returns a tensordict whose batch dims are reshaped to ``shape``, feature dims untouched.
 
         Each leaf goes through ``reshape(shape + feature_shape)``: a view when torch can make
@@ -196,10 +231,15 @@ class BatchDimsMixin(Contract):
         When the new batch size is the current one, this tensordict itself is returned;
         otherwise the result has no dim names.
 
+        Unlike the other shape methods, its result does not write back at the end of a
+        with-block, as in the well-known API: use :meth:`view` for that.
+
         Args:
             *shape (int or sequence of int): the new batch size, as ints or as one sequence.
 
         Keyword Args:
+            size (sequence of int, optional): the new batch size, instead of ``*shape``.
+                Defaults to None.
             inplace (bool, optional): reshape this tensordict itself (its sub-tensordicts too,
                 which keep their identity) and return it. Defaults to False.
 
@@ -210,37 +250,58 @@ class BatchDimsMixin(Contract):
             RuntimeError: if ``shape`` does not hold as many elements as the batch size, or has
                 more than one -1; with ``inplace``, if the tensordict is locked.
             NotImplementedError: with ``inplace``, on a lazy stack.
-            TypeError: if an entry of ``shape`` is not a number or a string.
+            TypeError: if an entry of ``shape`` is not a number or a string, or if both
+                ``shape`` and ``size`` are given (ConflictingArgumentsError).
             ValueError: if an entry of ``shape`` is a string that is not an integer.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3])
-            >>> td.reshape(-1)["a"].shape
-            torch.Size([6, 4])
+            >>> td.reshape(-1)["a"].shape, td.reshape(size=(3, 2)).batch_size
+            (torch.Size([6, 4]), torch.Size([3, 2]))
         """
-        new = _dummy(self.batch_size).reshape(shape_args(shape)).shape
+        new = _dummy(self.batch_size).reshape(_shape_arg(shape, size, "reshape")).shape
         if new == self.batch_size:
             return self
         return self._maybe_inplace(self._reshape_batch(new), inplace, "reshape")
 
-    def view(self, *shape):
+    def view(
+        self: T,
+        *shape: int | Sequence[int],
+        size: Sequence[int] | None = None,
+        batch_size: Sequence[int] | None = None,
+    ) -> T:
         """Returns a tensordict whose leaves are views with the batch dims reshaped to ``shape``.
 
         Like :meth:`reshape`, but each leaf goes through ``Tensor.view``, so the result always
         shares memory with this tensordict. When the new batch size is the current one, this
-        tensordict itself is returned; otherwise the result has no dim names. Viewing as a
-        dtype (``view(torch.int32)``) is not supported.
+        tensordict itself is returned; otherwise the result has no dim names.
+
+        ``view(dtype)`` views every leaf as another dtype instead, as ``Tensor.view(dtype)``
+        does: the last dim of a leaf changes size when the dtypes differ in size, so the
+        batch size must leave the leaves a feature dim then (``batch_size=``).
+
+        Used as a context manager, ``with td.view(-1) as flat:``, the entries the block adds
+        or rebinds are written back into this tensordict when the block ends.
 
         Args:
-            *shape (int or sequence of int): the new batch size, as ints or as one sequence.
+            *shape (int or sequence of int): the new batch size, as ints or as one sequence;
+                or one ``torch.dtype``.
+
+        Keyword Args:
+            size (sequence of int, optional): the new batch size, instead of ``*shape``.
+                Defaults to None.
+            batch_size (sequence of int, optional): with a dtype, the batch size of the
+                result. Defaults to None: the current one. Not used with a shape.
 
         Returns:
             This tensordict, or a new one.
 
         Raises:
             RuntimeError: if ``shape`` does not fit the batch size, or the memory layout of a
-                leaf does not allow the view (:meth:`reshape` copies then).
-            TypeError: if an entry of ``shape`` is not a number or a string.
+                leaf does not allow the view (:meth:`reshape` copies then); with a dtype, if
+                a viewed leaf does not fit the batch size.
+            TypeError: if an entry of ``shape`` is not a number or a string, or if both
+                ``shape`` and ``size`` are given (ConflictingArgumentsError).
             ValueError: if an entry of ``shape`` is a string that is not an integer.
 
         Examples:
@@ -249,13 +310,22 @@ class BatchDimsMixin(Contract):
             tensor([[0, 1],
                     [2, 3],
                     [4, 5]])
+            >>> with td.view(-1) as flat:
+            ...     flat["b"] = torch.ones(6)
+            >>> td["b"].shape
+            torch.Size([2, 3])
+            >>> td.view(torch.uint8, batch_size=[2])["a"].shape
+            torch.Size([2, 24])
         """
-        new = _dummy(self.batch_size).reshape(shape_args(shape)).shape
+        if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+            dtype = shape[0]
+            return self.apply(lambda x: x.view(dtype), batch_size=batch_size)
+        new = _dummy(self.batch_size).reshape(_shape_arg(shape, size, "view")).shape
         if new == self.batch_size:
             return self
-        return self._batch_op(lambda x, extra: x.view(new + extra), new)
+        return reshaped_back(self._batch_op(lambda x, extra: x.view(new + extra), new), self)
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
+    def flatten(self: T, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False) -> T:
         """Returns a tensordict with the batch dims ``start_dim`` to ``end_dim`` merged into one.
 
         The merged dim has the product of their sizes and no name; the other dims keep
@@ -289,7 +359,8 @@ class BatchDimsMixin(Contract):
         """
         ndim = self.batch_dims
         if ndim == 0:
-            return self._maybe_inplace(self.unsqueeze(0), inplace, "flatten")
+            result = self._maybe_inplace(self.unsqueeze(0), inplace, "flatten")
+            return reshaped_back(result, self)
         s, e = norm_dim(start_dim, ndim), norm_dim(end_dim, ndim)
         if s > e:
             msg = f"flatten: end_dim={end_dim} comes before start_dim={start_dim}; the end dimension must not precede the start"
@@ -300,9 +371,12 @@ class BatchDimsMixin(Contract):
             merged *= size[d]
         new = size[:s] + torch.Size((merged,)) + size[e + 1 :]
         names = dimnames.flatten(self.names, s, e)
-        return self._maybe_inplace(self._reshape_batch(new, names), inplace, "flatten")
+        result = self._maybe_inplace(self._reshape_batch(new, names), inplace, "flatten")
+        return reshaped_back(result, self)
 
-    def unflatten(self, dim: int, unflattened_size, *, inplace: bool = False):
+    def unflatten(
+        self: T, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False
+    ) -> T:
         """Returns a tensordict with the batch dim ``dim`` split into the dims ``unflattened_size``.
 
         The sizes must multiply to the size of ``dim``; one of them may be -1, inferred from
@@ -340,14 +414,20 @@ class BatchDimsMixin(Contract):
         inner = _dummy(torch.Size((size[d],))).reshape(shape_args((unflattened_size,))).shape
         names = dimnames.unflatten(self.names, d, len(inner))
         result = self._reshape_batch(size[:d] + inner + size[d + 1 :], names)
-        return self._maybe_inplace(result, inplace, "unflatten")
+        return reshaped_back(self._maybe_inplace(result, inplace, "unflatten"), self)
 
     # ------------------------------------------------------------------ reordering
-    def permute(self, *dims):
+    def permute(self: T, *dims: int | Sequence[int]) -> T:
         """Returns a tensordict with the batch dims put in the order ``dims``.
 
         Each leaf is permuted on its batch dims while its feature dims stay last, in their
         order; the leaves are views. The dim names follow their dims.
+
+        Used as a context manager, ``with td.permute(1, 0) as tdp:``, the entries the block
+        adds or rebinds are permuted back into this tensordict when the block ends (as for
+        :meth:`transpose`, :meth:`movedim` and :meth:`swapaxes`, which permute). In the
+        legacy lazy mode (:class:`~tensordict.set_lazy_legacy`) the permutation that undoes
+        this one returns this tensordict itself.
 
         Args:
             *dims (int or sequence of int): each batch dim once, in the new order; negative
@@ -364,34 +444,51 @@ class BatchDimsMixin(Contract):
             >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3])
             >>> td.permute(1, 0)["a"].shape
             torch.Size([3, 2, 4])
+            >>> with td.permute(1, 0) as tdp:
+            ...     tdp["b"] = torch.ones(3, 2)
+            >>> td["b"].shape
+            torch.Size([2, 3])
         """
         ndim = self.batch_dims
         order = [d + ndim if -ndim <= d < 0 else d for d in shape_args(dims)]
         if sorted(order) != list(range(ndim)):
             msg = f"permute needs each of the {ndim} batch dimensions once, got {list(shape_args(dims))}"
             raise ValueError(msg)
+        if lazy_legacy():
+            source = undone(self, ("permute", tuple(order)))
+            if source is not None:
+                return source
         new = torch.Size(self.batch_size[d] for d in order)
         names = self.names
         new_names = None if names is None else dimnames.clean(names[d] for d in order)
-        return self._batch_op(
+        result = self._batch_op(
             lambda x, extra: x.permute(*order, *range(ndim, ndim + len(extra))), new, new_names
         )
+        inverse = tuple(order.index(d) for d in range(ndim))
+        return written_back(
+            result,
+            self,
+            update_back(lambda r, _: r.permute(*inverse)),
+            undone_by=("permute", inverse),
+        )
 
-    def transpose(self, dim0: int, dim1: int):
+    def transpose(self: T, dim0: int, dim1: int) -> T:
         """Returns a tensordict with the batch dims ``dim0`` and ``dim1`` swapped.
 
-        This is :meth:`permute` with those two dims exchanged: the leaves are views, and the
-        dim names follow their dims. The result is new even when the two dims are the same.
+        This is :meth:`permute` with those two dims exchanged: the leaves are views, the dim
+        names follow their dims, and a with-block over the result writes back at its end.
+        When the two dims are the same, this tensordict itself is returned.
 
         Args:
             dim0 (int): a batch dim; negative values count from the last batch dim.
             dim1 (int): the other batch dim.
 
         Returns:
-            A new tensordict.
+            A new tensordict, or this one.
 
         Raises:
-            DimensionError: if a dim is out of range for the batch dims.
+            ValueError: if a dim is out of range for the batch dims (AxisRangeError, also an
+                IndexError).
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3], names=["x", "y"])
@@ -400,12 +497,18 @@ class BatchDimsMixin(Contract):
             (['y', 'x'], torch.Size([3, 2, 4]))
         """
         ndim = self.batch_dims
+        for dim in (dim0, dim1):
+            if not -ndim <= dim < ndim:
+                msg = f"transpose: dim {dim} is out of range for a tensordict with {ndim} batch dimensions"
+                raise AxisRangeError(msg)
         d0, d1 = norm_dim(dim0, ndim), norm_dim(dim1, ndim)
+        if d0 == d1:
+            return self
         order = list(range(ndim))
         order[d0], order[d1] = order[d1], order[d0]
         return self.permute(*order)
 
-    def movedim(self, source, destination):
+    def movedim(self: T, source: int | Sequence[int], destination: int | Sequence[int]) -> T:
         """Returns a tensordict with the batch dims ``source`` moved to the positions ``destination``.
 
         Like ``torch.movedim`` on the batch dims: the other dims keep their order. This is a
@@ -448,7 +551,7 @@ class BatchDimsMixin(Contract):
         order = [next(rest) if o is None else o for o in order]
         return self.permute(*order)
 
-    def moveaxis(self, source, destination):
+    def moveaxis(self: T, source: int | Sequence[int], destination: int | Sequence[int]) -> T:
         """Returns a tensordict with the batch dims ``source`` moved to ``destination``: :meth:`movedim`.
 
         Args:
@@ -470,7 +573,7 @@ class BatchDimsMixin(Contract):
         """
         return self.movedim(source, destination)
 
-    def swapaxes(self, axis0: int, axis1: int):
+    def swapaxes(self: T, axis0: int, axis1: int) -> T:
         """Returns a tensordict with the batch dims ``axis0`` and ``axis1`` exchanged.
 
         This is :meth:`transpose`: the leaves are views, the dim names follow their dims and
@@ -481,7 +584,7 @@ class BatchDimsMixin(Contract):
             axis1 (int): the other batch dim.
 
         Returns:
-            A new tensordict.
+            A new tensordict, or this one when the two dims are the same.
 
         Raises:
             AxisRangeError: if a dim is out of range for the batch dims (a ``ValueError``).
@@ -498,7 +601,7 @@ class BatchDimsMixin(Contract):
                 raise AxisRangeError(msg)
         return self.transpose(axis0, axis1)
 
-    def swapdims(self, axis0: int, axis1: int):
+    def swapdims(self: T, axis0: int, axis1: int) -> T:
         """Returns a tensordict with the batch dims ``axis0`` and ``axis1`` exchanged: :meth:`swapaxes`.
 
         Args:
@@ -506,7 +609,7 @@ class BatchDimsMixin(Contract):
             axis1 (int): the other batch dim.
 
         Returns:
-            A new tensordict.
+            A new tensordict, or this one when the two dims are the same.
 
         Raises:
             AxisRangeError: if a dim is out of range for the batch dims (a ``ValueError``).
@@ -518,12 +621,14 @@ class BatchDimsMixin(Contract):
         return self.swapaxes(axis0, axis1)
 
     # ------------------------------------------------------------------ adding and removing dims of size 1
-    def squeeze(self, dim: int | None = None):
+    def squeeze(self: T, dim: int | None = None) -> T:
         """Returns a tensordict without the batch dims of size 1, or without ``dim`` if its size is 1.
 
         Without ``dim`` every batch dim of size 1 goes; with ``dim`` only that one, and only
         if its size is 1. Feature dims are never squeezed. The leaves are reshaped and the
         names of the remaining dims kept. When no dim goes, this tensordict itself is returned.
+        A with-block over the result writes what it adds or rebinds back at its end, as for
+        :meth:`unsqueeze`.
 
         Args:
             dim (int, optional): the batch dim to remove; negative values count from the last
@@ -552,19 +657,25 @@ class BatchDimsMixin(Contract):
         if len(keep) == len(size):
             return self
         names = self.names
-        return self._batch_op(
+        result = self._batch_op(
             lambda x, extra: x.reshape(torch.Size(size[i] for i in keep) + extra),
             torch.Size(size[i] for i in keep),
             None if names is None else dimnames.clean(names[i] for i in keep),
         )
+        return reshaped_back(result, self)
 
-    def unsqueeze(self, dim: int):
+    def unsqueeze(self: T, dim: int) -> T:
         """Returns a tensordict with a batch dim of size 1 inserted at ``dim``.
 
         ``dim`` may range from ``-batch_dims - 1`` to ``batch_dims``; a negative value counts
         from the end of the batch dims, so -1 appends a dim after the last batch dim and before
         the feature dims. Each leaf gets the new dim at that position (a view). The new dim
         has no name; the others keep theirs.
+
+        Used as a context manager, ``with td.unsqueeze(0) as tdu:``, the entries the block
+        adds or rebinds are written back into this tensordict, without the new dim, when the
+        block ends. So are those of :meth:`squeeze`, :meth:`view`, :meth:`flatten`,
+        :meth:`unflatten` and the ``atleast_*d`` methods.
 
         Args:
             dim (int): the position of the new dim among the batch dims.
@@ -579,6 +690,10 @@ class BatchDimsMixin(Contract):
             >>> td = TensorDict({"a": torch.zeros(3, 2)}, [3])
             >>> td.unsqueeze(-1).batch_size, td.unsqueeze(-1)["a"].shape
             (torch.Size([3, 1]), torch.Size([3, 1, 2]))
+            >>> with td.unsqueeze(0) as tdu:
+            ...     tdu["b"] = torch.ones(1, 3)
+            >>> td["b"].shape
+            torch.Size([3])
         """
         ndim = self.batch_dims
         if not -ndim - 1 <= dim <= ndim:
@@ -588,15 +703,18 @@ class BatchDimsMixin(Contract):
         size = list(self.batch_size)
         size.insert(d, 1)
         new = torch.Size(size)
-        return self._batch_op(lambda x, extra: x.unsqueeze(d), new, dimnames.insert(self.names, d))
+        result = self._batch_op(
+            lambda x, extra: x.unsqueeze(d), new, dimnames.insert(self.names, d)
+        )
+        return reshaped_back(result, self)
 
     def _atleast(self, n: int):
         out = self
         while out.batch_dims < n:
             out = out.unsqueeze(0)
-        return out
+        return reshaped_back(out, self)
 
-    def atleast_1d(self):
+    def atleast_1d(self: T) -> T:
         """Returns the tensordict with at least 1 batch dim: a dim of size 1 is put first if needed.
 
         Returns:
@@ -608,7 +726,7 @@ class BatchDimsMixin(Contract):
         """
         return self._atleast(1)
 
-    def atleast_2d(self):
+    def atleast_2d(self: T) -> T:
         """Returns the tensordict with at least 2 batch dims: dims of size 1 are put first if needed.
 
         Returns:
@@ -621,7 +739,7 @@ class BatchDimsMixin(Contract):
         """
         return self._atleast(2)
 
-    def atleast_3d(self):
+    def atleast_3d(self: T) -> T:
         """Returns the tensordict with at least 3 batch dims: dims of size 1 are put first if needed.
 
         Unlike ``torch.atleast_3d``, which appends a dim to a 2-d tensor, the new dims always
@@ -638,7 +756,7 @@ class BatchDimsMixin(Contract):
         return self._atleast(3)
 
     # ------------------------------------------------------------------ expanding and narrowing
-    def expand(self, *shape):
+    def expand(self: T, *shape: int | Sequence[int]) -> T:
         """Returns a tensordict whose batch dims are expanded (broadcast) to ``shape``.
 
         As with ``Tensor.expand``, ``shape`` may add leading dims and grow the dims of size 1,
@@ -683,7 +801,7 @@ class BatchDimsMixin(Contract):
             lambda x, extra: x.expand(new + extra), new, dimnames.insert(self.names, 0, lead)
         )
 
-    def expand_as(self, other):
+    def expand_as(self: T, other: TensorCollection | torch.Tensor) -> T:
         """Returns this tensordict expanded to the batch size of ``other``, or to its shape for a tensor.
 
         This is ``self.expand(other.batch_size)``, or ``self.expand(other.shape)`` when
@@ -706,7 +824,7 @@ class BatchDimsMixin(Contract):
         """
         return self.expand(other.batch_size if hasattr(other, "batch_size") else other.shape)
 
-    def broadcast_to(self, shape):
+    def broadcast_to(self: T, shape: Sequence[int]) -> T:
         """Returns a tensordict whose batch dims are broadcast to ``shape``, like ``torch.broadcast_to``.
 
         The leaves are expanded views (see :meth:`expand`), the result has no dim names, and on
@@ -736,7 +854,7 @@ class BatchDimsMixin(Contract):
         )
         return self._batch_op(op, new)
 
-    def narrow(self, dim: int, start: int, length: int):
+    def narrow(self: T, dim: int, start: int, length: int) -> T:
         """Returns the ``length`` elements of batch dim ``dim`` from ``start`` on, like ``torch.narrow``.
 
         The leaves are views and the dims keep their names; on a lazy stack the result is
@@ -777,7 +895,7 @@ class BatchDimsMixin(Contract):
         return self._batch_op(op, new, dimnames.clean(self.names))
 
     # ------------------------------------------------------------------ dim names
-    def rename_(self, *names, **rename_map):
+    def rename_(self: T, *names: str | None, **rename_map: str | None) -> T:
         """Renames the batch dimensions in place and returns the tensordict.
 
         Pass either the new names, one per batch dimension (a single ``None`` clears them), or

@@ -71,8 +71,10 @@ from pathlib import Path
 
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._helpers import contiguous_strides
 from tensordict._ops import tree
+from tensordict._typing import T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     ConsolidateArgumentError,
@@ -583,10 +585,10 @@ class ConsolidateMixin(tree.TreeMixin):
     __slots__ = ("_consolidated",)
 
     def consolidate(
-        self,
+        self: T,
         filename: Path | str | None = None,
         *,
-        num_threads=0,
+        num_threads: int = 0,
         device: torch.device | None = None,
         non_blocking: bool = False,
         inplace: bool = False,
@@ -595,7 +597,7 @@ class ConsolidateMixin(tree.TreeMixin):
         share_memory: bool = False,
         pin_memory: bool = False,
         metadata: bool = False,
-    ):
+    ) -> T | Future:
         """Copies every leaf into one contiguous storage, and returns a tensordict of views of it.
 
         The leaves of the result are views into one flat ``torch.uint8`` storage, in
@@ -800,7 +802,9 @@ class ConsolidateMixin(tree.TreeMixin):
         return len(current) == len(objects) and all(a is b for a, b in zip(current, objects))
 
     @classmethod
-    def from_consolidated(cls, filename):
+    def from_consolidated(
+        cls, filename: str | Path | torch.Tensor | torch.UntypedStorage
+    ) -> TensorCollection:
         """Reads a tensordict from a file written by :meth:`consolidate` with ``filename``.
 
         The result is consolidated: its leaves are views into a copy-on-write memory

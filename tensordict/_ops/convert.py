@@ -22,14 +22,16 @@ convert back in the other.
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._contract import Contract
+from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import (
     EntryTypeError,
     InvalidArgumentError,
@@ -84,7 +86,12 @@ class ConvertMixin(Contract):
 
     __slots__ = ()
 
-    def attrs(self, *, fields=("device", "dtype", "shape"), num_threads: int | None = None):
+    def attrs(
+        self,
+        *,
+        fields: Sequence[str] = ("device", "dtype", "shape"),
+        num_threads: int | None = None,
+    ) -> TensorCollection:
         """Returns a tensordict that describes each tensor leaf with a :class:`~tensordict.TensorAttrs`.
 
         The result has an empty batch size; pass it to :meth:`to` to move and cast another
@@ -113,13 +120,13 @@ class ConvertMixin(Contract):
     @classmethod
     def from_any(
         cls,
-        obj,
+        obj: Any,
         *,
         auto_batch_size: bool = False,
         batch_dims: int | None = None,
         device: torch.device | None = None,
         batch_size: torch.Size | None = None,
-    ):
+    ) -> Any:
         """Converts a dict, tuple, named tuple, dataclass or structured array to a tensordict.
 
         A mapping becomes a :class:`TensorDict` whose values are converted the same
@@ -160,15 +167,15 @@ class ConvertMixin(Contract):
     @classmethod
     def from_list(
         cls,
-        input,
+        input: list,
         *,
         auto_batch_size: bool | None = None,
-        batch_size=None,
-        device=None,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
         batch_dims: int | None = None,
-        names=None,
+        names: Sequence[str | None] | None = None,
         lazy: bool | None = None,
-    ):
+    ) -> TensorCollection:
         """Builds a tensordict by stacking a list of dicts or tensor collections on a new first dim.
 
         Each dict goes through :meth:`from_dict` with ``batch_size[1:]``; tensordicts and
@@ -204,8 +211,14 @@ class ConvertMixin(Contract):
 
     @classmethod
     def from_schema(
-        cls, schema: dict, *, batch_size=None, storage: str | None = None, device=None, **kwargs
-    ):
+        cls,
+        schema: dict,
+        *,
+        batch_size: ShapeType | None = None,
+        storage: str | None = None,
+        device: DeviceType | None = None,
+        **kwargs: Any,
+    ) -> TensorCollection:
         """Allocates a zero-filled tensordict from ``{key: (element_shape, dtype)}``.
 
         Each entry gets the shape ``[*batch_size, *element_shape]``.
@@ -235,15 +248,15 @@ class ConvertMixin(Contract):
         return _converter("from_schema")(cls, schema, batch_size, storage, device, kwargs)
 
     def from_dict_instance(
-        self,
-        input_dict,
+        self: T,
+        input_dict: Mapping,
         *,
         auto_batch_size: bool | None = None,
-        batch_size=None,
-        device=None,
-        batch_dims=None,
-        names=None,
-    ):
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
+        batch_dims: int | None = None,
+        names: Sequence[str | None] | None = None,
+    ) -> T:
         """Builds a tensordict from a dict, giving nested dicts the classes of this one's entries.
 
         Like :meth:`from_dict`, except that a nested dict under a key that is a tensorclass (or a
@@ -278,13 +291,13 @@ class ConvertMixin(Contract):
     @classmethod
     def from_tuple(
         cls,
-        obj,
+        obj: Sequence,
         *,
         auto_batch_size: bool = False,
         batch_dims: int | None = None,
         device: torch.device | None = None,
         batch_size: torch.Size | None = None,
-    ):
+    ) -> TensorCollection:
         """Converts a tuple (or any sequence) to a :class:`TensorDict` keyed ``"0"``, ``"1"``, ...
 
         A tuple element becomes a sub-tensordict keyed the same way, a named tuple
@@ -327,13 +340,13 @@ class ConvertMixin(Contract):
     @classmethod
     def from_namedtuple(
         cls,
-        named_tuple,
+        named_tuple: tuple | Mapping,
         *,
         auto_batch_size: bool = False,
         batch_dims: int | None = None,
         device: torch.device | None = None,
         batch_size: torch.Size | None = None,
-    ):
+    ) -> TensorCollection:
         """Converts a named tuple (or a mapping) to a :class:`TensorDict` keyed by its fields.
 
         A named tuple, tuple or dict field becomes a sub-tensordict; every other
@@ -382,7 +395,7 @@ class ConvertMixin(Contract):
         batch_dims: int | None = None,
         device: torch.device | None = None,
         batch_size: torch.Size | None = None,
-    ):
+    ) -> TensorCollection:
         """Converts a numpy structured array to a :class:`TensorDict` keyed by its fields.
 
         The batch size is the array's shape unless told otherwise. Numeric fields
@@ -430,7 +443,7 @@ class ConvertMixin(Contract):
     @classmethod
     def from_dataclass(
         cls,
-        dataclass,
+        dataclass: Any,
         *,
         dest_cls: type | None = None,
         auto_batch_size: bool = False,
@@ -438,7 +451,7 @@ class ConvertMixin(Contract):
         as_tensorclass: bool = False,
         device: torch.device | None = None,
         batch_size: torch.Size | None = None,
-    ):
+    ) -> Any:
         """Converts a dataclass instance to a :class:`TensorDict` keyed by its fields.
 
         The field values are stored as they are (tensors are shared, not copied),
@@ -493,12 +506,12 @@ class ConvertMixin(Contract):
     @classmethod
     def from_pytree(
         cls,
-        pytree,
+        pytree: Any,
         *,
         batch_size: torch.Size | None = None,
         auto_batch_size: bool = False,
         batch_dims: int | None = None,
-    ):
+    ) -> TensorCollection | torch.Tensor:
         """Converts nested lists, tuples, named tuples and dicts of tensors to a :class:`TensorDict`.
 
         Each container becomes a tensordict level: a sequence keyed ``"0"``,
@@ -538,12 +551,12 @@ class ConvertMixin(Contract):
     @classmethod
     def from_module(
         cls,
-        module,
+        module: torch.nn.Module,
         as_module: bool = False,
         lock: bool = False,
         use_state_dict: bool = False,
         filter_empty: bool = True,
-    ):
+    ) -> TensorCollection:
         """Collects the parameters and buffers of a module in a :class:`TensorDict`, nested by sub-module.
 
         The values are the module's own :class:`torch.nn.Parameter` and buffer
@@ -552,8 +565,8 @@ class ConvertMixin(Contract):
 
         Args:
             module (torch.nn.Module): the module.
-            as_module (bool, optional): return a ``TensorDictParams``, which is not
-                supported here (``tensordict.nn`` is out of scope). Defaults to ``False``.
+            as_module (bool, optional): return a :class:`~tensordict.nn.TensorDictParams`,
+                whose leaves are parameters and buffers of it. Defaults to ``False``.
             lock (bool, optional): lock the result. Defaults to ``False``.
             use_state_dict (bool, optional): read ``module.state_dict()`` instead,
                 so that its hooks run (the values are then detached tensors, and
@@ -567,7 +580,6 @@ class ConvertMixin(Contract):
         Raises:
             ConversionInputError: (a ``TypeError`` and an ``AttributeError``) if
                 ``module`` is not an ``nn.Module``.
-            UnsupportedConversionError: (a ``NotImplementedError``) if ``as_module``.
 
         Examples:
             >>> module = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU())
@@ -588,13 +600,13 @@ class ConvertMixin(Contract):
     @classmethod
     def from_modules(
         cls,
-        *modules,
+        *modules: torch.nn.Module,
         as_module: bool = False,
         lock: bool = True,
         use_state_dict: bool = False,
         lazy_stack: bool = False,
         expand_identical: bool = False,
-    ):
+    ) -> TensorCollection:
         """Stacks the parameters and buffers of several modules in one tensordict, one row per module.
 
         The dense result holds new parameters (the stacks of the modules' ones,
@@ -608,8 +620,8 @@ class ConvertMixin(Contract):
                 buffer names (and, for a dense stack, shapes).
 
         Keyword Args:
-            as_module (bool, optional): return a ``TensorDictParams``, which is not
-                supported here. Defaults to ``False``.
+            as_module (bool, optional): return a :class:`~tensordict.nn.TensorDictParams`.
+                Defaults to ``False``.
             lock (bool, optional): lock the result. Defaults to ``True``.
             use_state_dict (bool, optional): read each module's ``state_dict()``.
                 Defaults to ``False``.
@@ -627,7 +639,6 @@ class ConvertMixin(Contract):
             ShapeMismatchError: (a ``RuntimeError``) if a dense stack meets tensors of
                 different shapes under one name.
             ConversionInputError: if an argument is not an ``nn.Module``.
-            UnsupportedConversionError: (a ``NotImplementedError``) if ``as_module``.
 
         Examples:
             >>> params = TensorDict.from_modules(torch.nn.Linear(2, 3), torch.nn.Linear(2, 3))
@@ -706,7 +717,11 @@ class ConvertMixin(Contract):
         return [self[i].tolist(convert_tensors=convert_tensors) for i in range(self.batch_size[0])]
 
     def state_dict(
-        self, destination=None, prefix: str = "", keep_vars: bool = False, flatten: bool = True
+        self,
+        destination: dict | None = None,
+        prefix: str = "",
+        keep_vars: bool = False,
+        flatten: bool = True,
     ) -> dict:
         """Returns the leaf tensors keyed by ``"."``-joined keys, like ``nn.Module.state_dict``.
 
@@ -732,8 +747,12 @@ class ConvertMixin(Contract):
         return out
 
     def load_state_dict(
-        self, state_dict: dict, strict: bool = True, assign: bool = False, from_flatten: bool = True
-    ):
+        self: T,
+        state_dict: dict,
+        strict: bool = True,
+        assign: bool = False,
+        from_flatten: bool = True,
+    ) -> T:
         """Copies the tensors of a :meth:`state_dict` into this tensordict, and returns it.
 
         Keys starting with ``"__"`` are skipped. Existing tensors are copied into; others are set.
@@ -779,7 +798,7 @@ class ConvertMixin(Contract):
                 self.set(key, value)
         return self
 
-    def to_namedtuple(self, dest_cls: type | None = None):
+    def to_namedtuple(self, dest_cls: type | None = None) -> Any:
         """Returns the entries as a named tuple, with a named tuple per sub-tensordict.
 
         Each level becomes an instance of a new named tuple class ``GenericDict``
@@ -865,7 +884,7 @@ class ConvertMixin(Contract):
             raise InvalidArgumentError(msg)
         return np.dtype(fields), fill
 
-    def to_pytree(self):
+    def to_pytree(self) -> Any:
         """Rebuilds the nested containers that :meth:`from_pytree` stored.
 
         A level that records its container type (an entry ``"_pytree_type"``)
@@ -913,16 +932,16 @@ class ConvertMixin(Contract):
 
     def to_module(
         self,
-        module,
+        module: torch.nn.Module,
         *,
         inplace: bool | None = None,
         return_swap: bool = True,
-        swap_dest=None,
+        swap_dest: TensorCollection | None = None,
         use_state_dict: bool = False,
         non_blocking: bool = False,
         preserve_module_state: bool = True,
-        memo=None,
-    ):
+        memo: Any = None,
+    ) -> TensorCollection | None:
         """Writes the entries into the parameters and buffers of a module, a sub-tensordict per sub-module.
 
         Every key is checked before anything is written, so a failed call leaves

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._blocks import update_back, written_back
+from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.casts import CastOps
 from tensordict._ops.convert import CONVERTERS
 from tensordict._ops.math import leaf_keys, leaf_tensors, tensors_only
-from tensordict.errors import AcceleratorUnavailableError, KeyMismatchError, warn
+from tensordict._typing import DeviceType, ShapeType, T
+from tensordict.errors import (
+    AcceleratorUnavailableError,
+    InvalidArgumentError,
+    KeyMismatchError,
+    LockedError,
+    warn,
+)
 from tensordict.memmap.tensor import MemoryMappedTensor
 
 
@@ -20,13 +29,44 @@ def _holds_attrs(td) -> bool:
     return any(getattr(type(v), "_is_tensor_attrs", False) for v in td.values(True, False))
 
 
-def _rebind_leaves(td, fn) -> None:
-    """Replaces every tensor leaf of ``td`` by ``fn(leaf)``, level by level."""
+def _rebind_leaves(td, fn, prefix: tuple = ()) -> None:
+    """Replaces every tensor leaf of ``td`` by ``fn(key, leaf)``, level by level.
+
+    ``key`` is the leaf's full key: a string at the top level, a tuple below.
+    """
     for key, value in list(td._items_level()):
         if isinstance(value, torch.Tensor):
-            td._set_str(key, fn(value), inplace=False, validated=True)
+            full = prefix + (key,) if prefix else key
+            td._set_str(key, fn(full, value), inplace=False, validated=True)
         elif is_tensor_collection(value) and not isinstance(value, NonTensorData):
-            _rebind_leaves(value, fn)
+            _rebind_leaves(value, fn, prefix + (key,))
+
+
+def _leaf_mover(device, dtype, non_blocking: bool, pin: bool) -> Callable:
+    """What ``to`` does to one tensor leaf: pin it if asked, then move and cast it."""
+    if device is None:
+        return lambda x: x.to(dtype)
+    if pin:
+        return lambda x: x.pin_memory().to(device, dtype, non_blocking=True)
+    return lambda x: x.to(device, dtype, non_blocking=non_blocking)
+
+
+def _cast_back(restore_dtype: bool) -> Callable:
+    """The inverse of ``to`` for a with-block: each leaf on the device (and dtype) of the one it replaces.
+
+    A new leaf keeps its dtype; the source's device, if it has one, takes it on update.
+    """
+
+    def to_source(result, source):
+        def back(key, leaf):
+            old = source.get(key, None)
+            if not isinstance(old, torch.Tensor):
+                return leaf
+            return leaf.to(old.device, old.dtype if restore_dtype else None)
+
+        return result._fast_apply(back, named=True, nested_keys=True, device=source.device)
+
+    return to_source
 
 
 def _require_accelerator(what: str) -> None:
@@ -54,16 +94,22 @@ class DeviceMixin(CastOps):
     __slots__ = ()
 
     # ------------------------------------------------------------------ devices
-    def to(self, *args, **kwargs):
+    def to(self: T, *args: Any, **kwargs: Any) -> T:
         """Returns the tensordict moved to a device and/or cast to a dtype.
 
         The positional arguments may be a device (a ``torch.device``, a string or an index),
-        a ``torch.dtype``, a tensor (its device and dtype) or a tensordict (its device only), in
-        any combination; each overrides what an earlier one, or a keyword, gave. The dtype cast
-        applies to every tensor leaf, integer and boolean ones included; non-tensor entries are
-        kept. With neither a device nor a dtype, or with only a device equal to
-        :attr:`device`, this tensordict itself is returned. Otherwise the result is new, and
-        its :attr:`device` is the target device when one was given.
+        a ``torch.dtype``, a tensor (its device and dtype), a tensordict (its device only),
+        ``None`` (nothing) or a bool (``non_blocking``), in any combination; each overrides
+        what an earlier one, or a keyword, gave. The dtype cast applies to every tensor leaf,
+        integer and boolean ones included, unless ``cast_filter`` says otherwise; non-tensor
+        entries are kept. With neither a device nor a dtype, or with only a device equal to
+        :attr:`device`, this tensordict itself is returned. Otherwise the result is new
+        (unless ``inplace``), and its :attr:`device` is the target device when one was given.
+
+        Used as a context manager, ``with td.to(torch.float64) as td64:``, the entries of the
+        result are written back into this tensordict when the block ends, each on the device
+        (and with the dtype, if the call cast them) of the entry it replaces; a new entry is
+        moved to :attr:`device` but keeps its dtype.
 
         Args:
             *args: the devices, dtypes, tensors or tensordicts described above.
@@ -71,8 +117,23 @@ class DeviceMixin(CastOps):
         Keyword Args:
             device (torch.device, str or int, optional): the target device.
             dtype (torch.dtype, optional): the target dtype.
+            other (TensorDictBase, optional): a tensordict whose device is the target device,
+                and whose dtype too when all its tensor leaves share one. Defaults to None.
             non_blocking (bool, optional): passed on to ``Tensor.to`` when a device is given.
                 Defaults to False.
+            cast_filter (callable, optional): called as ``cast_filter(key, leaf)`` with the
+                leaf's full key as a tuple; only the leaves where it returns True are cast to
+                the dtype (every leaf still moves to the device). Defaults to None: all.
+            batch_size (sequence of int, optional): the batch size of the result. Without a
+                device or dtype to change, it is set on this tensordict itself, which is
+                returned. Defaults to None: kept.
+            inplace (bool, optional): replace the leaves of this tensordict by the moved or
+                cast ones, record the device, and return it. Defaults to False.
+            non_blocking_pin (bool, optional): pin each leaf in page-locked memory before
+                sending it, which needs a CUDA device. Defaults to False.
+            num_threads (int, optional): with ``non_blocking_pin``, the number of threads the
+                well-known API pins with; here the calling thread pins every leaf. Defaults
+                to None.
 
         Returns:
             This tensordict, or a new one.
@@ -80,25 +141,45 @@ class DeviceMixin(CastOps):
         Raises:
             TypeError: if another keyword is given, or a positional argument is none of the
                 above.
+            ValueError: if ``other`` and ``device`` name different devices
+                (InvalidArgumentError).
             RuntimeError: if a string names no device, or the device cannot be used (an index
-                without an accelerator, for instance).
+                without an accelerator, for instance); with ``non_blocking_pin`` and no CUDA
+                device (AcceleratorUnavailableError); with ``inplace``, if the tensordict is
+                locked (LockedError).
             AssertionError: from torch, when moving to CUDA with a build that has no CUDA.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2)}, [2], device="cpu")
             >>> td.to(torch.float64)["a"].dtype
             torch.float64
-            >>> td.to("cpu") is td
-            True
+            >>> td.to("cpu") is td, td.to(None) is td
+            (True, True)
+            >>> with td.to(torch.float64) as td64:
+            ...     td64["b"] = td64["a"] + 1
+            >>> td["a"].dtype, td["b"].dtype
+            (torch.float32, torch.float64)
+            >>> td.to(torch.int64, inplace=True) is td, td["a"].dtype
+            (True, torch.int64)
         """
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         non_blocking = kwargs.pop("non_blocking", False)
+        other = kwargs.pop("other", None)
+        cast_filter = kwargs.pop("cast_filter", None)
+        batch_size = kwargs.pop("batch_size", None)
+        inplace = kwargs.pop("inplace", False)
+        pin = kwargs.pop("non_blocking_pin", False)
+        kwargs.pop("num_threads", None)
         if kwargs:
             msg = f"to() got unexpected keyword arguments {sorted(kwargs)}"
             raise TypeError(msg)
         for arg in args:
-            if isinstance(arg, torch.dtype):
+            if arg is None:
+                continue
+            if isinstance(arg, bool):
+                non_blocking = arg
+            elif isinstance(arg, torch.dtype):
                 dtype = arg
             elif isinstance(arg, (str, torch.device, int)):
                 device = torch.device(arg)
@@ -113,21 +194,54 @@ class DeviceMixin(CastOps):
                 raise TypeError(msg)
         if device is not None:
             device = torch.device(device)
-        if device is None and dtype is None:
+        if other is not None:
+            if device is not None and device != other.device:
+                msg = f"to(): other= is on {other.device} and device= is {device}; give one of them"
+                raise InvalidArgumentError(msg)
+            device = other.device
+            dtypes = {leaf.dtype for leaf in leaf_tensors(other)}
+            dtype = dtypes.pop() if len(dtypes) == 1 else None
+        if dtype is None and (device is None or device == self.device):
+            if batch_size is not None:
+                self.batch_size = batch_size
             return self
-        if dtype is None:
-            if device == self.device:
-                return self
-            return self._fast_apply(
-                lambda x: x.to(device, non_blocking=non_blocking), device=device
-            )
-        if device is None:
-            return self._fast_apply(lambda x: x.to(dtype))
-        return self._fast_apply(
-            lambda x: x.to(device, dtype, non_blocking=non_blocking), device=device
-        )
+        if pin:
+            _require_accelerator("to(non_blocking_pin=True)")
+        move = _leaf_mover(device, dtype, non_blocking, pin)
+        if cast_filter is None:
+            fn, named = move, False
+        else:
+            keep_dtype = _leaf_mover(device, None, non_blocking, pin)
 
-    def cpu(self):
+            def fn(key, leaf):
+                key = key if isinstance(key, tuple) else (key,)
+                return move(leaf) if cast_filter(key, leaf) else keep_dtype(leaf)
+
+            named = True
+        if inplace:
+            return self._cast_in_place(fn, named, device, batch_size)
+        target = self.device if device is None else device
+        if named:
+            result = self._fast_apply(fn, named=True, nested_keys=True, device=target)
+        else:
+            result = self._fast_apply(fn, device=target)
+        if batch_size is not None:
+            result.batch_size = batch_size
+        return written_back(result, self, update_back(_cast_back(dtype is not None)))
+
+    def _cast_in_place(self, fn, named: bool, device, batch_size):
+        """``to(..., inplace=True)``: each tensor leaf is replaced by ``fn(leaf)`` (``fn(key, leaf)``)."""
+        if self.is_locked:
+            msg = "to(inplace=True) replaces the leaves: the tensordict is locked; call unlock_() first"
+            raise LockedError(msg)
+        _rebind_leaves(self, fn if named else lambda key, leaf: fn(leaf))
+        if device is not None:
+            self._reset_device(device)
+        if batch_size is not None:
+            self.batch_size = batch_size
+        return self
+
+    def cpu(self: T) -> T:
         """Returns the tensordict on the CPU.
 
         This is ``self.to("cpu")``: the tensordict itself when its :attr:`device` is already the
@@ -144,7 +258,7 @@ class DeviceMixin(CastOps):
         """
         return self.to("cpu")
 
-    def cuda(self, device=None):
+    def cuda(self: T, device: DeviceType | None = None) -> T:
         """Returns the tensordict on a CUDA device.
 
         This is ``self.to(torch.device(device))``, with ``"cuda"`` (the current CUDA device) when
@@ -169,7 +283,7 @@ class DeviceMixin(CastOps):
         return self.to(torch.device("cuda" if device is None else device))
 
     # ------------------------------------------------------------------ dtypes
-    def long(self):
+    def long(self: T) -> T:
         """Returns the tensordict with every tensor leaf cast to ``torch.int64``.
 
         Integer, boolean and floating-point leaves are all cast; non-tensor entries are kept.
@@ -204,7 +318,7 @@ class DeviceMixin(CastOps):
         dtypes = {leaf.dtype for leaf in leaf_tensors(self)}
         return dtypes.pop() if len(dtypes) == 1 else None
 
-    def type(self, dst_type, *, cast_filter: Callable | None = None):
+    def type(self: T, dst_type: torch.dtype | str, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast by ``Tensor.type(dst_type)``.
 
         Non-tensor entries are kept, and this tensordict is left unchanged.
@@ -255,7 +369,7 @@ class DeviceMixin(CastOps):
 
         return self._fast_apply(refuse, named=True, nested_keys=True)
 
-    def as_tensor(self):
+    def as_tensor(self: T) -> T:
         """Returns a tensordict whose leaves went through their own ``as_tensor()``, if any.
 
         Leaves without such a method are kept as they are: ``torch.Tensor`` and
@@ -286,7 +400,7 @@ class DeviceMixin(CastOps):
         return out.lock_() if self.is_locked else out
 
     @property
-    def data(self):
+    def data(self: T) -> T:
         """A tensordict of the leaves' ``.data``: the same memory, detached from autograd.
 
         Returns:
@@ -301,7 +415,7 @@ class DeviceMixin(CastOps):
         return self._fast_apply(lambda x: x.data)
 
     # ------------------------------------------------------------------ copies
-    def clone(self, recurse: bool = True, **kwargs):
+    def clone(self: T, recurse: bool = True, **kwargs: Any) -> T:
         """Returns a copy of the tensordict; with ``recurse=False`` the copy shares the tensors.
 
         With ``recurse=True`` every tensor leaf, nested ones included, is cloned into new
@@ -329,7 +443,7 @@ class DeviceMixin(CastOps):
             return self._shallow_copy()
         return self._fast_apply(torch.Tensor.clone)
 
-    def contiguous(self):
+    def contiguous(self: T) -> T:
         """Returns a tensordict whose tensor leaves are contiguous in memory.
 
         Each leaf goes through ``Tensor.contiguous``: the leaves that are already contiguous
@@ -346,7 +460,7 @@ class DeviceMixin(CastOps):
         """
         return self._fast_apply(torch.Tensor.contiguous)
 
-    def detach(self):
+    def detach(self: T) -> T:
         """Returns a tensordict whose tensor leaves are detached from the autograd graph.
 
         Each leaf goes through ``Tensor.detach``: the new leaves share memory with the old ones
@@ -362,7 +476,7 @@ class DeviceMixin(CastOps):
         """
         return self._fast_apply(torch.Tensor.detach)
 
-    def detach_(self):
+    def detach_(self: T) -> T:
         """Detaches every tensor leaf from the autograd graph in place and returns the tensordict.
 
         Each leaf, nested ones included, goes through ``Tensor.detach_``; non-tensor entries
@@ -386,7 +500,7 @@ class DeviceMixin(CastOps):
                 leaf.detach_()
         return self
 
-    def copy_(self, tensordict, non_blocking: bool = False):
+    def copy_(self: T, tensordict: TensorCollection | dict, non_blocking: bool = False) -> T:
         """Copies the entries of ``tensordict`` into the matching entries of this one, in place, and returns it.
 
         This is :meth:`update_`: each entry of the source, nested ones included, is written
@@ -413,7 +527,14 @@ class DeviceMixin(CastOps):
         """
         return self.update_(tensordict)
 
-    def empty(self, recurse: bool = False, *, batch_size=None, device=None, names=None):
+    def empty(
+        self: T,
+        recurse: bool = False,
+        *,
+        batch_size: ShapeType | None = None,
+        device: Any = None,
+        names: Any = None,
+    ) -> T:
         """Returns a tensordict without leaves, of the same batch size (keeping sub-tensordicts, emptied, with ``recurse``).
 
         With ``recurse=False`` the result has no entries at all, and the batch size
@@ -462,7 +583,7 @@ class DeviceMixin(CastOps):
             lambda x: factory(x, new + x.shape[bd:], **kwargs), batch_size=new, names=None
         )
 
-    def new_zeros(self, *size, **kwargs):
+    def new_zeros(self: T, *size: int | Sequence[int], **kwargs: Any) -> T:
         """Returns a tensordict of zeros with batch size ``size`` and the keys, dtypes and feature shapes of this one.
 
         Each tensor leaf becomes ``leaf.new_zeros(size + feature_shape)``, so it keeps its dtype
@@ -491,7 +612,7 @@ class DeviceMixin(CastOps):
         """
         return self._new_factory(torch.Tensor.new_zeros, size, kwargs)
 
-    def new_ones(self, *size, **kwargs):
+    def new_ones(self: T, *size: int | Sequence[int], **kwargs: Any) -> T:
         """Returns a tensordict of ones with batch size ``size`` and the keys, dtypes and feature shapes of this one.
 
         Each tensor leaf becomes ``leaf.new_ones(size + feature_shape)``, so it keeps its dtype
@@ -520,7 +641,7 @@ class DeviceMixin(CastOps):
         """
         return self._new_factory(torch.Tensor.new_ones, size, kwargs)
 
-    def new_empty(self, *size, **kwargs):
+    def new_empty(self: T, *size: int | Sequence[int], **kwargs: Any) -> T:
         """Returns a tensordict of uninitialised tensors with batch size ``size`` and the keys, dtypes and feature shapes of this one.
 
         Each tensor leaf becomes ``leaf.new_empty(size + feature_shape)``, whose values are
@@ -548,7 +669,7 @@ class DeviceMixin(CastOps):
         """
         return self._new_factory(torch.Tensor.new_empty, size, kwargs)
 
-    def new_full(self, size, fill_value, **kwargs):
+    def new_full(self: T, size: int | Sequence[int], fill_value: float, **kwargs: Any) -> T:
         """Returns a tensordict filled with ``fill_value``, with batch size ``size`` and the keys, dtypes and feature shapes of this one.
 
         Each tensor leaf becomes ``leaf.new_full(size + feature_shape, fill_value)``, so it
@@ -580,14 +701,14 @@ class DeviceMixin(CastOps):
         )
 
     def new_tensor(
-        self,
-        data,
+        self: T,
+        data: Any,
         *,
         dtype: torch.dtype | None = None,
-        device=NO_DEFAULT,
+        device: DeviceType | None = NO_DEFAULT,
         requires_grad: bool = False,
         pin_memory: bool | None = None,
-    ):
+    ) -> T:
         """Returns a tensordict with this one's keys whose leaves are copies of ``data``.
 
         Each leaf becomes ``leaf.new_tensor(data)``: ``data`` copied with the leaf's dtype
@@ -648,7 +769,7 @@ class DeviceMixin(CastOps):
         )
 
     # ------------------------------------------------------------------ memory
-    def data_ptr(self, *, storage: bool = False):
+    def data_ptr(self: T, *, storage: bool = False) -> T:
         """Returns a tensordict of the leaves' data pointers, as 0-dim int64 tensors.
 
         A lazy stack gives one sub-tensordict per member, keyed ``"0"``, ``"1"``, ...,
@@ -745,7 +866,7 @@ class DeviceMixin(CastOps):
         device = self.device
         return device is not None and device.type == "meta"
 
-    def auto_device_(self):
+    def auto_device_(self: T) -> T:
         """Records the device of the tensor leaves as the tensordict's device, when they share one.
 
         Nothing is moved. When every tensor leaf (nested ones included) is on one device,
@@ -766,7 +887,7 @@ class DeviceMixin(CastOps):
         self._reset_device(devices.pop() if len(devices) == 1 else None)
         return self
 
-    def clear_device_(self):
+    def clear_device_(self: T) -> T:
         """Forgets the device of the tensordict and its sub-tensordicts; nothing is moved.
 
         Afterwards new entries may be on any device. A locked tensordict accepts it too.
@@ -782,7 +903,7 @@ class DeviceMixin(CastOps):
         self._reset_device(None)
         return self
 
-    def pin_memory(self, num_threads: int | None = None, inplace: bool = False):
+    def pin_memory(self: T, num_threads: int | None = None, inplace: bool = False) -> T:
         """Returns the tensordict with every tensor leaf copied into pinned (page-locked) memory.
 
         Pinned memory speeds up copies to a CUDA device. A tensordict without tensor leaves
@@ -813,7 +934,7 @@ class DeviceMixin(CastOps):
             _require_accelerator("pin_memory()")
         return self._fast_apply(lambda x: x.pin_memory())
 
-    def pin_memory_(self, num_threads: int = 0):
+    def pin_memory_(self: T, num_threads: int = 0) -> T:
         """Replaces every tensor leaf by a copy in pinned (page-locked) memory; returns the tensordict.
 
         The entries are rebound to the pinned copies, so views of the former leaves no
@@ -836,10 +957,10 @@ class DeviceMixin(CastOps):
         """
         if leaf_tensors(self):
             _require_accelerator("pin_memory_()")
-        _rebind_leaves(self, lambda x: x.pin_memory())
+        _rebind_leaves(self, lambda key, x: x.pin_memory())
         return self
 
-    def record_stream(self, stream):
+    def record_stream(self: T, stream: torch.cuda.Stream) -> T:
         """Marks every tensor leaf as used by the CUDA stream ``stream`` (``Tensor.record_stream``).
 
         Args:

@@ -38,12 +38,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import numpy as np
 import torch
 
-from tensordict._collection import is_tensor_collection
+from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._ops import tree
+from tensordict._typing import DeviceType, T
 from tensordict.errors import ProcessGroupNotInitializedError, StructureMismatchError
 
 MAGIC = 0x7444_6973
@@ -590,7 +592,7 @@ class DistributedMixin(tree.TreeMixin):
         self,
         dst: int | None = None,
         *,
-        group=None,
+        group: torch.distributed.ProcessGroup | None = None,
         group_dst: int | None = None,
         init_tag: int = 0,
         pseudo_rand: bool = False,
@@ -656,7 +658,7 @@ class DistributedMixin(tree.TreeMixin):
         self,
         src: int | None = None,
         *,
-        group=None,
+        group: torch.distributed.ProcessGroup | None = None,
         group_src: int | None = None,
         init_tag: int = 0,
         pseudo_rand: bool = False,
@@ -712,13 +714,13 @@ class DistributedMixin(tree.TreeMixin):
         self,
         dst: int | None = None,
         *,
-        group=None,
+        group: torch.distributed.ProcessGroup | None = None,
         group_dst: int | None = None,
         init_tag: int = 0,
         pseudo_rand: bool = False,
         return_early: bool = False,
         consolidated: bool = False,
-    ):
+    ) -> list[torch.distributed.Work] | int | None:
         """Sends the leaves as asynchronous transfers that all run at once.
 
         As :meth:`send`; the receiver calls :meth:`irecv` or :meth:`recv`.
@@ -777,13 +779,13 @@ class DistributedMixin(tree.TreeMixin):
         self,
         src: int | None = None,
         *,
-        group=None,
+        group: torch.distributed.ProcessGroup | None = None,
         group_src: int | None = None,
         return_premature: bool = False,
         init_tag: int = 0,
         pseudo_rand: bool = False,
         consolidated: bool = False,
-    ):
+    ) -> list[torch.distributed.Work] | None:
         """Receives what :meth:`isend` or :meth:`send` sends, as asynchronous transfers, in place.
 
         The header is received and checked first (this waits for the sender to
@@ -832,7 +834,7 @@ class DistributedMixin(tree.TreeMixin):
             work.wait()
         return None
 
-    def asend(self, dst) -> None:
+    def asend(self, dst: Any) -> None:
         """Would send through a UCX pipe, as the well-known API does; not supported here.
 
         Args:
@@ -850,7 +852,7 @@ class DistributedMixin(tree.TreeMixin):
         msg = "asend(): UCX pipes are not supported; use send() or isend() over torch.distributed"
         raise NotImplementedError(msg)
 
-    def arecv(self, src, *, device=None):
+    def arecv(self, src: Any, *, device: DeviceType | None = None) -> TensorCollection:
         """Would receive from a UCX pipe, as the well-known API does; not supported here.
 
         Args:
@@ -875,8 +877,8 @@ class DistributedMixin(tree.TreeMixin):
     def init_remote(
         self,
         dst: int | None = None,
-        group=None,
-        device=None,
+        group: torch.distributed.ProcessGroup | None = None,
+        device: DeviceType | None = None,
         use_broadcast: bool = False,
         _tensorclass_type: str | None = None,
     ) -> None:
@@ -929,7 +931,13 @@ class DistributedMixin(tree.TreeMixin):
         dist.send(buffer, dst=dst, group=group)
 
     @classmethod
-    def from_remote_init(cls, src: int, group=None, device=None, use_broadcast: bool = False):
+    def from_remote_init(
+        cls,
+        src: int,
+        group: torch.distributed.ProcessGroup | None = None,
+        device: DeviceType | None = None,
+        use_broadcast: bool = False,
+    ) -> TensorCollection:
         """Receives a tensordict that :meth:`init_remote` sends, and returns it.
 
         The receiving side learns the structure (keys, classes, batch sizes, shapes,
@@ -969,7 +977,14 @@ class DistributedMixin(tree.TreeMixin):
         return _from_remote_init(src, group, device, use_broadcast)
 
     # ------------------------------------------------------------------ collectives
-    def broadcast(self, src: int, *, group=None, device=None, _tensorclass_type: str | None = None):
+    def broadcast(
+        self: T,
+        src: int,
+        *,
+        group: torch.distributed.ProcessGroup | None = None,
+        device: DeviceType | None = None,
+        _tensorclass_type: str | None = None,
+    ) -> T:
         """Sends the tensordict of rank ``src`` to every rank of the group, and returns it on each.
 
         Every rank calls it; the others need not know the structure (call it on an
@@ -1010,8 +1025,13 @@ class DistributedMixin(tree.TreeMixin):
         return _broadcast_impl(self, src, group, device, _tensorclass_type)
 
     def all_reduce(
-        self, op=None, *, group=None, async_op: bool = False, bucket_bytes: int | None = None
-    ):
+        self,
+        op: torch.distributed.ReduceOp | None = None,
+        *,
+        group: torch.distributed.ProcessGroup | None = None,
+        async_op: bool = False,
+        bucket_bytes: int | None = None,
+    ) -> list[torch.distributed.Work] | None:
         """Reduces each leaf over every rank of the group, in place, so that every rank holds the result.
 
         Every rank calls it with a tensordict of the same structure; the leaves go in
@@ -1062,8 +1082,15 @@ class DistributedMixin(tree.TreeMixin):
         return None
 
     def reduce(
-        self, dst, op=None, async_op=False, return_premature=False, group=None, *, bucket_bytes=None
-    ):
+        self,
+        dst: int,
+        op: torch.distributed.ReduceOp | None = None,
+        async_op: bool = False,
+        return_premature: bool = False,
+        group: torch.distributed.ProcessGroup | None = None,
+        *,
+        bucket_bytes: int | None = None,
+    ) -> list[torch.distributed.Work] | None:
         """Reduces each leaf over every rank of the group into the tensordict of rank ``dst``, in place.
 
         Every rank calls it with a tensordict of the same structure. Afterwards rank
@@ -1116,7 +1143,7 @@ class DistributedMixin(tree.TreeMixin):
         _finish(works)  # issued at once, waited for together
         return None
 
-    def all_gather(self, *, group=None) -> list:
+    def all_gather(self, *, group: torch.distributed.ProcessGroup | None = None) -> list:
         """Returns the tensordicts of every rank of the group, in rank order, on every rank.
 
         Every rank calls it; the tensordicts may have different structures. The
@@ -1156,7 +1183,9 @@ class DistributedMixin(tree.TreeMixin):
         dist.all_gather(gathered, _padded(buffer, size), group=group)
         return [_deserialize(m, b[: m["nbytes"]]) for m, b in zip(metas, gathered)]
 
-    def gather_and_stack(self, dst: int, group=None):
+    def gather_and_stack(
+        self: T, dst: int, group: torch.distributed.ProcessGroup | None = None
+    ) -> T | None:
         """Stacks the tensordicts of the other ranks into the tensordict of rank ``dst``, in place.
 
         Every rank calls it. On ``dst``, the tensordict has one row per other rank (its
@@ -1214,7 +1243,14 @@ class DistributedMixin(tree.TreeMixin):
             self.update(torch.stack(received, 0), inplace=True)
         return self
 
-    def scatter(self, src: int, tensordicts: list | None = None, *, group=None, device=None):
+    def scatter(
+        self: T,
+        src: int,
+        tensordicts: list | None = None,
+        *,
+        group: torch.distributed.ProcessGroup | None = None,
+        device: DeviceType | None = None,
+    ) -> T:
         """Sends one tensordict of the list on ``src`` to each rank, and returns the one this rank gets.
 
         Every rank calls it; the tensordict it is called on is not used. On ``src``,

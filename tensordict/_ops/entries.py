@@ -13,18 +13,26 @@ turn a user value into a stored one with ``_as_value`` and check it with
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_non_tensor,
+    is_tensor_collection,
+)
 from tensordict._helpers import shape_of
-from tensordict._keys import NestedKey, _key_parts, unravel_key
+from tensordict._keys import NestedKey, _key_parts, canonical_key
+from tensordict._nested_tensors import read_as
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_list
 from tensordict._ops._contract import Contract
 from tensordict._ops.keys import inner_tensordict, is_subtree, is_tensordict
 from tensordict._options import GET_DEFAULT, list_to_stack, resolve_get_default
+from tensordict._typing import IndexType, T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     BatchSizeError,
@@ -121,7 +129,7 @@ def _refusal_of(value) -> str | None:
     return None if hook is None else hook()
 
 
-def plain_tree(td, retain_none: bool | None):
+def plain_tree(td: T, retain_none: bool | None) -> T:
     """Turns, in place, the tensorclasses, typed tensordicts and lazy stacks inside ``td`` into
     plain tensordicts (their ``to_tensordict``), and returns ``td``.
 
@@ -144,7 +152,8 @@ class EntriesMixin(Contract):
     """Entry methods of :class:`~tensordict.TensorDictBase` (see the module docstring).
 
     Calls: ``_del_str``, ``_get_str``, ``_index``, ``_items_level``, ``_keys_level``,
-        ``_new_like``, ``_read_value``, ``_set_at``, ``_set_str``, ``_shallow_copy``.
+        ``_new_like``, ``_read_value``, ``_set_at``, ``_set_str``, ``_shallow_copy``,
+        ``_written_at``.
     """
 
     __slots__ = ()
@@ -161,33 +170,77 @@ class EntriesMixin(Contract):
         msg = f"key {full!r} not found in {type(self).__name__}{where}; existing keys at that level: {existing}"
         return MissingKeyError(msg)
 
-    def get(self, key: NestedKey, default=GET_DEFAULT):
+    def get(
+        self,
+        key: NestedKey,
+        default: Any = GET_DEFAULT,
+        *,
+        as_list: bool = False,
+        as_padded_tensor: bool = False,
+        as_nested_tensor: bool = False,
+        layout: torch.layout | None = None,
+        padding_side: str = "right",
+        padding_value: float = 0.0,
+    ) -> Any:
         """Returns the entry at ``key``, or ``default`` when the key is missing, like ``dict.get``.
 
         Unlike ``td[key]``, a missing key is no error and a non-tensor entry comes as NonTensorData.
+        A lazy stack stacks its members' leaves, which raises when their shapes differ; the
+        keyword arguments read such leaves another way. A dense tensordict's leaves are read
+        as they are whatever they say.
 
         Args:
             key (NestedKey): a string, or a tuple of strings for a nested entry.
             default: returned when the key is missing. Defaults to None (a KeyError after
                 ``set_get_defaults_to_none(False)``); ``NO_DEFAULT`` raises.
 
+        Keyword Args:
+            as_list (bool, optional): a lazy stack gives its members' leaves as a list (a list
+                of lists for a stack of lazy stacks). Defaults to False.
+            as_padded_tensor (bool, optional): a lazy stack pads its members' leaves to the
+                largest size of each dim (across every level of a stack of stacks) and stacks
+                them along a new first dim. Defaults to False.
+            as_nested_tensor (bool, optional): a lazy stack gives its members' leaves as one
+                nested tensor. Defaults to False.
+            layout (torch.layout, optional): the layout of that nested tensor. Defaults to
+                ``None``: ``torch.jagged``.
+            padding_side (str, optional): ``"right"`` or ``"left"``: where the padding goes.
+                Defaults to ``"right"``.
+            padding_value (number, optional): the value of the padding. Defaults to 0.0.
+
         Returns:
-            A tensor, a sub-tensordict, a NonTensorData entry, or ``default``.
+            A tensor, a sub-tensordict, a NonTensorData entry, or ``default``; a list, a padded
+            tensor or a nested tensor when a keyword argument asks for one and a lazy stack
+            answers.
 
         Raises:
             KeyError: if the key is missing and ``default`` is ``NO_DEFAULT`` (MissingKeyError,
                 naming the keys where the search stopped), or if its path goes through an entry that
                 is not a tensordict and ``default`` is None or ``NO_DEFAULT`` (PathThroughLeafError,
                 also a ValueError).
-            TypeError: if the key is not a string or a tuple of strings.
-            ValueError: if the key is the empty tuple.
+            TypeError: if the key is not a string or a tuple of strings, or more than one of
+                ``as_list``, ``as_padded_tensor`` and ``as_nested_tensor`` is set.
+            ValueError: if the key is the empty tuple, or a stack of lazy stacks is read as one
+                nested tensor.
+            RuntimeError: if ``padding_side`` is neither ``"left"`` nor ``"right"``.
 
         Examples:
             >>> TensorDict({"a": {"b": torch.zeros(3)}}, [3]).get(("a", "b"))
             tensor([0., 0., 0.])
+            >>> stack = lazy_stack([TensorDict(r=torch.ones(2)), TensorDict(r=torch.ones(3))])
+            >>> [r.shape for r in stack.get("r", as_list=True)], stack.get("r", as_padded_tensor=True)
+            ([torch.Size([2]), torch.Size([3])], tensor([[1., 1., 0.],
+                    [1., 1., 1.]]))
         """
+        how = (
+            read_as(
+                as_list, as_padded_tensor, as_nested_tensor, layout, padding_side, padding_value
+            )
+            if as_list or as_padded_tensor or as_nested_tensor
+            else None
+        )
         if type(key) is str:
-            value = self._get_str(key, None)
+            value = self._get_str(key, None) if how is None else self._read_str(key, how)
             if value is not None:
                 return value
             default = resolve_get_default(default, NO_DEFAULT)
@@ -205,7 +258,10 @@ class EntriesMixin(Contract):
                     return default
                 msg = f"cannot get {parts!r}: the entry {parts[:depth]!r} is a {type(level).__name__}, not a tensordict"
                 raise PathThroughLeafError(msg)
-            value = level._get_str(part, None)
+            if depth == last and how is not None:
+                value = level._read_str(part, how)
+            else:
+                value = level._get_str(part, None)
             if value is None:
                 if default is not NO_DEFAULT:
                     return default
@@ -214,6 +270,15 @@ class EntriesMixin(Contract):
                 return value
             level = value
         return level  # pragma: no cover - loop always returns
+
+    def _read_str(self, key: str, how):
+        """Hook of :meth:`get` with ``as_list``, ``as_padded_tensor`` or ``as_nested_tensor``.
+
+        ``how`` is a :class:`tensordict._nested_tensors.ReadAs`; the entry at ``key`` is
+        returned, or None when it is missing. A dense tensordict reads it as it is; a lazy
+        stack combines its members' leaves as ``how`` says.
+        """
+        return self._get_str(key, None)
 
     def __getitem__(self, index):
         """Returns an entry (string or tuple-of-strings key) or a tensordict indexed on the batch dims.
@@ -260,7 +325,7 @@ class EntriesMixin(Contract):
             indices = torch.as_tensor(list(indices), dtype=torch.long)
         return self[indices]
 
-    def get_non_tensor(self, key: NestedKey, default=None):
+    def get_non_tensor(self, key: NestedKey, default: Any = None) -> Any:
         """Returns the Python value of the non-tensor entry at ``key`` (other entries as they are).
 
         Args:
@@ -282,7 +347,7 @@ class EntriesMixin(Contract):
         value = self.get(key, default)
         return _read_value(value) if is_non_tensor(value) else value
 
-    def get_at(self, key: NestedKey, *args, **kwargs):
+    def get_at(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
         """Returns the entry at ``key`` indexed along the batch dims: ``td.get(key)[index]``.
 
         Args:
@@ -310,7 +375,7 @@ class EntriesMixin(Contract):
         elif "index" in kwargs or "idx" in kwargs:
             index = kwargs.pop("index", kwargs.pop("idx", None))
         else:
-            msg = f"get_at({unravel_key(key)!r}) needs an index: get_at(key, index)"
+            msg = f"get_at({canonical_key(key)!r}) needs an index: get_at(key, index)"
             raise TypeError(msg)
         default = args.pop(0) if args else kwargs.pop("default", None)
         value = self.get(key, None)
@@ -425,8 +490,14 @@ class EntriesMixin(Contract):
         return inner_tensordict(level)
 
     def set(
-        self, key: NestedKey, item, inplace: bool = False, *, non_blocking: bool = False, **kwargs
-    ):
+        self: T,
+        key: NestedKey,
+        item: Any,
+        inplace: bool = False,
+        *,
+        non_blocking: bool = False,
+        **kwargs: Any,
+    ) -> T:
         """Stores ``item`` at ``key`` and returns the tensordict.
 
         A tuple key creates the missing sub-tensordicts on its path once the value is accepted.
@@ -481,7 +552,7 @@ class EntriesMixin(Contract):
             level = nxt
         return inner_tensordict(level)
 
-    def set_(self, key: NestedKey, item):
+    def set_(self: T, key: NestedKey, item: Any) -> T:
         """Copies ``item`` into the entry at ``key`` (even when locked) and returns the tensordict.
 
         Args:
@@ -514,7 +585,7 @@ class EntriesMixin(Contract):
             return
         self._set_at(index, value)
 
-    def setdefault(self, key: NestedKey, default):
+    def setdefault(self, key: NestedKey, default: Any) -> Any:
         """Returns the entry at ``key``, storing ``default`` there first if the key is missing.
 
         Args:
@@ -540,7 +611,7 @@ class EntriesMixin(Contract):
             value = self.get(key, NO_DEFAULT)
         return value
 
-    def set_non_tensor(self, key: NestedKey, value):
+    def set_non_tensor(self: T, key: NestedKey, value: Any) -> T:
         """Stores ``value`` as one non-tensor entry at ``key`` and returns the tensordict.
 
         The value is wrapped in a :class:`~tensordict.NonTensorData` of the batch size and
@@ -574,7 +645,7 @@ class EntriesMixin(Contract):
         level.set(parts[-1], NonTensorData(value, level.batch_size, level.device))
         return self
 
-    def create_nested(self, key: NestedKey):
+    def create_nested(self: T, key: NestedKey) -> T:
         """Adds an empty nested tensordict at ``key`` and returns the tensordict.
 
         The new tensordict has the batch size, device and names of its parent. An existing
@@ -598,7 +669,7 @@ class EntriesMixin(Contract):
         """
         parts = _key_parts(key)
         if self.is_locked:
-            msg = f"cannot create the nested tensordict {unravel_key(key)!r}: the tensordict is locked"
+            msg = f"cannot create the nested tensordict {canonical_key(key)!r}: the tensordict is locked"
             raise LockedError(msg)
         level = inner_tensordict(self)
         for part in parts[:-1]:
@@ -623,15 +694,15 @@ class EntriesMixin(Contract):
 
     # ------------------------------------------------------------------ updating
     def update(
-        self,
-        input_dict_or_td,
+        self: T,
+        input_dict_or_td: Mapping | TensorCollection,
         clone: bool = False,
         inplace: bool = False,
         *,
-        keys_to_update=None,
+        keys_to_update: Sequence[NestedKey] | None = None,
         non_blocking: bool = False,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T:
         """Writes every entry of a mapping or tensordict into this one and returns it.
 
         A nested mapping updates a sub-tensordict key by key. ``td.update(td)`` is a no-op.
@@ -688,7 +759,14 @@ class EntriesMixin(Contract):
                 parts[-1], value, inplace=inplace and current is not None, validated=False
             )
 
-    def update_(self, input_dict_or_td, clone: bool = False, *, keys_to_update=None, **kwargs):
+    def update_(
+        self: T,
+        input_dict_or_td: Mapping | TensorCollection,
+        clone: bool = False,
+        *,
+        keys_to_update: Sequence[NestedKey] | None = None,
+        **kwargs: Any,
+    ) -> T:
         """Copies every entry of a mapping or tensordict into the existing entries, in place.
 
         Nested mappings update the matching sub-tensordicts. Nothing is rebound: it works if locked.
@@ -717,8 +795,8 @@ class EntriesMixin(Contract):
         """
         for key, value in _source_items(input_dict_or_td):
             parts = _key_parts(key)
-            if keys_to_update is not None and unravel_key(parts) not in {
-                unravel_key(k) for k in keys_to_update
+            if keys_to_update is not None and canonical_key(parts) not in {
+                canonical_key(k) for k in keys_to_update
             }:
                 if not isinstance(value, Mapping) or is_tensordict(value):
                     continue
@@ -729,7 +807,7 @@ class EntriesMixin(Contract):
             self.set_(parts, value.clone() if clone else value)
         return self
 
-    def set_at_(self, key: NestedKey, value, index):
+    def set_at_(self: T, key: NestedKey, value: Any, index: IndexType) -> T:
         """Writes ``value`` into the rows ``index`` of the entry at ``key``, even when locked.
 
         Args:
@@ -749,10 +827,22 @@ class EntriesMixin(Contract):
             >>> TensorDict({"a": torch.zeros(3)}, [3]).set_at_("a", 1.0, 1)["a"]
             tensor([0., 1., 0.])
         """
-        self.get(key, NO_DEFAULT)[index] = value
+        current = self.get(key, NO_DEFAULT)
+        if is_non_tensor(current):
+            # a value other than the entry's own may turn it into a NonTensorStack
+            written = current._written_at(index, value)
+            if written is not current:
+                self.set_(key, written)
+            return self
+        current[index] = value
         return self
 
-    def update_at_(self, input_dict_or_td, index, clone: bool = False):
+    def update_at_(
+        self: T,
+        input_dict_or_td: Mapping | TensorCollection,
+        index: IndexType,
+        clone: bool = False,
+    ) -> T:
         """Writes each entry of a mapping or tensordict into the rows ``index`` of the same entry.
 
         Nested mappings go into the matching sub-tensordicts, in place, so this works when locked.
@@ -783,7 +873,14 @@ class EntriesMixin(Contract):
                 self.set_at_(key, value.clone() if clone else value, index)
         return self
 
-    def copy_at_(self, tensordict, idx, non_blocking: bool = False, *, fast: bool = True):
+    def copy_at_(
+        self: T,
+        tensordict: TensorCollection,
+        idx: IndexType,
+        non_blocking: bool = False,
+        *,
+        fast: bool = True,
+    ) -> T:
         """Copies the tensors of ``tensordict`` into the existing entries at ``idx``; returns self.
 
         A faster :meth:`update_at_` for when every key of ``tensordict`` is a tensor entry of
@@ -889,7 +986,7 @@ class EntriesMixin(Contract):
             msg = f"cannot {action} {key!r}: the tensordict is locked; call unlock_() first"
             raise LockedError(msg)
 
-    def pop(self, key: NestedKey, default=NO_DEFAULT):
+    def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         """Removes the entry at ``key`` and returns it (or ``default`` if the key is missing).
 
         Args:
@@ -948,7 +1045,7 @@ class EntriesMixin(Contract):
         self._del_str(key)
         return key, value
 
-    def del_(self, key: NestedKey):
+    def del_(self: T, key: NestedKey) -> T:
         """Removes the entry at ``key`` and returns the tensordict.
 
         Args:
@@ -977,7 +1074,7 @@ class EntriesMixin(Contract):
     def __delitem__(self, key: NestedKey) -> None:
         self.del_(key)
 
-    def clear(self):
+    def clear(self: T) -> T:
         """Removes every entry and returns the tensordict.
 
         Returns:
@@ -996,7 +1093,7 @@ class EntriesMixin(Contract):
             self._del_str(key)
         return self
 
-    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False):
+    def rename_key_(self: T, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> T:
         """Moves the entry at ``old_key`` to ``new_key`` (deletes it, then :meth:`set` stores it).
 
         Args:
@@ -1019,17 +1116,17 @@ class EntriesMixin(Contract):
         """
         value = self.get(old_key, NO_DEFAULT)
         if safe and self.get(new_key, None) is not None:
-            msg = f"key {unravel_key(new_key)!r} already exists; pass safe=False to overwrite it"
+            msg = f"key {canonical_key(new_key)!r} already exists; pass safe=False to overwrite it"
             raise KeyError(msg)
         if self.is_locked:
-            msg = f"cannot rename {unravel_key(old_key)!r}: the tensordict is locked; call unlock_() first"
+            msg = f"cannot rename {canonical_key(old_key)!r}: the tensordict is locked; call unlock_() first"
             raise LockedError(msg)
         self.del_(old_key)
         self.set(new_key, value)
         return self
 
     # ------------------------------------------------------------------ copies
-    def copy(self):
+    def copy(self: T) -> T:
         """Returns a shallow copy: a new tree of tensordicts that holds the same leaves.
 
         Every nested tensordict is a new object, so adding or removing keys in the copy does not
@@ -1051,7 +1148,7 @@ class EntriesMixin(Contract):
                 out._set_str(key, value.copy(), inplace=False, validated=True)
         return out
 
-    def replace(self, *args, **kwargs):
+    def replace(self: T, *args: Mapping | TensorCollection, **kwargs: Any) -> T:
         """Returns a shallow copy (see :meth:`copy`) with some entries replaced.
 
         The new entries are written into the copy with :meth:`update`, so nested tensordicts are

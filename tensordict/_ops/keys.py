@@ -11,10 +11,12 @@ what kind of entry a value is; :mod:`tensordict._ops.entries` shares them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import torch
 
+from tensordict._blocks import update_back, written_back
 from tensordict._collection import (
     NO_DEFAULT,
     default_is_leaf,
@@ -22,12 +24,13 @@ from tensordict._collection import (
     is_non_tensor,
     is_tensor_collection,
 )
-from tensordict._keys import NestedKey, _key_parts, unravel_key
+from tensordict._keys import NestedKey, _key_parts, canonical_key
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 from tensordict.errors import LockedError, MissingKeyError, RenameDestinationError, warn
 
 
-def is_tensordict(value) -> bool:
+def is_tensordict(value: Any) -> bool:
     """True for an instance of a tensordict class (a ``TensorDictBase``), False for a tensorclass instance.
 
     Every tensordict class, and nothing else, inherits :class:`KeysMixin` through
@@ -36,12 +39,12 @@ def is_tensordict(value) -> bool:
     return isinstance(value, KeysMixin)
 
 
-def is_subtree(value) -> bool:
+def is_subtree(value: Any) -> bool:
     """True for a nested tensordict (or tensorclass), False for a leaf or non-tensor data."""
     return is_tensor_collection(value) and not is_non_tensor(value)
 
 
-def inner_tensordict(value):
+def inner_tensordict(value: Any) -> Any:
     """The tensordict of a tensorclass instance, or the value itself.
 
     The one place that reads the tensorclass flag: a tensorclass instance is not a
@@ -55,7 +58,7 @@ def _is_leaf_nontensor(cls: type) -> bool:
 
 
 def _as_tuple(key) -> tuple:
-    flat = unravel_key(key)
+    flat = canonical_key(key)
     return (flat,) if isinstance(flat, str) else flat
 
 
@@ -65,6 +68,54 @@ def _renamed(key: tuple, pairs: list) -> tuple:
         if key[: len(src)] == src:
             return dst + key[len(src) :]
     return key
+
+
+def _split_key(key: str, separator: str) -> tuple:
+    return tuple(key.split(separator)) if separator in key else (key,)
+
+
+def _leaf_keys(td) -> Iterator[tuple]:
+    """Every leaf key of ``td`` (non-tensor entries included) as a tuple."""
+    for key in td.keys(True, True, is_leaf=_is_leaf_nontensor):
+        yield (key,) if isinstance(key, str) else key
+
+
+def _flat_to_source(separator: str) -> Callable:
+    """The inverse of ``flatten_keys``: each flat key goes back to the key it was made from.
+
+    A key the with-block added is split at ``separator``, as ``unflatten_keys`` would.
+    """
+
+    def to_source(result, source) -> dict:
+        origin = {separator.join(parts): parts for parts in _leaf_keys(source)}
+        return {
+            origin.get(name) or _split_key(name, separator): value for name, value in result.items()
+        }
+
+    return to_source
+
+
+def _nested_to_source(separator: str) -> Callable:
+    """The inverse of ``unflatten_keys``: each leaf goes back to the key it was made from.
+
+    A key the with-block added is joined with ``separator`` into a flat key, as
+    ``flatten_keys`` would.
+    """
+
+    def to_source(result, source) -> dict:
+        origin = {
+            tuple(part for key in parts for part in _split_key(key, separator)): parts
+            for parts in _leaf_keys(source)
+        }
+        return {
+            origin.get(path) or (separator.join(path),): value
+            for path, value in (
+                (_as_tuple(key), value)
+                for key, value in result.items(True, True, is_leaf=_is_leaf_nontensor)
+            )
+        }
+
+    return to_source
 
 
 def _fits_batch(value, batch_size: torch.Size) -> bool:
@@ -201,7 +252,12 @@ class KeysMixin(Contract):
         return sorted(self._keys_level())
 
     def values(
-        self, include_nested: bool = False, leaves_only: bool = False, is_leaf=None, *, sort=False
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
     ) -> Iterator:
         """Iterates over the values, in the order of :meth:`keys` called with the same arguments.
 
@@ -222,7 +278,12 @@ class KeysMixin(Contract):
             yield self.get(key, NO_DEFAULT)
 
     def items(
-        self, include_nested: bool = False, leaves_only: bool = False, is_leaf=None, *, sort=False
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
     ) -> Iterator:
         """Iterates over ``(key, value)`` pairs, ordered as :meth:`keys` with the same arguments.
 
@@ -316,7 +377,7 @@ class KeysMixin(Contract):
         )
 
     # ------------------------------------------------------------------ selecting and excluding
-    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True):
+    def select(self: T, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> T:
         """Returns a tensordict with only the given keys, sharing their entries.
 
         Args:
@@ -371,7 +432,7 @@ class KeysMixin(Contract):
             source[key] = value
         return self._new_like(source, self.batch_size)
 
-    def exclude(self, *keys: NestedKey, inplace: bool = False):
+    def exclude(self: T, *keys: NestedKey, inplace: bool = False) -> T:
         """Returns a tensordict without the given keys (missing ones ignored), sharing the others.
 
         Args:
@@ -419,7 +480,7 @@ class KeysMixin(Contract):
             level = copy
         return level
 
-    def filter_non_tensor_data(self):
+    def filter_non_tensor_data(self: T) -> T:
         """Returns a tensordict without the non-tensor entries, nested ones included.
 
         The other entries are not copied: the result shares them.
@@ -435,7 +496,7 @@ class KeysMixin(Contract):
         keys = [key for key, _ in self.non_tensor_items(include_nested=True)]
         return self.exclude(*keys) if keys else self.exclude()
 
-    def filter_empty_(self):
+    def filter_empty_(self: T) -> T:
         """Removes, in place, the nested tensordicts that hold no leaf, and returns the tensordict.
 
         A nested tensordict that holds only empty tensordicts is removed too.
@@ -498,9 +559,9 @@ class KeysMixin(Contract):
 
     def split_keys(
         self,
-        *key_sets,
+        *key_sets: Sequence[NestedKey] | Mapping | Callable,
         inplace: bool = False,
-        default=NO_DEFAULT,
+        default: Any = NO_DEFAULT,
         strict: bool = True,
         reproduce_struct: bool = False,
     ) -> tuple:
@@ -546,9 +607,7 @@ class KeysMixin(Contract):
         outs = [self._split_take(work, key_set, strict, default, taken) for key_set in key_sets]
         if inplace:
             if taken and self.is_locked:
-                msg = (
-                    f"cannot split {unravel_key(taken[0])!r} out in place: the tensordict is locked"
-                )
+                msg = f"cannot split {canonical_key(taken[0])!r} out in place: the tensordict is locked"
                 raise LockedError(msg)
             self.exclude(*taken, inplace=True)
             work = self
@@ -563,8 +622,12 @@ class KeysMixin(Contract):
         return (*outs, work)
 
     def separates(
-        self, *keys: NestedKey, default=NO_DEFAULT, strict: bool = True, filter_empty: bool = True
-    ):
+        self: T,
+        *keys: NestedKey,
+        default: Any = NO_DEFAULT,
+        strict: bool = True,
+        filter_empty: bool = True,
+    ) -> T:
         """Removes the entries of ``keys`` in place and returns them in a new tensordict.
 
         The values are not copied; the result keeps the nested tensordicts on the path of each
@@ -610,14 +673,14 @@ class KeysMixin(Contract):
                     out.set(parts, fill)
                 else:
                     warn(
-                        f"separates() stored None under the missing key {unravel_key(parts)!r}: "
+                        f"separates() stored None under the missing key {canonical_key(parts)!r}: "
                         "its default does not fit the batch size. Starting with TensorDict 0.17, "
                         "this will raise the error of split_keys()",
                         FutureWarning,
                     )
                     out.set(parts, None)
         if present and self.is_locked:
-            msg = f"cannot separate {unravel_key(present[0])!r}: the tensordict is locked"
+            msg = f"cannot separate {canonical_key(present[0])!r}: the tensordict is locked"
             raise LockedError(msg)
         for parts in present:
             out.set(parts, self.get(parts))
@@ -631,8 +694,12 @@ class KeysMixin(Contract):
         return out
 
     # ------------------------------------------------------------------ renaming keys
-    def flatten_keys(self, separator: str = ".", inplace: bool = False):
+    def flatten_keys(self: T, separator: str = ".", inplace: bool = False) -> T:
         """Returns a tensordict whose nested keys are joined by ``separator`` into flat keys.
+
+        Used as a context manager, ``with td.flatten_keys() as flat:``, the entries the block
+        adds or rebinds are written back into this tensordict under their nested keys when
+        the block ends (a new flat key is split at ``separator``).
 
         Args:
             separator (str, optional): joins the parts of a key. Defaults to ``"."``.
@@ -646,8 +713,13 @@ class KeysMixin(Contract):
             RuntimeError: if ``inplace`` and the tensordict is locked (LockedError).
 
         Examples:
-            >>> TensorDict({"a": {"b": torch.zeros(2)}, "c": torch.zeros(2)}, [2]).flatten_keys("/")
+            >>> td = TensorDict({"a": {"b": torch.zeros(2)}, "c": torch.zeros(2)}, [2])
+            >>> td.flatten_keys("/")
             TensorDict(batch_size=[2], fields={a/b: f32[], c: f32[]})
+            >>> with td.flatten_keys("/") as flat:
+            ...     flat["a/d"] = torch.ones(2)
+            >>> td["a", "d"]
+            tensor([1., 1.])
         """
         source = {}
         for key in self.keys(True, True, is_leaf=_is_leaf_nontensor):
@@ -665,10 +737,14 @@ class KeysMixin(Contract):
             for key, value in source.items():
                 self._set_str(key, value, inplace=False, validated=True)
             return self
-        return out
+        return written_back(out, self, update_back(_flat_to_source(separator)))
 
-    def unflatten_keys(self, separator: str = ".", inplace: bool = False):
+    def unflatten_keys(self: T, separator: str = ".", inplace: bool = False) -> T:
         """Returns a tensordict whose keys are split at ``separator`` into nested keys (all levels).
+
+        Used as a context manager, ``with td.unflatten_keys() as nested:``, the entries the
+        block adds or rebinds are written back into this tensordict under the keys they were
+        made from when the block ends (a new nested key is joined with ``separator``).
 
         Args:
             separator (str, optional): the string to split at. Defaults to ``"."``.
@@ -687,7 +763,7 @@ class KeysMixin(Contract):
         """
         out = self._new_like({}, self.batch_size)
         for key, value in self._items_level():
-            parts = tuple(key.split(separator)) if separator in key else (key,)
+            parts = _split_key(key, separator)
             if is_tensordict(value):
                 value = value.unflatten_keys(separator)
             if out.get(parts, None) is not None:
@@ -700,9 +776,9 @@ class KeysMixin(Contract):
             for key, value in out._items_level():
                 self._set_str(key, value, inplace=False, validated=True)
             return self
-        return out
+        return written_back(out, self, update_back(_nested_to_source(separator)))
 
-    def rename_keys(self, mapping: Mapping, *, strict: bool = True):
+    def rename_keys(self: T, mapping: Mapping, *, strict: bool = True) -> T:
         """Returns a tensordict with several keys renamed at once; this one is left as it is.
 
         The result has a new tree of nested tensordicts sharing every leaf (tensors and

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_leaf_nontensor,
+    is_non_tensor,
+    is_tensor_collection,
+)
+from tensordict._keys import NestedKey
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
+from tensordict._typing import T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     BatchSizeError,
@@ -23,17 +32,17 @@ from tensordict.errors import (
 
 
 # ---------------------------------------------------------------------- shared with device.py
-def leaf_keys(td) -> set:
+def leaf_keys(td: TensorCollection) -> set:
     """The keys of every leaf of ``td``, nested ones as tuples."""
     return set(td.keys(True, True))
 
 
-def leaf_tensors(td) -> list:
+def leaf_tensors(td: TensorCollection) -> list:
     """The tensor leaves of ``td`` as ``values(True, True)`` gives them (a lazy stack's stacked)."""
     return [v for v in td.values(True, True) if isinstance(v, torch.Tensor)]
 
 
-def tensors_only(td):
+def tensors_only(td: T) -> T:
     """``td`` without its non-tensor entries (itself when it has none)."""
     dropped = _non_tensor_keys(td)
     return td.exclude(*dropped) if dropped else td
@@ -74,8 +83,14 @@ def _aligned(tensor: torch.Tensor, leaf: torch.Tensor, batch_dims: int) -> torch
     return tensor.reshape(tensor.shape + (1,) * (leaf.ndim - batch_dims))
 
 
+def _paired_keys(td) -> set:
+    """The keys a leafwise operation pairs: of the tensor leaves and of the non-tensor entries
+    (comparisons compare them too), nested ones as tuples."""
+    return set(td.keys(True, True, is_leaf=is_leaf_nontensor))
+
+
 def _key_mismatch(td, other, what: str, hint: str = "") -> None:
-    mine, theirs = leaf_keys(td), leaf_keys(other)
+    mine, theirs = _paired_keys(td), _paired_keys(other)
     if mine != theirs:
         only_mine = sorted(map(str, mine - theirs))
         only_theirs = sorted(map(str, theirs - mine))
@@ -122,11 +137,12 @@ def _leafwise_apply(td, fn, operands, what: str, *, default=None, lock: bool = T
     if len(tds) == 1 and default is not None and len(ops) == 1:
         other = tds[0]
         if isinstance(default, str) and default == "intersection":
-            common = [k for k in td.keys(True, True) if k in leaf_keys(other)]
+            theirs = _paired_keys(other)
+            common = [k for k in td.keys(True, True, is_leaf=is_leaf_nontensor) if k in theirs]
             src, other = td.select(*common), other.select(*common)
         else:
             fill = default
-            only_theirs = leaf_keys(other) - leaf_keys(td)
+            only_theirs = _paired_keys(other) - _paired_keys(td)
             extra = other.select(*only_theirs) if only_theirs else None
         ops = tds = [other]
     else:
@@ -150,8 +166,13 @@ def _leafwise_apply(td, fn, operands, what: str, *, default=None, lock: bool = T
                 args.append(_aligned(o, x, nb) if k == _BATCH_SHAPED else o)
         return fn(x, *args)
 
-    missing = NO_DEFAULT if fill is NO_DEFAULT else None
-    result = src._fast_apply(leaf, *tds, default=missing, batch_size=new, names=names)
+    if fill is NO_DEFAULT and all(k == _COLLECTION for k in kinds):
+        # fn itself, unwrapped: a non-tensor entry recognises the comparison operators
+        # (combine_values) and compares its values with the other's
+        result = src._fast_apply(fn, *tds, batch_size=new, names=names)
+    else:
+        missing = NO_DEFAULT if fill is NO_DEFAULT else None
+        result = src._fast_apply(leaf, *tds, default=missing, batch_size=new, names=names)
     if extra is not None:
         # the leaves only the operand has meet the fill value on this side
         result.update(
@@ -570,7 +591,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         return self
 
     # ------------------------------------------------------------------ elementwise
-    def clamp(self, min=None, max=None, *, out=None):  # noqa: A002 - torch's argument names
+    def clamp(
+        self: T,
+        min: float | torch.Tensor | TensorCollection | None = None,  # noqa: A002 - torch's names
+        max: float | torch.Tensor | TensorCollection | None = None,  # noqa: A002
+        *,
+        out: TensorCollection | None = None,
+    ) -> T:
         """Returns a tensordict with every tensor leaf clamped to ``[min, max]``.
 
         Each leaf goes through ``torch.clamp(leaf, min, max)``; a bound left at None is not
@@ -609,7 +636,11 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         result = _leafwise_apply(self, torch.clamp, (min, max), "clamp", lock=False)
         return result if out is None else _into(out, result)
 
-    def clamp_(self, min=None, max=None):  # noqa: A002
+    def clamp_(
+        self: T,
+        min: float | torch.Tensor | TensorCollection | None = None,  # noqa: A002
+        max: float | torch.Tensor | TensorCollection | None = None,  # noqa: A002
+    ) -> T:
         """Clamps every tensor leaf to ``[min, max]`` in place and returns the tensordict.
 
         Each leaf goes through ``Tensor.clamp_(min, max)``, nested ones included; non-tensor
@@ -638,7 +669,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _inplace_apply(self, torch.Tensor.clamp_, (min, max), "clamp_")
 
-    def zero_(self):
+    def zero_(self: T) -> T:
         """Fills every tensor leaf with zeros in place and returns the tensordict.
 
         Each leaf, nested ones included, goes through ``Tensor.zero_``; non-tensor entries are
@@ -657,7 +688,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
                 leaf.zero_()
         return self
 
-    def fill_(self, key, value):
+    def fill_(self: T, key: NestedKey, value: float | torch.Tensor) -> T:
         """Fills the entry at ``key`` with ``value`` in place and returns the tensordict.
 
         A tensor entry is filled whole; for a sub-tensordict, each of its tensor leaves is. The
@@ -691,7 +722,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             target.fill_(value)
         return self
 
-    def addcmul(self, other1, other2, *, value: float | None = 1):
+    def addcmul(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        *,
+        value: float | None = 1,
+    ) -> T:
         """Returns ``leaf + value * other1 * other2`` for every leaf (``torch.addcmul``).
 
         Args:
@@ -716,7 +753,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _ternary(self, torch.addcmul, other1, other2, value, "addcmul")
 
-    def addcmul_(self, other1, other2, *, value: float | None = 1):
+    def addcmul_(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        *,
+        value: float | None = 1,
+    ) -> T:
         """Writes ``leaf + value * other1 * other2`` into every leaf in place; returns the tensordict.
 
         Each leaf keeps its dtype and memory (a memory-mapped leaf is written in its file).
@@ -742,7 +785,12 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _ternary_(self, torch.Tensor.addcmul_, other1, other2, value, "addcmul_")
 
-    def addcdiv(self, other1, other2, value: float | None = 1):
+    def addcdiv(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        value: float | None = 1,
+    ) -> T:
         """Returns ``leaf + value * other1 / other2`` for every leaf (``torch.addcdiv``).
 
         Args:
@@ -766,7 +814,13 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _ternary(self, torch.addcdiv, other1, other2, value, "addcdiv")
 
-    def addcdiv_(self, other1, other2, *, value: float | None = 1):
+    def addcdiv_(
+        self: T,
+        other1: TensorCollection | torch.Tensor | float,
+        other2: TensorCollection | torch.Tensor | float,
+        *,
+        value: float | None = 1,
+    ) -> T:
         """Writes ``leaf + value * other1 / other2`` into every leaf in place; returns the tensordict.
 
         Each leaf keeps its dtype and memory (a memory-mapped leaf is written in its file).
@@ -793,7 +847,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         return _ternary_(self, torch.Tensor.addcdiv_, other1, other2, value, "addcdiv_")
 
     # ------------------------------------------------------------------ reductions
-    def norm(self, *args, **kwargs):
+    def norm(self: T, *args: Any, **kwargs: Any) -> T:
         """Returns the vector norm of every tensor leaf, as a tensordict with ``batch_size=[]``.
 
         Each leaf goes through ``torch.linalg.vector_norm``, integer and boolean ones cast to
@@ -825,7 +879,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             names=None,
         )
 
-    def all(self, dim: int | None = None):
+    def all(self: T, dim: int | None = None) -> bool | T:
         """Returns True if every element of every tensor leaf is nonzero; with ``dim``, reduces that batch dim.
 
         Without ``dim`` the answer is a Python bool, True when there is no tensor leaf. With
@@ -856,7 +910,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             )
         return self._bool_reduce("all", dim)
 
-    def any(self, dim: int | None = None):
+    def any(self: T, dim: int | None = None) -> bool | T:
         """Returns True if any element of any tensor leaf is nonzero; with ``dim``, reduces that batch dim.
 
         Without ``dim`` the answer is a Python bool, False when there is no tensor leaf. With
@@ -897,7 +951,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         names = _kept_names(self, (d,), False)
         return self._fast_apply(lambda x: getattr(x, name)(d), batch_size=new, names=names)
 
-    def softmax(self, dim: int, dtype: torch.dtype | None = None):
+    def softmax(self: T, dim: int, dtype: torch.dtype | None = None) -> T:
         """Returns the softmax of every leaf along the batch dim ``dim``.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -925,7 +979,9 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         d = _batch_dim(self, dim, "softmax")
         return self._as_dense()._fast_apply(lambda x: torch.softmax(x, d, dtype=dtype))
 
-    def cummax(self, dim: int, *, reduce: bool | None = None, return_indices: bool = True):
+    def cummax(
+        self: T, dim: int, *, reduce: bool | None = None, return_indices: bool = True
+    ) -> T | tuple:
         """Returns the running maximum of every leaf along the batch dim ``dim``, with indices.
 
         Non-tensor entries are left out of the result.
@@ -957,7 +1013,9 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         """
         return _cumulative(tensors_only(self._as_dense()), "cummax", dim, reduce, return_indices)
 
-    def cummin(self, dim: int, *, reduce: bool | None = None, return_indices: bool = True):
+    def cummin(
+        self: T, dim: int, *, reduce: bool | None = None, return_indices: bool = True
+    ) -> T | tuple:
         """Returns the running minimum of every leaf along the batch dim ``dim``, with indices.
 
         It works as :meth:`cummax` does, with minima.
@@ -989,15 +1047,15 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         return _cumulative(tensors_only(self._as_dense()), "cummin", dim, reduce, return_indices)
 
     def quantile(
-        self,
-        q,
-        dim=NO_DEFAULT,
+        self: T,
+        q: float | torch.Tensor,
+        dim: int | str = NO_DEFAULT,
         keepdim: bool = NO_DEFAULT,
         *,
         interpolation: str = "linear",
         reduce: bool | None = None,
         key_transform: Callable | None = None,
-    ):
+    ) -> T | torch.Tensor:
         """Returns the ``q``-quantiles of every leaf (``torch.quantile``).
 
         Without ``dim`` each leaf is reduced over all its elements into a tensordict with

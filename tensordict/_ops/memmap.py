@@ -17,7 +17,13 @@ import torch
 from tensordict._collection import is_non_tensor
 from tensordict._keys import _key_parts
 from tensordict._ops._contract import Contract
-from tensordict.errors import EntryExistsError, NotMemmapError, warn
+from tensordict.errors import (
+    EntryExistsError,
+    ExistingFileError,
+    InvalidArgumentError,
+    NotMemmapError,
+    warn,
+)
 from tensordict.memmap import _archive, _fs, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor, _storage_filename
@@ -147,6 +153,26 @@ def check_storage(key, storage, shape, dtype) -> tuple:
     return storage, shape, dtype, needed, nested, _storage_filename(storage)
 
 
+def _load_options(robust_key, allow_pickle, mode, num_threads) -> _io.Options:
+    """The options of a load, its arguments checked.
+
+    Raises:
+        ValueError: if ``mode`` is not ``None``, ``"r"`` or ``"r+"``, or ``num_threads``
+            is negative.
+        TypeError: if ``num_threads`` is not an int.
+    """
+    if mode not in (None, "r", "r+"):
+        msg = f"mode must be None, 'r' or 'r+', got {mode!r}"
+        raise InvalidArgumentError(msg)
+    if type(num_threads) is not int:
+        msg = f"num_threads must be an int, got {type(num_threads).__name__}"
+        raise TypeError(msg)
+    if num_threads < 0:
+        msg = f"num_threads must be 0 or more, got {num_threads}"
+        raise InvalidArgumentError(msg)
+    return _io.Options(robust_key, allow_pickle, None, mode)
+
+
 def warn_storage_without_file(key, path: str) -> None:
     """The ``FutureWarning`` of a file-less storage added to a tensordict with a directory."""
     warn(STORAGE_WARNING.format(key=key, path=path), FutureWarning)
@@ -229,6 +255,7 @@ class MemmapMixin(Contract):
         robust_key: bool | None = None,
         archive: bool | None = None,
         compression: str | int | None = None,
+        atomic: bool = False,
     ):
         """Returns a memory-mapped copy of the tensordict, written to ``prefix`` (or shared memory).
 
@@ -261,6 +288,12 @@ class MemmapMixin(Contract):
             compression (str or int, optional): for an archive, how tensor payloads
                 are compressed (``"deflate"``, ``"bzip2"``, ``"lzma"``); compressed
                 leaves load as copies. Defaults to ``None`` (stored, mapped).
+            atomic (bool, optional): accepted for compatibility. Every write is atomic
+                here, whatever its value: the tree is built under temporary names and
+                put in place in one step (entry by entry, each whole, where the folder
+                cannot be swapped), so that a failure or a crash leaves ``prefix`` as
+                it was or holding the new tree; ``atomic=False`` is as safe. An archive
+                is written to a temporary file and renamed. Defaults to ``False``.
 
         Returns:
             The memory-mapped tensordict (or a ``Future`` of it with ``return_early``).
@@ -295,6 +328,7 @@ class MemmapMixin(Contract):
         share_non_tensor: bool = False,
         existsok: bool = True,
         robust_key: bool | None = None,
+        atomic: bool = False,
     ):
         """Memory-maps the tensordict in place and locks it.
 
@@ -320,6 +354,8 @@ class MemmapMixin(Contract):
                 raises ``FileExistsError``. Defaults to True.
             robust_key (bool, optional): percent-encode keys in file names (``None`` is
                 True). Defaults to ``None``.
+            atomic (bool, optional): accepted for compatibility; every write is atomic
+                (see :meth:`memmap`), whatever its value. Defaults to ``False``.
 
         Returns:
             The tensordict itself (or a ``Future`` of it with ``return_early``).
@@ -328,7 +364,8 @@ class MemmapMixin(Contract):
             ValueError: if a key cannot be stored (see :meth:`memmap`).
             FileExistsError: with ``existsok=False``, if an entry's file exists.
             RuntimeError: in its own folder, if another writer added a key this
-                tensordict adds, or rewrote a value it changed, since it was loaded.
+                tensordict adds, or rewrote a value it changed, since it was loaded, or
+                if it was loaded with ``mode="r"`` and has something to write there.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2)}, [2])
@@ -410,6 +447,9 @@ class MemmapMixin(Contract):
         *,
         out=None,
         robust_key: bool | None = None,
+        subpath=None,
+        mode: str | None = None,
+        num_threads: int = 0,
         allow_pickle: bool = False,
     ):
         """Opens a memory-mapped folder (or ``.tdz`` archive) without copying and returns its tensordict.
@@ -438,6 +478,25 @@ class MemmapMixin(Contract):
             out (TensorDictBase, optional): copy the loaded entries into this tensordict.
             robust_key (bool, optional): the key encoding used when the folder was
                 written (``None`` is True).
+            subpath (NestedKey or str, optional): load only the nested tensordict at
+                this key, given as a nested key (``("module", "0")``) or as its parts
+                joined by ``"/"`` (``"module/0"``); only that level and those below it
+                are read. A tensorclass level is passed through to its fields, as
+                ``obj.get(key)`` does. Defaults to ``None`` (the whole tree).
+            mode (str, optional): how the files are mapped. ``"r"``: copy-on-write, read
+                only as far as the folder goes: writes into the leaves stay in this
+                process and the files never change, and every change of the folder
+                through the result (``make_memmap*``, ``memmap_()`` of new entries)
+                raises :class:`~tensordict.errors.ReadOnlyMemmapError`. ``"r+"``:
+                shared, writes into the leaves reach the files, and a file this
+                process may not write raises ``PermissionError`` (for an archive:
+                mapped writable, see ``memmap_like``). Defaults to ``None``: each file
+                shared when this process may write it, copy-on-write otherwise (an
+                archive: copy-on-write).
+            num_threads (int, optional): accepted for compatibility, and without
+                effect here: a folder's files are mapped, not read, and an archive's
+                compressed leaves are inflated one after the other, each in bounded
+                chunks. Defaults to ``0``.
             allow_pickle (bool, optional): unpickle non-tensor values that JSON could not
                 hold. Only for folders you trust. Defaults to False.
 
@@ -446,18 +505,27 @@ class MemmapMixin(Contract):
 
         Raises:
             FileNotFoundError: if the folder or its ``meta.json`` is missing.
-            ValueError: if the folder breaks the format (see above).
+            ValueError: if the folder breaks the format (see above), ``mode`` is not
+                ``None``, ``"r"`` or ``"r+"``, or ``subpath`` names no sub-tensordict.
+            PermissionError: with ``mode="r+"``, if a file is read-only.
 
         Examples:
-            >>> td = TensorDict({"a": torch.arange(3)}, [3]).memmap("ckpt")
+            >>> td = TensorDict({"a": torch.arange(3), "sub": {"b": torch.ones(3)}}, [3]).memmap("ckpt")
             >>> TensorDict.load_memmap("ckpt")["a"]
             MemoryMappedTensor([0, 1, 2])
+            >>> TensorDict.load_memmap("ckpt", subpath="sub")["b"]
+            MemoryMappedTensor([1., 1., 1.])
+            >>> frozen = TensorDict.load_memmap("ckpt", mode="r")
+            >>> frozen["a"][0] = 7  # stays in this process: the file is not changed
+            >>> TensorDict.load_memmap("ckpt")["a"][0]
+            MemoryMappedTensor(0)
         """
-        options = _io.Options(robust_key, allow_pickle, None)
+        options = _load_options(robust_key, allow_pickle, mode, num_threads)
+        parts = () if subpath is None else fmt.subpath_parts(subpath)
         if _archive.is_archive_file(prefix):
-            loaded = _archive.load_archive(prefix, options)
+            loaded = _archive.load_archive(prefix, options, writable=mode == "r+", subpath=parts)
         else:
-            loaded = cls._memmap_load_as(*_io.open_folder(prefix), options)
+            loaded = _io.load_tree(prefix, options, parts, cls._memmap_load_as)
         if device is not None and torch.device(device).type != "cpu":
             loaded = loaded.to(device, non_blocking=non_blocking)
         if out is not None:
@@ -549,7 +617,8 @@ class MemmapMixin(Contract):
     def save(self, prefix=None, copy_existing: bool = False, *, num_threads: int = 0, **kwargs):
         """Writes the tensordict to the folder ``prefix``: the same as :meth:`memmap`, with its arguments.
 
-        ``dumps`` is another name for it.
+        ``dumps`` is another name for it. As with :meth:`memmap`, every write is atomic
+        (``atomic`` is accepted, whatever its value).
 
         Returns:
             The memory-mapped, locked copy.
@@ -565,13 +634,18 @@ class MemmapMixin(Contract):
 
     dumps = save
 
-    def memmap_refresh_(self):
+    def memmap_refresh_(self, *, allow_pickle: bool = False):
         """Re-reads the folder in place, so that entries added by others appear, and returns the tensordict.
 
         Only levels whose ``meta.json`` changed are parsed and re-mapped; the
         tensordict and its sub-tensordicts keep their identity. Entries that
         ``meta.json`` does not record (a storage without a file) are dropped.
-        Nothing is written.
+        Nothing is written. New files are mapped as the tensordict was loaded
+        (``mode`` of :meth:`load_memmap`).
+
+        Keyword Args:
+            allow_pickle (bool, optional): unpickle non-tensor values that JSON could
+                not hold, written since. Defaults to False.
 
         Returns:
             The tensordict itself.
@@ -590,10 +664,12 @@ class MemmapMixin(Contract):
         """
         level = self._require_memmap("memmap_refresh_()")
         if level.path is not None:
-            self._memmap_refresh(_io.Options(level.robust_key, False, None))
+            self._memmap_refresh(_io.Options(level.robust_key, allow_pickle, None, level.mode))
         return self
 
-    def load_memmap_(self, prefix=None, *, robust_key=None, allow_pickle: bool = False):
+    def load_memmap_(
+        self, prefix=None, robust_key=None, *, allow_pickle: bool = False, mode: str | None = None
+    ):
         """Loads the folder ``prefix`` into this tensordict in place and returns it.
 
         The tensordict takes the folder's entries and state (it becomes memory-mapped
@@ -603,10 +679,12 @@ class MemmapMixin(Contract):
 
         Args:
             prefix (str or path, optional): the folder. Defaults to the tensordict's own.
+            robust_key (bool, optional): the key encoding of the folder (``None`` is True).
 
         Keyword Args:
-            robust_key (bool, optional): the key encoding of the folder (``None`` is True).
             allow_pickle (bool, optional): unpickle non-tensor values JSON could not hold.
+            mode (str, optional): how the files are mapped: ``None``, ``"r"`` or
+                ``"r+"``, as for :meth:`load_memmap`. Defaults to ``None``.
 
         Returns:
             The tensordict itself.
@@ -614,7 +692,7 @@ class MemmapMixin(Contract):
         Raises:
             TypeError: if the folder holds another class than this tensordict's.
             FileNotFoundError: if the folder or its ``meta.json`` is missing.
-            ValueError: if the folder breaks the format.
+            ValueError: if the folder breaks the format, or ``mode`` is unknown.
 
         Examples:
             >>> _ = TensorDict({"a": torch.arange(2)}, [2]).memmap("ckpt")
@@ -622,13 +700,13 @@ class MemmapMixin(Contract):
             >>> td.load_memmap_("ckpt") is td, td["a"].tolist()
             (True, [0, 1])
         """
+        options = _load_options(robust_key, allow_pickle, mode, 0)
         if prefix is None:
-            return self.memmap_refresh_()
-        options = _io.Options(robust_key, allow_pickle, None)
+            return self.memmap_refresh_(allow_pickle=allow_pickle)
         if _archive.is_archive_file(prefix):
-            loaded = _archive.load_archive(prefix, options)
+            loaded = _archive.load_archive(prefix, options, writable=mode == "r+")
         else:
-            loaded = type(self)._memmap_load_as(*_io.open_folder(prefix), options)
+            loaded = _io.load_tree(prefix, options, (), type(self)._memmap_load_as)
         if type(loaded) is not type(self):
             msg = f"cannot load the {type(loaded).__name__} folder {os.fspath(prefix)!r} into a {type(self).__name__}"
             raise TypeError(msg)
@@ -671,6 +749,7 @@ class MemmapMixin(Contract):
         the caller. Nothing is changed.
         """
         level = self._require_memmap(what)
+        level.check_writable(what)
         parts = _key_parts(key)
         node = self
         folder = level.path
@@ -734,22 +813,19 @@ class MemmapMixin(Contract):
         """
         for part in parts[depth:-1]:
             inner = node._tensordict_of()
-            parent_level = inner._mm
-            sub = inner._new_like({}, inner.batch_size)
-            sub_folder = None
-            if parent_level.path is not None:
-                sub_folder = os.path.join(parent_level.path, fmt.file_name(part, "", robust_key))
-                os.makedirs(sub_folder, exist_ok=True)
-            sub._mm = _io.Level(sub_folder, robust_key=robust_key)
-            if sub_folder is not None:
-                parent_level.claim(part)  # another writer's entry of that key: refused
-                sub._mm.update(fmt.level_meta(sub.batch_size, sub.device))
-                parent_level.add(part, {"type": sub._memmap_record_type()})
-            if parent_level.taken is not None:
-                parent_level.taken[fmt.file_name(part, "", robust_key)] = part
-            inner._store_entry(part, sub)
-            node = sub
+            adopted = inner._get_str(part, None)  # a level an adopted one brought along
+            if adopted is not None:
+                if not isinstance(adopted, MemmapMixin):
+                    raise _taken_by_another(parts, part, inner._mm.path, "a tensor")
+                node = adopted
+                continue
+            node = self._new_level(parts, inner, part, robust_key)
         inner = node._tensordict_of()
+        if depth < len(parts) - 1:  # the last level may be another writer's: check it again
+            if inner._get_str(parts[-1], None) is not None:
+                raise _taken_by_another(parts, parts[-1], inner._mm.path, "an entry")
+            if not tensor.is_nested:
+                self._check_feature_shape(parts, node, len(parts) - 1, tensor.shape)
         level = inner._mm
         if level.path is not None and record is not None:
             level.add(parts[-1], record, renames)
@@ -762,6 +838,39 @@ class MemmapMixin(Contract):
             for name in fmt.entry_names(parts[-1], kind, robust_key):
                 level.taken[name] = parts[-1]
         inner._store_entry(parts[-1], tensor)
+
+    def _new_level(self, parts: tuple, inner, part: str, robust_key):
+        """The new sub-tensordict ``part`` of ``inner``, created on disk too, and stored.
+
+        When another writer created a sub-tensordict of that key meanwhile (two
+        processes adding ``("grp", "a")`` and ``("grp", "b")`` at once), it is the same
+        level: it is read again under its lock and adopted, so that the new entry goes
+        in beside the other writer's.
+
+        Raises:
+            EntryExistsError: if another writer recorded a tensor, or another kind of
+                entry, under that key meanwhile.
+        """
+        parent_level = inner._mm
+        sub = inner._new_like({}, inner.batch_size)
+        sub_folder = None
+        if parent_level.path is not None:
+            sub_folder = os.path.join(parent_level.path, fmt.file_name(part, "", robust_key))
+        sub._mm = _io.Level(sub_folder, robust_key=robust_key)
+        if sub_folder is not None:
+            record = {"type": sub._memmap_record_type()}
+
+            def create() -> None:
+                os.makedirs(sub_folder, exist_ok=True)
+                sub._mm.update(fmt.level_meta(sub.batch_size, sub.device, names=sub.names))
+
+            found = parent_level.add_level(part, record, create)
+            if found is not None:
+                sub = _adopt_level(parts, inner, part, sub_folder, found, record, robust_key)
+        if parent_level.taken is not None:
+            parent_level.taken[fmt.file_name(part, "", robust_key)] = part
+        inner._store_entry(part, sub)
+        return sub
 
     def _check_feature_shape(self, parts, node, depth, shape) -> None:
         batch_size = node._tensordict_of().batch_size
@@ -814,7 +923,13 @@ class MemmapMixin(Contract):
         return self._make_entry(key, "make_memmap()", robust_key, shape, dtype, None)
 
     def make_memmap_from_tensor(
-        self, key, tensor: torch.Tensor, *, copy_data: bool = True, robust_key: bool | None = None
+        self,
+        key,
+        tensor: torch.Tensor,
+        *,
+        copy_data: bool = True,
+        existsok: bool = True,
+        robust_key: bool | None = None,
     ):
         """Adds a memory-mapped copy of ``tensor`` at ``key`` and returns it.
 
@@ -828,12 +943,18 @@ class MemmapMixin(Contract):
         Keyword Args:
             copy_data (bool, optional): if False, only the shape and dtype are used and
                 the new tensor reads zeros. Defaults to True.
+            existsok (bool, optional): if False, a file already at the entry's path (one
+                that no entry records, say a leftover) raises instead of being replaced.
+                Defaults to True.
+            robust_key (bool, optional): accepted for compatibility; the tensordict's
+                own key encoding is used.
 
         Returns:
             The new ``MemoryMappedTensor``.
 
         Raises:
             RuntimeError: if the tensordict is not memory-mapped or the key exists.
+            FileExistsError: with ``existsok=False``, if a file is at the entry's path.
 
         Examples:
             >>> td = TensorDict({}, [2]).memmap("grow2")
@@ -848,10 +969,10 @@ class MemmapMixin(Contract):
             source = torch.zeros_like(source) if not source.is_nested else source.clone().zero_()
         shape = source._nested_tensor_size() if source.is_nested else source.shape
         return self._make_entry(
-            key, "make_memmap_from_tensor()", robust_key, shape, source.dtype, source
+            key, "make_memmap_from_tensor()", robust_key, shape, source.dtype, source, existsok
         )
 
-    def _make_entry(self, key, what: str, robust_key, shape, dtype, source):
+    def _make_entry(self, key, what: str, robust_key, shape, dtype, source, existsok=True):
         """Adds a new entry of ``shape`` and ``dtype``: zeros, or a copy of ``source``."""
         level = self._require_memmap(what)
         robust_key = level.robust_key if robust_key is None else robust_key
@@ -871,12 +992,19 @@ class MemmapMixin(Contract):
             lambda path, shape_path: _new_entry_tensor(path, shape_path, shape, dtype, source),
             robust_key,
             "nested" if nested else "tensor",
+            existsok,
         )
 
-    def _add_file_entry(self, parts, node, depth, folder, create, robust_key, kind: str):
+    def _add_file_entry(
+        self, parts, node, depth, folder, create, robust_key, kind: str, existsok: bool = True
+    ):
         """Creates the new entry's file(s) with ``create(path, shape_path)``, records and stores it."""
         self._check_new_names(parts, node, depth, folder, kind, robust_key)
         path = os.path.join(folder, fmt.file_name(parts[-1], fmt.MEMMAP_SUFFIX, robust_key))
+        if not existsok and os.path.lexists(path):
+            full = parts[0] if len(parts) == 1 else parts
+            msg = f"cannot add {full!r}: {path!r} already exists and existsok=False"
+            raise ExistingFileError(msg)
         shape_path = None
         if kind == "nested":
             shape_path = os.path.join(
@@ -1074,6 +1202,32 @@ class MemmapMixin(Contract):
                 yield from value._tensordict._stored_tensors()
             elif hasattr(value, "_stored_tensors"):
                 yield from value._stored_tensors()
+
+
+def _taken_by_another(parts: tuple, part: str, folder, what: str) -> EntryExistsError:
+    msg = (
+        f"cannot add {parts!r}: another writer added {part!r} in {folder!r} meanwhile as "
+        f"{what}, not a sub-tensordict to add to (refresh with memmap_refresh_() to see it)"
+    )
+    return EntryExistsError(msg)
+
+
+def _adopt_level(parts, inner, part: str, folder: str, found, record: dict, robust_key):
+    """The sub-tensordict another writer recorded as ``found`` at ``part``, read again under its lock.
+
+    Raises:
+        EntryExistsError: if ``found`` is not a level of the class the caller would
+            have created (a tensor, a non-tensor value, another class).
+    """
+    if type(found) is not dict or found.get("type") != record["type"]:
+        kind = found.get("type") if type(found) is dict else None
+        raise _taken_by_another(parts, part, inner._mm.path, "a tensor" if kind is None else kind)
+    with _fs.locked(folder):
+        sub = _io.load_child(folder, _io.Options(robust_key, False, None))
+    if type(sub) is not type(inner._new_like({}, inner.batch_size)):
+        raise _taken_by_another(parts, part, inner._mm.path, type(sub).__name__)
+    fmt.check_batch_prefix(inner._mm.path, part, sub.batch_size, inner.batch_size)
+    return sub
 
 
 def _taken_names(td) -> dict:

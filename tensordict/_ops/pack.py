@@ -14,10 +14,11 @@ import math
 
 import torch
 
-from tensordict._collection import is_non_tensor, is_tensor_collection
+from tensordict._collection import TensorCollection, is_non_tensor, is_tensor_collection
 from tensordict._keys import _key_parts
 from tensordict._ops._contract import Contract
 from tensordict._ops.classes import CLASSES
+from tensordict._typing import T
 from tensordict.errors import KeyMismatchError
 
 
@@ -77,7 +78,7 @@ class PackLayout:
         ):
             object.__setattr__(self, name, value)
 
-    def unpack(self, flat: torch.Tensor):
+    def unpack(self, flat: torch.Tensor) -> TensorCollection:
         """Rebuilds the tensordict over ``flat``, a tensor packed with this layout.
 
         The leaves are views of ``flat`` where its strides allow (always for a
@@ -156,7 +157,9 @@ class PackMixin(Contract):
 
     __slots__ = ()
 
-    def pack(self, dim: int = -1, *, layout: PackLayout | None = None):
+    def pack(
+        self, dim: int = -1, *, layout: PackLayout | None = None
+    ) -> tuple[torch.Tensor, PackLayout]:
         """Packs every leaf into one tensor of features, and returns it with its layout.
 
         Each leaf is flattened after the batch dims and the leaves are concatenated in
@@ -235,7 +238,7 @@ class PackMixin(Contract):
             )
         return flat, layout
 
-    def clear_refs_for_compile_(self):
+    def clear_refs_for_compile_(self: T) -> T:
         """Returns the tensordict: it keeps no record of its last operation to clear.
 
         The well-known API keeps weak references for the ``with`` form of methods such

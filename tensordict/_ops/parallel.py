@@ -17,6 +17,7 @@ numbers. Workers that replace retired ones (``max_tasks_per_child``) take the ne
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.pool
 import pickle
 import signal
 import warnings
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import norm_dim
 from tensordict._ops.split_stack import STACKERS
@@ -184,10 +186,22 @@ class _Pool:
     def close(self, failed: bool) -> None:
         if not self.owned:
             return
-        if failed:
-            self.pool.terminate()
-        else:
+        if not failed:
             self.pool.close()
+            self.pool.join()
+            return
+        workers = list(getattr(self.pool, "_pool", ()))  # multiprocessing.Pool's own list
+        try:
+            self.pool.terminate()
+        except AssertionError:
+            # After a worker was killed, CPython may refuse to terminate the pool ("Cannot have
+            # cache with result_hander not alive"): its result thread has ended with results
+            # pending. The workers are stopped here instead, so that none is left behind.
+            for process in workers + list(getattr(self.pool, "_pool", ())):
+                if process.exitcode is None:
+                    process.kill()
+                process.join(timeout=5)
+            return
         self.pool.join()
 
 
@@ -253,17 +267,17 @@ class ParallelMixin(Contract):
         dim: int = 0,
         num_workers: int | None = None,
         *,
-        out=None,
+        out: TensorCollection | None = None,
         chunksize: int | None = None,
         num_chunks: int | None = None,
-        pool=None,
+        pool: multiprocessing.pool.Pool | None = None,
         generator: torch.Generator | None = None,
         max_tasks_per_child: int | None = None,
         worker_threads: int = 1,
         index_with_generator: bool = False,
         pbar: bool = False,
         mp_start_method: str | None = None,
-    ):
+    ) -> TensorCollection | torch.Tensor | None:
         """Calls ``fn`` on chunks of the tensordict in worker processes and joins the results.
 
         The tensordict is cut along batch dim ``dim`` into chunks (views, not copies),
@@ -362,7 +376,7 @@ class ParallelMixin(Contract):
         shuffle: bool = False,
         chunksize: int | None = None,
         num_chunks: int | None = None,
-        pool=None,
+        pool: multiprocessing.pool.Pool | None = None,
         generator: torch.Generator | None = None,
         max_tasks_per_child: int | None = None,
         worker_threads: int = 1,

@@ -3,19 +3,27 @@
 Like :mod:`tensordict._ops.batch_dims`, each method acts on the batch dimensions
 only and hands one per-entry function to the class primitive ``_batch_op`` (or
 goes through :meth:`_fast_apply` when the batch size does not change). The leaves
-of the result are new tensors; on a lazy stack the result is dense.
+of the result are new tensors; on a lazy stack the result is dense. The results of
+``roll``, ``flip`` and ``rot90`` (``fliplr``, ``flipud``) write back into their
+source at the end of a with-block, by the inverse arrangement (see
+:mod:`tensordict._blocks`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 
 from tensordict import _dim_names as dimnames
-from tensordict._collection import is_tensor_collection
+from tensordict._blocks import update_back, written_back
+from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._nontensor import _dummy
 from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import as_ints, entrywise, norm_dim, shape_args
 from tensordict._ops.convert import CONVERTERS
+from tensordict._typing import T
 from tensordict.errors import KeyMismatchError, ShapeArgumentError
 
 
@@ -36,7 +44,7 @@ class RearrangeMixin(Contract):
     __slots__ = ()
 
     # ------------------------------------------------------------------ repeating
-    def repeat(self, *repeats, inplace: bool = False):
+    def repeat(self: T, *repeats: int | Sequence[int], inplace: bool = False) -> T:
         """Returns a tensordict whose batch dims are tiled ``repeats`` times, like ``Tensor.repeat``.
 
         Batch dim ``i`` becomes ``repeats[i]`` times longer, the whole dim repeated end to end;
@@ -77,13 +85,13 @@ class RearrangeMixin(Contract):
         return self._maybe_inplace(result, inplace, "repeat")
 
     def repeat_interleave(
-        self,
-        repeats,
+        self: T,
+        repeats: int | torch.Tensor,
         dim: int | None = None,
         *,
         output_size: int | None = None,
         inplace: bool = False,
-    ):
+    ) -> T:
         """Returns a tensordict in which each element along batch dim ``dim`` is repeated ``repeats`` times in a row.
 
         Like ``Tensor.repeat_interleave`` on that dim: an int repeats every element the same
@@ -110,8 +118,6 @@ class RearrangeMixin(Contract):
             RuntimeError: if a count is negative, or a tensor of counts does not have one count
                 per element along ``dim``; with ``inplace``, if the tensordict is locked.
             NotImplementedError: with ``inplace``, on a lazy stack.
-            AttributeError: if the tensordict holds a non-tensor entry (:class:`NonTensorData`
-                has no ``repeat_interleave``).
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
@@ -126,14 +132,14 @@ class RearrangeMixin(Contract):
             return self._maybe_inplace(result, inplace, "repeat_interleave")
         d = norm_dim(dim, self.batch_dims)
         new = _dummy(self.batch_size).repeat_interleave(repeats, d, output_size=output_size).shape
-        result = self._batch_op(
+        op = entrywise(
             lambda x, extra: x.repeat_interleave(repeats, d, output_size=output_size),
-            new,
-            dimnames.clean(self.names),
+            lambda x, extra: x.repeat_interleave(repeats, d, output_size=output_size),
         )
+        result = self._batch_op(op, new, dimnames.clean(self.names))
         return self._maybe_inplace(result, inplace, "repeat_interleave")
 
-    def tile(self, dims):
+    def tile(self: T, dims: int | Sequence[int]) -> T:
         """Returns a tensordict whose batch dims are repeated ``dims`` times, like ``torch.tile``.
 
         With fewer counts than batch dims, the leading dims are repeated once; with more, new
@@ -164,7 +170,13 @@ class RearrangeMixin(Contract):
         return self._batch_op(op, new)
 
     # ------------------------------------------------------------------ reordering the elements
-    def roll(self, shifts, dims=None, *, inplace: bool = False):
+    def roll(
+        self: T,
+        shifts: int | Sequence[int],
+        dims: int | Sequence[int] | None = None,
+        *,
+        inplace: bool = False,
+    ) -> T:
         """Returns a tensordict whose batch dims ``dims`` are rolled by ``shifts``, like ``torch.roll``.
 
         Along each dim, the element at ``i`` moves to ``(i + shift) % size``. Without ``dims``
@@ -207,7 +219,12 @@ class RearrangeMixin(Contract):
 
             op = entrywise(flat_roll, flat_roll)
             result = self._batch_op(op, self.batch_size, dimnames.clean(self.names))
-            return self._maybe_inplace(result, inplace, "roll")
+            back = tuple(-s for s in shift_t)
+            return written_back(
+                self._maybe_inplace(result, inplace, "roll"),
+                self,
+                update_back(lambda r, _: r.roll(back)),
+            )
         dims_t = as_ints(dims)
         if len(shift_t) != len(dims_t):
             msg = f"roll: shifts and dims must have as many entries, got shifts={shifts!r} and dims={dims!r}"
@@ -218,9 +235,14 @@ class RearrangeMixin(Contract):
             lambda x, extra: x.roll(shift_t, dims_t),
         )
         result = self._batch_op(op, self.batch_size, dimnames.clean(self.names))
-        return self._maybe_inplace(result, inplace, "roll")
+        back = tuple(-s for s in shift_t)
+        return written_back(
+            self._maybe_inplace(result, inplace, "roll"),
+            self,
+            update_back(lambda r, _: r.roll(back, dims_t)),
+        )
 
-    def flip(self, dims):
+    def flip(self: T, dims: int | Sequence[int]) -> T:
         """Returns a tensordict with the order of the elements reversed along the batch dims ``dims``.
 
         Like ``torch.flip`` on the batch dims; the leaves are copies and the dims keep their
@@ -243,9 +265,10 @@ class RearrangeMixin(Contract):
         ndim = self.batch_dims
         dims_t = tuple(norm_dim(d, ndim) for d in as_ints(dims))
         op = entrywise(lambda x, extra: x.flip(dims_t), lambda x, extra: x.flip(dims_t))
-        return self._batch_op(op, self.batch_size, dimnames.clean(self.names))
+        result = self._batch_op(op, self.batch_size, dimnames.clean(self.names))
+        return written_back(result, self, update_back(lambda r, _: r.flip(dims_t)))
 
-    def fliplr(self):
+    def fliplr(self: T) -> T:
         """Returns a tensordict reversed along batch dim 1, like ``torch.fliplr``.
 
         Returns:
@@ -264,7 +287,7 @@ class RearrangeMixin(Contract):
             raise ShapeArgumentError(msg)
         return self.flip(1)
 
-    def flipud(self):
+    def flipud(self: T) -> T:
         """Returns a tensordict reversed along batch dim 0, like ``torch.flipud``.
 
         Returns:
@@ -283,7 +306,7 @@ class RearrangeMixin(Contract):
             raise ShapeArgumentError(msg)
         return self.flip(0)
 
-    def rot90(self, k: int = 1, dims=(0, 1)):
+    def rot90(self: T, k: int = 1, dims: Sequence[int] = (0, 1)) -> T:
         """Returns a tensordict rotated by ``k`` quarter turns in the plane of two batch dims.
 
         Like ``torch.rot90`` on the batch dims: from the first dim towards the second for a
@@ -326,10 +349,18 @@ class RearrangeMixin(Contract):
             names = list(names)
             names[d0], names[d1] = names[d1], names[d0]
         op = entrywise(lambda x, extra: x.rot90(k, (d0, d1)), lambda x, extra: x.rot90(k, (d0, d1)))
-        return self._batch_op(op, new, dimnames.clean(names))
+        result = self._batch_op(op, new, dimnames.clean(names))
+        return written_back(result, self, update_back(lambda r, _: r.rot90(-k, (d0, d1))))
 
     # ------------------------------------------------------------------ picking and masking
-    def gather(self, dim: int, index: torch.Tensor, out=None, *, inplace: bool = False):
+    def gather(
+        self: T,
+        dim: int,
+        index: torch.Tensor,
+        out: TensorCollection | None = None,
+        *,
+        inplace: bool = False,
+    ) -> T:
         """Gathers the elements at ``index`` along batch dim ``dim``, like ``torch.gather`` on the batch dims.
 
         The result has the batch size ``index.shape``; along ``dim`` its element ``i`` is the
@@ -357,8 +388,6 @@ class RearrangeMixin(Contract):
             RuntimeError: if ``index`` does not have as many dims as the batch, is larger than
                 the batch on a dim other than ``dim``, or holds a position out of range.
             KeyError: if ``out`` lacks an entry of the result.
-            AttributeError: if the tensordict holds a non-tensor entry (:class:`NonTensorData`
-                has no ``gather``).
 
         Examples:
             >>> td = TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2, 3])
@@ -373,11 +402,11 @@ class RearrangeMixin(Contract):
             raise RuntimeError(msg)
         new = index.shape
 
-        def op(x, extra):
-            if isinstance(x, torch.Tensor):
-                idx = index.reshape(index.shape + (1,) * len(extra)).expand(index.shape + extra)
-                return torch.gather(x, d, idx)
-            return x.gather(d, index)
+        def gather_leaf(x, extra):
+            idx = index.reshape(index.shape + (1,) * len(extra)).expand(index.shape + extra)
+            return torch.gather(x, d, idx)
+
+        op = entrywise(gather_leaf, lambda x, extra: x.gather(d, index))
 
         result = self._batch_op(op, new, dimnames.clean(self.names))
         if out is not None:
@@ -385,7 +414,7 @@ class RearrangeMixin(Contract):
             return out
         return self._maybe_inplace(result, inplace, "gather")
 
-    def masked_select(self, mask: torch.Tensor, *, inplace: bool = False):
+    def masked_select(self: T, mask: torch.Tensor, *, inplace: bool = False) -> T:
         """Returns the rows where ``mask`` is True, gathered into one batch dim: ``self[mask]``.
 
         The mask covers the leading batch dims; their True positions become one batch dim, in
@@ -420,7 +449,7 @@ class RearrangeMixin(Contract):
         """
         return self._maybe_inplace(self[mask], inplace, "masked_select")
 
-    def masked_fill(self, mask: torch.Tensor, value):
+    def masked_fill(self: T, mask: torch.Tensor, value: float | torch.Tensor) -> T:
         """Returns a copy of the tensordict with ``value`` written where ``mask`` is True.
 
         The mask covers the leading batch dims: it gets dims of size 1 appended to reach the
@@ -448,7 +477,7 @@ class RearrangeMixin(Contract):
         src = self._as_dense()  # the mask covers the stacked leaves of a lazy stack
         return src._fast_apply(lambda x: x.masked_fill(_trailing(mask, x), value))
 
-    def masked_fill_(self, mask: torch.Tensor, value):
+    def masked_fill_(self: T, mask: torch.Tensor, value: float | torch.Tensor) -> T:
         """Writes ``value`` where ``mask`` is True into every tensor leaf, in place, and returns the tensordict.
 
         The mask covers the leading batch dims as in :meth:`masked_fill`. Each leaf, nested
@@ -483,14 +512,14 @@ class RearrangeMixin(Contract):
         return self
 
     def where(
-        self,
+        self: T,
         condition: torch.Tensor,
-        other,
+        other: TensorCollection | torch.Tensor | float,
         *,
-        out=None,
-        pad=None,
+        out: TensorCollection | None = None,
+        pad: Any = None,
         update_batch_size: bool = False,
-    ):
+    ) -> T:
         """Returns a tensordict with the elements of this one where ``condition`` is True, and of ``other`` elsewhere.
 
         Each leaf goes through ``torch.where(condition, leaf, other_leaf)``. The condition gets
@@ -569,7 +598,13 @@ class RearrangeMixin(Contract):
         return result
 
     # ------------------------------------------------------------------ padding
-    def pad(self, pad_size, value: float = 0.0, inplace: bool = False, safe: bool = True):
+    def pad(
+        self: T,
+        pad_size: Sequence[int],
+        value: float = 0.0,
+        inplace: bool = False,
+        safe: bool = True,
+    ) -> T:
         """Returns the tensordict padded along its batch dims with ``value``: :func:`tensordict.pad`.
 
         Args:

@@ -12,16 +12,18 @@ Building a lazy stack needs the concrete class, which lives above this layer:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 
 from tensordict import _dim_names as dimnames
-from tensordict._collection import is_tensor_collection
-from tensordict._keys import unravel_key
+from tensordict._collection import TensorCollection, is_tensor_collection
+from tensordict._keys import NestedKey, canonical_key
 from tensordict._nontensor import NonTensorData, _dummy
 from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import norm_dim
+from tensordict._typing import T
 from tensordict.errors import InvalidArgumentError, PaddingError
 
 STACKERS: dict[str, Callable] = {}
@@ -46,7 +48,7 @@ class SplitStackMixin(Contract):
         sizes = [part.shape for part in fn(_dummy(self.batch_size))]
         return self._batch_op_multi(lambda x, extra: fn(x), sizes, names)
 
-    def split(self, split_size, dim: int = 0) -> tuple:
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple:
         """Splits the tensordict along batch dim ``dim`` into parts of ``split_size`` elements, or of the listed sizes.
 
         Like ``Tensor.split``: an int gives parts of that many elements, the last one shorter
@@ -136,7 +138,9 @@ class SplitStackMixin(Contract):
             raise TypeError(msg)
         return iter(self.unbind(0))
 
-    def tensor_split(self, indices_or_sections, dim: int = 0) -> tuple:
+    def tensor_split(
+        self, indices_or_sections: int | Sequence[int] | torch.Tensor, dim: int = 0
+    ) -> tuple:
         """Splits the tensordict along batch dim ``dim`` like ``torch.tensor_split``.
 
         An int ``n`` gives ``n`` parts as equal as possible (the first ones one element longer
@@ -189,7 +193,7 @@ class SplitStackMixin(Contract):
         return tuple(parts)
 
     # ------------------------------------------------------------------ stacking tensordicts
-    def to_lazystack(self, dim: int = 0):
+    def to_lazystack(self, dim: int = 0) -> TensorCollection:
         """Returns the tensordict as a lazy stack of its slices along batch dim ``dim``.
 
         The members are the tensordicts of :meth:`unbind` along ``dim``, views of this one;
@@ -226,7 +230,14 @@ class SplitStackMixin(Contract):
         return False
 
     @classmethod
-    def lazy_stack(cls, input, dim: int = 0, *, out=None, **kwargs):
+    def lazy_stack(
+        cls,
+        input: Sequence[TensorCollection],
+        dim: int = 0,
+        *,
+        out: TensorCollection | None = None,
+        **kwargs: Any,
+    ) -> TensorCollection:
         """Stacks tensordicts lazily along a new batch dim ``dim``: the function :func:`lazy_stack`.
 
         Args:
@@ -253,7 +264,14 @@ class SplitStackMixin(Contract):
         return STACKERS["lazy_stack"](input, dim, out=out, **kwargs)
 
     @classmethod
-    def maybe_dense_stack(cls, input, dim: int = 0, *, out=None, **kwargs):
+    def maybe_dense_stack(
+        cls,
+        input: Sequence[TensorCollection],
+        dim: int = 0,
+        *,
+        out: TensorCollection | None = None,
+        **kwargs: Any,
+    ) -> TensorCollection:
         """Stacks tensordicts densely when their keys and shapes allow it, lazily otherwise.
 
         Args:
@@ -285,7 +303,13 @@ class SplitStackMixin(Contract):
         return result
 
     @classmethod
-    def stack(cls, input, dim: int = 0, *, out=None):
+    def stack(
+        cls,
+        input: Sequence[TensorCollection],
+        dim: int = 0,
+        *,
+        out: TensorCollection | None = None,
+    ) -> TensorCollection:
         """Stacks tensordicts along a new batch dim ``dim``: ``torch.stack`` of tensordicts.
 
         Args:
@@ -311,7 +335,13 @@ class SplitStackMixin(Contract):
         return torch.stack(list(input), dim, out=out)
 
     @classmethod
-    def cat(cls, input, dim: int = 0, *, out=None):
+    def cat(
+        cls,
+        input: Sequence[TensorCollection],
+        dim: int = 0,
+        *,
+        out: TensorCollection | None = None,
+    ) -> TensorCollection:
         """Concatenates tensordicts along the batch dim ``dim``: ``torch.cat`` of tensordicts.
 
         Args:
@@ -347,7 +377,13 @@ class SplitStackMixin(Contract):
         values = [self[key] for key in keys]
         return [v for v in values if isinstance(v, torch.Tensor)]
 
-    def stack_from_tensordict(self, dim: int = 0, *, sorted=None, out=None) -> torch.Tensor:
+    def stack_from_tensordict(
+        self,
+        dim: int = 0,
+        *,
+        sorted: bool | list[NestedKey] | None = None,
+        out: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Returns the tensor leaves stacked into one tensor with ``torch.stack``.
 
         The leaves (nested ones included, non-tensor entries skipped) are taken in key order,
@@ -377,7 +413,13 @@ class SplitStackMixin(Contract):
         leaves = self._tensor_leaves_in_order(sorted)
         return torch.stack(leaves, dim) if out is None else torch.stack(leaves, dim, out=out)
 
-    def cat_from_tensordict(self, dim: int = 0, *, sorted=None, out=None) -> torch.Tensor:
+    def cat_from_tensordict(
+        self,
+        dim: int = 0,
+        *,
+        sorted: bool | list[NestedKey] | None = None,
+        out: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Returns the tensor leaves concatenated into one tensor with ``torch.cat``.
 
         The leaves are taken as in :meth:`stack_from_tensordict` and must have the same shape
@@ -411,11 +453,13 @@ class SplitStackMixin(Contract):
         self.set(out_key, result)
         if not keep_entries:
             for key in keys:
-                if unravel_key(key) != unravel_key(out_key):
+                if canonical_key(key) != canonical_key(out_key):
                     self.del_(key)
         return self
 
-    def stack_tensors(self, *keys, out_key, dim: int = 0, keep_entries: bool = False):
+    def stack_tensors(
+        self: T, *keys: NestedKey, out_key: NestedKey, dim: int = 0, keep_entries: bool = False
+    ) -> T:
         """Stacks the entries ``keys`` into one new entry ``out_key``, in place, and returns the tensordict.
 
         The entries go through ``torch.stack(values, dim)``; ``dim`` counts the dims of the
@@ -446,7 +490,9 @@ class SplitStackMixin(Contract):
         """
         return self._combine_entries(lambda v: torch.stack(v, dim), keys, out_key, keep_entries)
 
-    def cat_tensors(self, *keys, out_key, dim: int = 0, keep_entries: bool = False):
+    def cat_tensors(
+        self: T, *keys: NestedKey, out_key: NestedKey, dim: int = 0, keep_entries: bool = False
+    ) -> T:
         """Concatenates the entries ``keys`` into one new entry ``out_key``, in place, and returns the tensordict.
 
         The entries go through ``torch.cat(values, dim)``; ``dim`` counts the dims of the
@@ -477,7 +523,7 @@ class SplitStackMixin(Contract):
         return self._combine_entries(lambda v: torch.cat(v, dim), keys, out_key, keep_entries)
 
     # ------------------------------------------------------------------ ragged entries
-    def densify(self, layout: torch.layout = torch.strided):
+    def densify(self, layout: torch.layout = torch.strided) -> TensorCollection:
         """Returns the tensordict with its lazy stacks made dense, ragged leaves as nested tensors.
 
         A lazy stack (along dim 0) becomes a :class:`TensorDict`: leaves of one shape are
@@ -521,7 +567,9 @@ class SplitStackMixin(Contract):
             return self
         return self._new_like(out, self.batch_size, self.names)
 
-    def to_padded_tensor(self, padding=0.0, mask_key=None):
+    def to_padded_tensor(
+        self, padding: float = 0.0, mask_key: NestedKey | None = None
+    ) -> TensorCollection:
         """Returns a tensordict whose nested-tensor leaves are padded into regular tensors.
 
         Each nested leaf goes through ``torch.nested.to_padded_tensor(leaf, padding)``: every

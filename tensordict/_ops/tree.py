@@ -47,12 +47,15 @@ stack (``_lazy.py``), a tensorclass (``tensorclass.py``) and a non-tensor entry
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
-from tensordict._collection import is_tensor_collection
+from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._contract import Contract
 from tensordict._ops.classes import CLASSES
+from tensordict._typing import DeviceType
 from tensordict.errors import ConsolidatedFormatError
 
 LEVEL_FIELDS = ("cls", "non_tensors", "leaves", "cls_metadata")
@@ -113,7 +116,7 @@ class TreeMixin(Contract):
 
 
 # ---------------------------------------------------------------------- classes by name
-def class_name(cls: type):
+def class_name(cls: type) -> str | type:
     """The ``"cls"`` of a level: the name of a built-in class, any other class itself."""
     name = cls.__name__
     return name if CLASSES.get(name) is cls else cls
@@ -136,7 +139,7 @@ def named_classes(meta: dict, unknown: str | None = None) -> dict:
     return out
 
 
-def lookup_class(name, where: str) -> type:
+def lookup_class(name: str | type, where: str) -> type:
     """The class a description names (or holds), from the registry; never imported."""
     if isinstance(name, type):
         return name
@@ -152,7 +155,14 @@ def lookup_class(name, where: str) -> type:
 
 
 # ---------------------------------------------------------------------- describing
-def describe(obj, leaf, *, sort: bool = False, non_tensor=None, path: tuple = ()) -> dict:
+def describe(
+    obj: TensorCollection,
+    leaf: Callable,
+    *,
+    sort: bool = False,
+    non_tensor: Callable | None = None,
+    path: tuple = (),
+) -> dict:
     """The description of ``obj``'s tree (see the module docstring).
 
     Args:
@@ -200,7 +210,7 @@ def describe(obj, leaf, *, sort: bool = False, non_tensor=None, path: tuple = ()
     return meta
 
 
-def tensors(obj, *, sort: bool = False, path: tuple = ()) -> list:
+def tensors(obj: TensorCollection, *, sort: bool = False, path: tuple = ()) -> list:
     """``(path, tensor)`` for every tensor of ``obj``'s tree, in the order of :func:`describe`.
 
     A path holds the keys down to the tensor, a stack's members by their positions
@@ -223,15 +233,15 @@ def tensors(obj, *, sort: bool = False, path: tuple = ()) -> list:
 # ---------------------------------------------------------------------- rebuilding
 def rebuild(
     meta: dict,
-    values,
+    values: Callable,
     *,
-    non_tensor=None,
+    non_tensor: Callable | None = None,
     lock: bool = True,
     sort: bool = False,
-    device=None,
-    on_level=None,
+    device: DeviceType | None = None,
+    on_level: Callable | None = None,
     path: tuple = (),
-):
+) -> TensorCollection:
     """The tree that the description ``meta`` describes.
 
     Args:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+from collections.abc import Callable
+from typing import Any
 
 from tensordict._ops.classes import CLASSES
 from tensordict._td import TensorDict
@@ -31,7 +33,7 @@ REGISTRY: dict = {}
 """``str(cls)`` -> the class, for every tensorclass decorated in this process."""
 
 
-def is_tensorclass(obj) -> bool:
+def is_tensorclass(obj: Any) -> bool:
     """Returns True if ``obj`` (an instance or a class) is a ``@tensorclass``.
 
     Examples:
@@ -76,7 +78,7 @@ def _user_defined(cls, name: str) -> bool:
 
 
 def tensorclass(
-    cls=None,
+    cls: type | None = None,
     /,
     *,
     autocast: bool = False,
@@ -86,7 +88,7 @@ def tensorclass(
     tensor_only: bool = False,
     skip_post_init_on_rebuild: bool = False,
     kw_only: bool = False,
-):
+) -> type | Callable[[type], type]:
     """Turns an annotated class into a tensorclass: a dataclass whose data lives in a tensordict.
 
     Each annotated attribute is a field (``ClassVar`` and non-annotated class
@@ -183,7 +185,7 @@ def _hide_inherited_members(cls) -> None:
 
 
 def decorate(
-    cls,
+    cls: type,
     *,
     autocast: bool,
     frozen: bool,
@@ -192,7 +194,7 @@ def decorate(
     tensor_only: bool,
     skip_post_init_on_rebuild: bool,
     kw_only: bool,
-):
+) -> type:
     """Makes ``cls`` a tensorclass in place and returns it: :func:`tensorclass` with every option given."""
     if not isinstance(cls, type):
         msg = f"@tensorclass decorates a class, got {type(cls).__name__}"

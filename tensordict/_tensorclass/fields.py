@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Callable
+from typing import Any
 
-from tensordict._keys import _key_parts
+from tensordict._keys import NestedKey, _key_parts
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._td import TensorDict
 from tensordict._tensorclass import flags
+from tensordict._typing import ShapeType
 from tensordict.errors import UnknownFieldError
 
 
@@ -28,7 +31,7 @@ class Field:
 
     __slots__ = ("name", "default")
 
-    def __init__(self, name: str, default) -> None:
+    def __init__(self, name: str, default: Any) -> None:
         self.name = name
         self.default = default
 
@@ -50,7 +53,7 @@ class Field:
         obj._set_field(self.name, value)
 
 
-def count_batch_dims(batch_size) -> int:
+def count_batch_dims(batch_size: ShapeType | int | None) -> int:
     """The number of batch dimensions that ``batch_size`` (as given to a builder) sets."""
     if batch_size is None:
         return 0
@@ -59,7 +62,7 @@ def count_batch_dims(batch_size) -> int:
     return len(batch_size)
 
 
-def unknown_field(cls, name: str, what: str) -> UnknownFieldError:
+def unknown_field(cls: type, name: str, what: str) -> UnknownFieldError:
     """The error for ``name``, which is no field of ``cls``; ``what`` says what was tried."""
     msg = (
         f"{what} {name!r}: {cls.__name__} has no such field; its fields are "
@@ -69,7 +72,7 @@ def unknown_field(cls, name: str, what: str) -> UnknownFieldError:
     return UnknownFieldError(msg)
 
 
-def check_key(cls, key, what: str) -> None:
+def check_key(cls: type, key: NestedKey, what: str) -> None:
     """Raises :func:`unknown_field` unless ``key`` (its first part) is a field of ``cls``."""
     first = key if type(key) is str else _key_parts(key)[0]
     if first not in cls._tc_field_set:
@@ -79,7 +82,7 @@ def check_key(cls, key, what: str) -> None:
 _INIT_OPTIONS = ("batch_size", "device", "names")
 
 
-def make_init(cls, fields: list):
+def make_init(cls: type, fields: list) -> Callable:
     """The ``__init__`` of the tensorclass ``cls`` whose dataclass fields are ``fields``."""
     init_fields = [f for f in fields if f.init]
     positional = [f.name for f in init_fields if not f.kw_only]

@@ -39,6 +39,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -66,7 +67,7 @@ def check_flags(name: str, flags: dict) -> None:
         raise ClassFlagError(msg)
 
 
-def parse_flag_items(owner: str, item) -> tuple:
+def parse_flag_items(owner: str, item: str | tuple) -> tuple:
     """The flags named by ``TensorClass[item]``; ``ClassFlagError`` for anything else."""
     items = item if isinstance(item, tuple) else (item,)
     for flag in items:
@@ -79,14 +80,14 @@ def parse_flag_items(owner: str, item) -> tuple:
     return items
 
 
-def is_flag_item(item) -> bool:
+def is_flag_item(item: Any) -> bool:
     """True if ``item`` (of ``Cls[item]``) is one flag name or a tuple of flag names."""
     items = item if isinstance(item, tuple) else (item,)
     return all(isinstance(flag, str) and flag in FLAGS for flag in items)
 
 
 # ====================================================================== annotations
-def field_hints(cls) -> dict:
+def field_hints(cls: type) -> dict:
     """Field name to its annotation, resolved once (on first use) and cached on ``cls``.
 
     An annotation that cannot be resolved (a forward reference to a class local to
@@ -141,7 +142,7 @@ def _is_tensorish(hint) -> bool:
     return isinstance(hint, type) and (issubclass(hint, torch.Tensor) or is_tensor_collection(hint))
 
 
-def check_tensor_only(cls) -> None:
+def check_tensor_only(cls: type) -> None:
     """Raises ``ClassFlagError`` if a field of a ``tensor_only`` class is not annotated with a tensor type."""
     for name, hint in field_hints(cls).items():
         if not _is_tensorish(hint):
@@ -158,7 +159,7 @@ def _is_number(value) -> bool:
     return isinstance(value, (bool, int, float, np.ndarray, np.bool_, np.integer, np.floating))
 
 
-def stored_value(cls, name: str, value, batch_dims: int):
+def stored_value(cls: type, name: str, value: Any, batch_dims: int) -> Any:
     """What the field ``name`` of ``cls`` stores for ``value`` (``None``: no entry).
 
     Args:

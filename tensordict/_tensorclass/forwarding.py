@@ -22,18 +22,21 @@ leading underscore are this module's protocol with the other modules of
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
+from typing import Any
 
+from tensordict._collection import TensorCollection
 from tensordict._td import TensorDict
 from tensordict._tensorclass.fields import check_key
 from tensordict.base import TensorDictBase
 
 
-def is_tc(value) -> bool:
+def is_tc(value: Any) -> bool:
     """True if ``value`` is a tensorclass instance (or class): it has fields."""
     return hasattr(type(value), "_tc_fields")
 
 
-def unwrap(value):
+def unwrap(value: Any) -> Any:
     """``value`` as a tensordict method takes it: a tensorclass instance as its tensordict."""
     return value._tensordict if is_tc(value) else value
 
@@ -62,7 +65,7 @@ OPERATORS = (
 """The operators every tensorclass gets from its tensordict, unless its class defines them."""
 
 
-def forward(self, name: str, method):
+def forward(self: Any, name: str, method: Callable) -> Callable:
     """The tensordict's bound ``method`` (called ``name``) as a method of the instance ``self``."""
     cls = type(self)
     adder = _KEY_ADDERS.get(name)
@@ -84,7 +87,7 @@ def forward(self, name: str, method):
     return call
 
 
-def make_operator(name: str):
+def make_operator(name: str) -> Callable:
     """The operator ``name`` (``"__add__"``, ...) of a tensorclass: the tensordict's, wrapped."""
 
     def op(self, *args):
@@ -192,7 +195,7 @@ _CLASS_BUILDERS = (
 )
 
 
-def as_class(cls, result, name: str):
+def as_class(cls: type, result: TensorCollection, name: str) -> Any:
     """``result`` (what ``TensorDict.<name>`` built) as an instance of ``cls``."""
     if getattr(type(result), "_is_tensorclass", False):
         return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from typing import Any
 
 import torch
 
@@ -31,7 +32,7 @@ def _tensorclass_type(dc: type, flags: dict) -> type:
 
 
 def from_dataclass(
-    obj,
+    obj: Any,
     *,
     dest_cls: type | None = None,
     auto_batch_size: bool = False,
@@ -44,7 +45,7 @@ def from_dataclass(
     shadow: bool = False,
     tensor_only: bool = False,
     device: torch.device | None = None,
-):
+) -> Any:
     """Converts a dataclass instance to a tensorclass instance, or a dataclass type to a tensorclass type.
 
     For a type, the result is a new tensorclass named ``<name>_tc`` with the same

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import Any
 
 from tensordict._ops.memmap import SHARED_WITH_TENSORCLASS, MemmapMixin
 from tensordict._tensorclass.forwarding import is_tc
@@ -102,7 +103,9 @@ for _name in SHARED_WITH_TENSORCLASS:
 del _name
 
 
-def load_as(cls, folder: str, meta: dict, stat, options):
+def load_as(
+    cls: type, folder: str, meta: dict, stat: os.stat_result | None, options: _io.Options
+) -> Any:
     """Loads the tensorclass folder ``folder`` as an instance of ``cls``."""
     inner_folder = fmt.child_path(folder, fmt.TENSORCLASS_DATA)
     try:
@@ -116,7 +119,7 @@ def load_as(cls, folder: str, meta: dict, stat, options):
     return wrap_loaded(cls, inner_folder, inner)
 
 
-def wrap_loaded(cls, inner_folder: str, inner):
+def wrap_loaded(cls: type, inner_folder: str, inner: TensorDictBase) -> Any:
     """The instance of ``cls`` over the tensordict loaded from ``inner_folder``, checked."""
     if not isinstance(inner, TensorDictBase):
         msg = f"{inner_folder!r} must hold a tensordict, got a {type(inner).__name__}"
@@ -124,7 +127,7 @@ def wrap_loaded(cls, inner_folder: str, inner):
     return cls._from_tensordict(inner)
 
 
-def register(cls, key: str) -> None:
+def register(cls: type, key: str) -> None:
     """Makes folders and archive members whose ``_type`` is ``key`` load as the tensorclass ``cls``."""
     _io.LOADERS[key] = functools.partial(load_as, cls)
     _archive.BUILDERS[key] = functools.partial(wrap_loaded, cls)

@@ -400,6 +400,18 @@ class _TensorClassMethods:
             return
         td._set_str(name, value, inplace=False, validated=False)
 
+    def __enter__(self):
+        """Starts a with-block over the instance's tensordict (see ``TensorDictBase.__enter__``).
+
+        ``with tc.view(-1) as flat:`` writes what the block gives ``flat`` back into ``tc``
+        when it ends, as for a tensordict.
+        """
+        self._tensordict.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        self._tensordict.__exit__(exc_type, exc_value, traceback)
+
     def __setattr__(self, name: str, value) -> None:
         cls = type(self)
         if cls._tc_frozen:

@@ -21,6 +21,8 @@ at module level, because spawned processes import it by name.
 
 from __future__ import annotations
 
+import multiprocessing.queues
+import multiprocessing.sharedctypes
 import os
 import queue
 import tempfile
@@ -101,7 +103,11 @@ def stats_key(worker: int) -> str:
 
 
 # ---------------------------------------------------------------------- the workers
-def fill_worker(job: dict, progress, results) -> None:
+def fill_worker(
+    job: dict,
+    progress: multiprocessing.sharedctypes.Synchronized,
+    results: multiprocessing.queues.Queue,
+) -> None:
     """Worker process: fills rows ``job["start"]:job["stop"]`` and attaches its stats entry.
 
     Reports ``("ok", worker, timings)`` or ``("error", worker, traceback)`` on ``results``.

@@ -34,6 +34,7 @@ from __future__ import annotations
 import array
 import os
 import stat as _stat
+from collections.abc import Iterator
 
 import torch
 
@@ -70,7 +71,7 @@ class FolderScan:
         ('TensorDict', [4], True)
     """
 
-    def __init__(self, path, shown=None) -> None:
+    def __init__(self, path: str | os.PathLike, shown: str | os.PathLike | None = None) -> None:
         self.shown = os.fspath(path) if shown is None else os.fspath(shown)
         self.root = os.path.abspath(os.fspath(path))
         self.problems: list = []  # (path as shown, message)
@@ -250,6 +251,7 @@ class FolderScan:
         node["batch_size"] = batch
         node["device"] = meta.get("device")
         self._check(node, where, fmt.parse_device, node["device"], f"{where!r} field 'device'")
+        self._check(node, where, fmt.parse_names, folder, meta, batch)
         node["entries"] = []
         taken: dict = {}
         for entry_key, record in fmt.entries(meta):
@@ -524,7 +526,7 @@ def _declared_kind(declared) -> str:
     return "tensorclass" if isinstance(declared, str) and declared.isidentifier() else "unknown"
 
 
-def walk(node: dict):
+def walk(node: dict) -> Iterator[dict]:
     """Yields ``node`` and every node below it, depth first, in order."""
     yield node
     for child in node.get("entries", ()):

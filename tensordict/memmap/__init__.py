@@ -29,6 +29,7 @@ def memmap(
     robust_key: bool | None = None,
     archive: bool | None = None,
     compression: str | int | None = None,
+    atomic: bool = False,
 ):
     """Writes a tensordict (or tensorclass) to memory-mapped storage and returns the mapped copy.
 
@@ -51,6 +52,8 @@ def memmap(
             ends with ``".tdz"``).
         compression (str or int, optional): how an archive's tensor payloads are
             compressed. Defaults to None (stored, so that they load as views).
+        atomic (bool, optional): accepted for compatibility: every write is atomic (a
+            crash leaves the old tree or the new one), whatever its value.
 
     Returns:
         The memory-mapped copy, locked (for an archive, the archive loaded back).
@@ -77,6 +80,7 @@ def memmap(
         robust_key=robust_key,
         archive=archive,
         compression=compression,
+        atomic=atomic,
     )
 
 

@@ -37,6 +37,16 @@ are plain tensors, not :class:`~tensordict.MemoryMappedTensor` (the result is
 not memory-mapped in a folder: :meth:`~tensordict.TensorDictBase.is_memmap` is
 False and it is unlocked), as with the well-known implementation.
 
+A compressed entry (deflate, bzip2 or lzma) is inflated 1 MiB at a time straight
+into its destination (the leaf's tensor, or the file :func:`unpack_memmap`
+writes), and never past the size its zip headers record, which for a tensor is
+first checked against what its ``meta.json`` record needs: a stream that inflates
+to more (a zip bomb) is refused as soon as it does, so that no archive, however
+it lies, takes more than a few MiB beyond the leaves it really holds. A
+``meta.json`` entry whose headers record more than 64 MiB
+(:data:`~tensordict.memmap.format.MAX_META_BYTES`) is refused before it is read
+or extracted.
+
 The reader parses the zip's own records (the end of central directory, zip64
 ones included, the central directory, each local header) from the mapping and
 checks every entry before it builds any leaf. Each failure raises
@@ -61,7 +71,9 @@ An archive is written to a temporary file beside its final path and renamed
 over it, so that a crash leaves either the old archive or the new one. Writing
 a tensordict stages its folder next to the archive first (the ordinary
 :meth:`~tensordict.TensorDictBase.memmap` writer, so an archive holds exactly
-the files a folder would), packs it, then removes the staging folder.
+the files a folder would), packs it, then removes the staging folder. Both carry
+the format's temporary names; a writer first removes those that a dead writer of
+this host left in the folder (by host and process id, as for folders).
 
 Hooks
 -----
@@ -71,14 +83,15 @@ define them fill :data:`BUILDERS` when they are imported.
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import lzma
 import os
 import pathlib
 import pickle
 import shutil
 import stat as _stat
 import struct
-import tempfile
 import zipfile
 import zlib
 
@@ -90,6 +103,7 @@ from tensordict.errors import (
     ArchiveFormatError,
     ArchiveTargetError,
     ExistingFileError,
+    InvalidArgumentError,
     MemmapFormatError,
     MemmapNotFoundError,
     SymlinkError,
@@ -105,7 +119,8 @@ PAD_EXTRA_ID = 0x5444  # the extra block that pads a local header (b"DT" little-
 BUILDERS: dict = {}
 """How this layer builds the loaded objects, filled by the modules that define the classes:
 
-* ``BUILDERS[fmt.KIND_TD](data, batch_size, device)``: a TensorDict over checked entries;
+* ``BUILDERS[fmt.KIND_TD](data, batch_size, device, names)``: a TensorDict over checked
+  entries (``names``: of its batch dimensions, ``None`` when none is named);
 * ``BUILDERS[fmt.KIND_LAZY](where, members, stack_dim, stack_dim_name)``: a lazy stack;
 * ``BUILDERS[fmt.KIND_NONTENSOR_STACK](values, device=...)``: a NonTensorStack;
 * ``BUILDERS[type_str]`` for each tensorclass (``"<class 'm.Frame'>"``):
@@ -120,7 +135,8 @@ _COMPRESSIONS = {
     "bzip2": zipfile.ZIP_BZIP2,
     "lzma": zipfile.ZIP_LZMA,
 }
-_CHUNK = 16 << 20
+_CHUNK = 1 << 20  # bytes copied, or inflated, at a time: what a read takes beyond its destination
+_INPUT_CHUNK = 64 << 10  # compressed bytes handed to a decompressor at a time
 _DATE = (1980, 1, 1, 0, 0, 0)  # entries carry no time: the same tree gives the same bytes
 _LOCAL = struct.Struct("<4s5H3I2H")
 _CENTRAL = struct.Struct("<4s6H3I5H2I")
@@ -255,7 +271,6 @@ class ArchiveReader:
         self.files: dict = {}  # entry name -> _Entry
         self.children: dict = {"": set()}  # folder -> names of its files and sub-folders
         self.dirs: set = {""}
-        self._zip = None  # a zipfile.ZipFile, opened for compressed entries only
         self._views: dict = {}  # dtype -> the whole mapping viewed as that dtype
         try:
             self.size = os.stat(self.path).st_size
@@ -383,9 +398,7 @@ class ArchiveReader:
             name = parent
 
     def close(self) -> None:
-        """Closes the zip reader of compressed entries (the mapping lives as long as its views)."""
-        if self._zip is not None:
-            self._zip.close()
+        """Nothing to release: the mapping lives as long as the tensors that view it."""
 
     def __enter__(self) -> ArchiveReader:
         return self
@@ -397,33 +410,105 @@ class ArchiveReader:
         """The path that names entry (or folder) ``name`` in messages: ``archive/name``."""
         return os.path.join(self.path, name) if name else self.path
 
-    def read(self, name: str, check: bool = True) -> bytes:
-        """The bytes of entry ``name``, their CRC-32 checked (``check``) or decompressed.
+    def read(self, name: str, check: bool = True) -> bytearray:
+        """The bytes of entry ``name``, their CRC-32 checked (``check``; always when decompressed).
+
+        A compressed entry is inflated in chunks into a buffer of the size its headers
+        record, never more (see :meth:`inflated`); a ``meta.json`` recording more than
+        :data:`~tensordict.memmap.format.MAX_META_BYTES` is refused before it is read.
 
         Raises:
-            ArchiveFormatError: if the CRC or the compressed stream is bad.
+            ArchiveFormatError: if the CRC or the compressed stream is bad, or a
+                ``meta.json`` is too large.
         """
         entry = self.files[name]
+        self.check_meta_size(entry)
         if entry.method == zipfile.ZIP_STORED:
-            data = self.storage[entry.offset : entry.offset + entry.size].numpy().tobytes()
+            data = bytearray(self.storage[entry.offset : entry.offset + entry.size].numpy())
             if check and zlib.crc32(data) != entry.crc:
                 raise _bad(self.path, name, "its CRC-32 does not match its bytes")
             return data
+        data = bytearray(entry.size)
+        view = memoryview(data)
+        at = 0
+        for chunk in self.inflated(entry):
+            view[at : at + len(chunk)] = chunk
+            at += len(chunk)
+        return data
+
+    def check_meta_size(self, entry: _Entry) -> None:
+        """Refuses a ``meta.json`` entry whose headers record more than ``MAX_META_BYTES``.
+
+        Raises:
+            ArchiveFormatError: naming the entry and the bound.
+        """
+        name = entry.name
+        if entry.size > fmt.MAX_META_BYTES and (
+            name == fmt.META_FILE or name.endswith("/" + fmt.META_FILE)
+        ):
+            raise _bad(
+                self.path,
+                name,
+                f"its headers record {entry.size} bytes, more than the {fmt.MAX_META_BYTES} a "
+                "meta.json may hold; refused before reading it",
+            )
+
+    def inflated(self, entry: _Entry):
+        """Yields the decompressed bytes of the compressed ``entry``, at most 1 MiB at a time.
+
+        The stream is read from the mapping and inflated in bounded steps, and it may
+        not give more bytes than the entry's headers record: a stream that inflates to
+        more (a zip bomb), to fewer, or whose CRC-32 does not match raises as soon as
+        that is known, so inflating takes at most a few MiB beyond the destination.
+
+        Raises:
+            ArchiveFormatError: naming the entry, if its stream is damaged, inflates to
+                another size than its headers record, or its method is unsupported.
+        """
+        buf = memoryview(self.storage.numpy())
+        pos, end = entry.offset, entry.offset + entry.packed
+        decompressor, pos = _decompressor(self.path, entry, buf, pos, end)
+        left, crc = entry.size, 0
         try:
-            if self._zip is None:
-                self._zip = zipfile.ZipFile(self.path)
-            return self._zip.read(name)
-        except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as err:
-            raise _bad(self.path, name, f"cannot be decompressed: {err}") from err
-        except NotImplementedError as err:
-            raise _bad(self.path, name, f"uses an unsupported compression: {err}") from err
+            while not decompressor.eof:
+                data = b""
+                if decompressor.needs_input and pos < end:
+                    data = buf[pos : min(end, pos + _INPUT_CHUNK)]
+                    pos += len(data)
+                out = decompressor.decompress(data, min(_CHUNK, left + 1))
+                if not out and not data and decompressor.needs_input:
+                    break  # all read, nothing more comes out: a stream without an end marker
+                if len(out) > left:
+                    raise _bad(
+                        self.path,
+                        entry.name,
+                        f"it inflates to more than the {entry.size} bytes its headers record; "
+                        "refused (stopped after that many)",
+                    )
+                left -= len(out)
+                crc = zlib.crc32(out, crc)
+                if out:
+                    yield out
+        except (zlib.error, OSError, EOFError, lzma.LZMAError) as err:
+            raise _bad(self.path, entry.name, f"cannot be decompressed: {err}") from err
+        if left:
+            raise _bad(
+                self.path,
+                entry.name,
+                f"it inflates to {entry.size - left} bytes, but its headers record {entry.size}",
+            )
+        if decompressor.eof and (pos < end or decompressor.unused_data):
+            raise _bad(self.path, entry.name, "its compressed stream ends before its payload does")
+        if crc != entry.crc:
+            raise _bad(self.path, entry.name, "its CRC-32 does not match its bytes")
 
     def check_crc(self, name: str) -> bool:
         """True when the CRC-32 of entry ``name`` matches its bytes (read in chunks)."""
         entry = self.files[name]
         if entry.method != zipfile.ZIP_STORED:
             try:
-                self.read(name)
+                for _ in self.inflated(entry):
+                    pass
             except ArchiveFormatError:
                 return False
             return True
@@ -481,17 +566,81 @@ class ArchiveReader:
             # A view must start at a multiple of the itemsize: this one is copied.
             flat = self.storage[entry.offset : entry.offset + entry.size].clone()
         else:
-            data = bytearray(self.read(name))
-            flat = (
-                torch.frombuffer(data, dtype=torch.uint8)
-                if data
-                else torch.empty(0, dtype=torch.uint8)
-            )
+            flat = torch.empty(entry.size, dtype=torch.uint8)
+            view = memoryview(flat.numpy())
+            at = 0
+            for chunk in self.inflated(entry):  # straight into the tensor, chunk by chunk
+                view[at : at + len(chunk)] = chunk
+                at += len(chunk)
         return flat.view(dtype).view(shape)
 
 
+class _Inflate:
+    """``zlib``'s raw deflate with the interface of ``bz2``'s and ``lzma``'s decompressors."""
+
+    __slots__ = ("_zlib",)
+
+    def __init__(self) -> None:
+        self._zlib = zlib.decompressobj(-15)
+
+    @property
+    def eof(self) -> bool:
+        return self._zlib.eof
+
+    @property
+    def needs_input(self) -> bool:
+        return not self._zlib.unconsumed_tail
+
+    @property
+    def unused_data(self) -> bytes:
+        return self._zlib.unused_data
+
+    def decompress(self, data, max_length: int) -> bytes:
+        tail = self._zlib.unconsumed_tail  # the input the last call left for this one
+        if tail:
+            data = tail + bytes(data) if data else tail
+        return self._zlib.decompress(data, max_length)
+
+
+def _decompressor(path: str, entry: _Entry, buf, pos: int, end: int) -> tuple:
+    """``(decompressor, pos)``: a decompressor of ``entry``'s stream and where its data starts.
+
+    Raises:
+        ArchiveFormatError: for a method this reader does not inflate, or a damaged
+            LZMA header.
+    """
+    if entry.method == zipfile.ZIP_DEFLATED:
+        return _Inflate(), pos
+    if entry.method == zipfile.ZIP_BZIP2:
+        return bz2.BZ2Decompressor(), pos
+    if entry.method == zipfile.ZIP_LZMA:
+        # APPNOTE 5.8.8: a version (2 bytes), the size of the properties (2), then the
+        # LZMA1 properties: lc, lp and pb in one byte, the dictionary size in four.
+        if end - pos < 4:
+            raise _bad(path, entry.name, "its LZMA header is truncated")
+        size = struct.unpack_from("<H", buf, pos + 2)[0]
+        if size != 5 or end - pos < 4 + size:
+            raise _bad(path, entry.name, f"its LZMA header is damaged (properties of {size} bytes)")
+        first, dict_size = struct.unpack_from("<BI", buf, pos + 4)
+        if first >= 9 * 5 * 5:
+            raise _bad(path, entry.name, f"its LZMA properties are damaged (byte {first})")
+        pb, rest = divmod(first, 45)
+        lp, lc = divmod(rest, 9)
+        props = {"id": lzma.FILTER_LZMA1, "dict_size": dict_size, "lc": lc, "lp": lp, "pb": pb}
+        try:
+            decompressor = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[props])
+        except (lzma.LZMAError, ValueError) as err:
+            raise _bad(path, entry.name, f"its LZMA properties are damaged ({err})") from err
+        return decompressor, pos + 4 + size
+    raise _bad(
+        path,
+        entry.name,
+        f"it uses compression method {entry.method}, which tensordict does not read",
+    )
+
+
 # ====================================================================== loading
-def load_archive(path, options, *, writable: bool = False):
+def load_archive(path, options, *, writable: bool = False, subpath: tuple = ()):
     """Loads the tree stored in the archive ``path`` (see the module docstring).
 
     Args:
@@ -500,6 +649,8 @@ def load_archive(path, options, *, writable: bool = False):
 
     Keyword Args:
         writable (bool, optional): map it shared, so that writes reach the file.
+        subpath (tuple of str, optional): the keys of the nested tensordict to load
+            (see :func:`~tensordict.memmap.format.subpath_parts`). Defaults to the root.
 
     Returns:
         The loaded tensordict, of the class the archive records.
@@ -507,9 +658,31 @@ def load_archive(path, options, *, writable: bool = False):
     Raises:
         ArchiveFormatError: if the archive breaks the format (naming the entry).
         FileNotFoundError: if the archive or its root ``meta.json`` is missing.
+        ValueError: if ``subpath`` names no sub-tensordict.
     """
     with ArchiveReader(path, writable=writable) as reader:
-        return _load_level(reader, "", options)
+        return _load_level(reader, _subpath_folder(reader, subpath, options.robust_key), options)
+
+
+def _subpath_folder(reader: ArchiveReader, subpath: tuple, robust_key) -> str:
+    """The folder (in the archive) of the nested tensordict at the keys ``subpath``."""
+    folder = ""
+    for key in subpath:
+        meta = reader.meta(folder)
+        kind = fmt.level_kind(reader.label(folder), meta)
+        if kind == fmt.KIND_TENSORCLASS:
+            folder = _join(folder, fmt.TENSORCLASS_DATA)
+            meta = reader.meta(folder)
+            kind = fmt.level_kind(reader.label(folder), meta)
+        if kind != fmt.KIND_TD:
+            msg = f"subpath {subpath!r}: {reader.label(folder)!r} holds a {kind}, whose entries no key reaches"
+            raise InvalidArgumentError(msg)
+        fmt.check_subpath_step(reader.label(folder), meta, key, subpath)
+        names = reader.children[folder]
+        folder = _join(
+            folder, fmt.entry_name(reader.label(folder), key, "", robust_key, names.__contains__)
+        )
+    return folder
 
 
 def _load_level(reader: ArchiveReader, folder: str, options):
@@ -560,6 +733,7 @@ def _load_kind(reader: ArchiveReader, folder: str, meta: dict, options):
 def _load_td(reader: ArchiveReader, folder: str, meta: dict, options):
     where = reader.label(folder)
     batch_size, device = fmt.parse_td_level(where, meta)
+    dim_names = fmt.parse_names(where, meta, batch_size)
     if options.device is not None:
         device = options.device
     names = reader.children[folder]
@@ -595,7 +769,7 @@ def _load_td(reader: ArchiveReader, folder: str, meta: dict, options):
                 data[key] = torch.empty(shape, dtype=dtype)  # the format keeps no file for it
             continue
         data[key] = reader.tensor(entry, dtype, shape)
-    return BUILDERS[fmt.KIND_TD](data, batch_size, device)
+    return BUILDERS[fmt.KIND_TD](data, batch_size, device, dim_names)
 
 
 def _nested(reader: ArchiveReader, folder: str, key, entry: str, dtype, shape, robust_key):
@@ -819,6 +993,11 @@ def write_archive(
 ):
     """Writes the tree ``obj`` as the archive ``archive_path`` (staged as a folder beside it).
 
+    The staging folder and the archive's temporary file carry the format's temporary
+    names (``%tmp.<host>.<pid>.<random>``), so that what a killed writer left beside
+    the archive is removed by the next writer there (see
+    :func:`~tensordict.memmap._fs.remove_stale_temporaries`).
+
     Raises:
         FileExistsError: with ``existsok=False``, if a file is at ``archive_path``.
         ValueError: if a folder is at ``archive_path``, or a key cannot be stored.
@@ -831,12 +1010,22 @@ def write_archive(
     _compression(compression)  # refused before anything is written
     parent = os.path.dirname(target)
     os.makedirs(parent, exist_ok=True)
-    stage = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(target)[:200]}.%stage.")
+    _fs.remove_stale_temporaries(parent)  # what killed writers left: staging folders, archives
+    stage = _fs.temporary_name(target)
+    os.mkdir(stage)
     try:
         tree = os.path.join(stage, "tree")
         write = obj.memmap_like if like else obj.memmap
         write(tree, num_threads=num_threads, robust_key=robust_key)
         pack_memmap(tree, target, compression=compression)
+    except OSError as err:
+        if err.errno is None:
+            raise
+        msg = (
+            f"cannot write the archive {target!r}: {os.strerror(err.errno)} (while staging it "
+            f"in {stage!r}: {err}; nothing was kept)"
+        )
+        raise OSError(err.errno, msg) from err
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -922,9 +1111,18 @@ def unpack_memmap(archive_path: str | os.PathLike, prefix: str | os.PathLike):
 
 
 def _extract(reader: ArchiveReader, entry: _Entry, path: str) -> None:
-    crc = 0
-    with open(path, "wb") as out:
-        if entry.method == zipfile.ZIP_STORED:
+    """Writes ``entry`` to ``path`` chunk by chunk (a compressed one as it inflates), CRC checked.
+
+    On any failure the partly written file is removed.
+    """
+    reader.check_meta_size(entry)
+    try:
+        with open(path, "wb") as out:
+            if entry.method != zipfile.ZIP_STORED:
+                for chunk in reader.inflated(entry):
+                    out.write(chunk)
+                return
+            crc = 0
             with open(reader.path, "rb") as handle:
                 handle.seek(entry.offset)
                 left = entry.size
@@ -935,13 +1133,12 @@ def _extract(reader: ArchiveReader, entry: _Entry, path: str) -> None:
                     crc = zlib.crc32(chunk, crc)
                     out.write(chunk)
                     left -= len(chunk)
-        else:
-            data = reader.read(entry.name)
-            crc = zlib.crc32(data)
-            out.write(data)
-    if crc != entry.crc:
-        os.unlink(path)
-        raise _bad(reader.path, entry.name, "its CRC-32 does not match its bytes")
+        if crc != entry.crc:
+            raise _bad(reader.path, entry.name, "its CRC-32 does not match its bytes")
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        raise
 
 
 def refresh_archive_checksums(archive_path: str | os.PathLike):

@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import socket
+import stat as _stat
 import uuid
 from collections.abc import Iterator
 
@@ -248,44 +249,99 @@ def locked(folder: str) -> Iterator[None]:
 _CLAIMS: dict[str, str] = {}
 """Root folder (resolved) -> the token of this process's claim on it (inherited by forks)."""
 
+MAX_CLAIM_BYTES = 4096  # a claim is a small JSON object; a larger file is not one
 
-def _read_claim(path: str) -> dict:
+
+def _read_claim(path: str) -> tuple:
+    """``(record, problem)`` of the claim file at ``path``.
+
+    ``(None, None)`` when there is no claim, ``(record, None)`` for a readable claim
+    (a JSON object with a non-empty string ``"token"``), and ``(None, problem)`` when
+    the file is there but is no claim (empty, garbage, not a regular file): such a
+    file is nobody's claim, and never this process's.
+    """
     try:
-        with open(path, encoding="utf-8") as f:
-            record = json.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
-        return {}
-    except (OSError, ValueError):
-        record = {}
-    return record if isinstance(record, dict) else {}
+        return None, None
+    except OSError as err:
+        return None, f"it cannot be read ({err.strerror or err})"
+    try:
+        info = os.fstat(fd)
+        if not _stat.S_ISREG(info.st_mode):
+            return None, "it is not a regular file"
+        raw = os.read(fd, MAX_CLAIM_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_CLAIM_BYTES:
+        return None, f"it holds more than {MAX_CLAIM_BYTES} bytes"
+    if not raw:
+        return None, "it is empty"
+    try:
+        record = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, "it is not valid JSON"
+    if type(record) is not dict or not isinstance(record.get("token"), str) or not record["token"]:
+        return None, "it is not a JSON object with a 'token'"
+    return record, None
 
 
 def _claim_text(record: dict) -> str:
     return f"{record.get('host', '?')} (pid {record.get('pid', '?')})"
 
 
+def _unreadable(what: str, claim: str, problem: str) -> ForeignWriterError:
+    msg = (
+        f"{what}: its writer claim {claim!r} is damaged ({problem}), so no process counts as "
+        "its writer; replace it with claim_writer(folder, force=True)"
+    )
+    return ForeignWriterError(msg)
+
+
+def _write_claim(path: str, text: str) -> str:
+    """Writes ``text`` whole to a fresh temporary file in ``path`` and returns its path."""
+    temporary = os.path.join(path, f"{TMP_PREFIX}{HOST_TAG}.{os.getpid()}.{os.urandom(6).hex()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            os.write(fd, text.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return temporary
+
+
 def claim_writer(folder, *, force: bool = False) -> None:
     """Makes this process the one writer of the memory-mapped tree at ``folder``, checked.
 
-    Writes the claim file ``meta%writer`` in ``folder`` (created exclusively, so that
-    two processes cannot both claim). From then on, every change of a ``meta.json``
-    of the tree (new entries, deletions, a new ``memmap`` over it) by another process
-    raises :class:`~tensordict.errors.ForeignWriterError`, checked under the folder
-    lock; processes forked from the writer after the claim count as the writer.
-    Writes into existing files (``td[idx] = ...``) touch no ``meta.json`` and are not
+    Writes the claim file ``meta%writer`` in ``folder``: the claim is written whole
+    to a temporary file, then linked to that name, which fails when the name exists
+    (so that two processes cannot both claim, and no process ever reads a claim that
+    is not complete). From then on, every change of a ``meta.json`` of the tree (new
+    entries, deletions, a new ``memmap`` over it) by another process raises
+    :class:`~tensordict.errors.ForeignWriterError`, checked under the folder lock;
+    processes forked from the writer after the claim count as the writer. Writes
+    into existing files (``td[idx] = ...``) touch no ``meta.json`` and are not
     checked. The claim holds where the advisory lock does not (a file system that
-    does not honour ``flock`` across nodes), as long as exclusive create does.
+    does not honour ``flock`` across nodes), as long as ``link`` is exclusive (it is
+    on NFS). A claim file that cannot be read (empty, not JSON) is nobody's claim:
+    every writer is refused until it is replaced with ``force=True``.
 
     Args:
         folder (str or path): the root folder of a memory-mapped tree.
 
     Keyword Args:
-        force (bool, optional): take over a claim left by another writer (one that
-            died, for example). Defaults to ``False``.
+        force (bool, optional): replace the claim there, whoever made it (a writer
+            that died, or a damaged claim file). Defaults to ``False``.
 
     Raises:
-        ForeignWriterError: if another writer holds the claim (and not ``force``).
+        ForeignWriterError: if another writer holds the claim, or the claim file is
+            damaged (naming it), and not ``force``.
         MemmapNotFoundError: if ``folder`` holds no ``meta.json``.
+        OSError: if the file system cannot link files (naming the claim file).
 
     Examples:
         >>> root = TensorDict(a=torch.zeros(2)).memmap("claimed")
@@ -301,27 +357,45 @@ def claim_writer(folder, *, force: bool = False) -> None:
     claim = os.path.join(path, WRITER_FILE)
     token = uuid.uuid4().hex
     record = {"host": socket.gethostname(), "pid": os.getpid(), "token": token}
-    text = json.dumps(record)
-    if force:
-        temporary = os.path.join(path, f"{TMP_PREFIX}{token}")
-        with open(temporary, "x", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(temporary, claim)
-    else:
+    temporary = _write_claim(path, json.dumps(record))
+    try:
+        if force:
+            os.replace(temporary, claim)
+        elif not _link_claim(path, temporary, claim):
+            return  # the claim there is this process's own
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+    _CLAIMS[path] = token
+
+
+def _link_claim(path: str, temporary: str, claim: str) -> bool:
+    """Links the complete claim ``temporary`` to ``claim``; False when the claim there is ours.
+
+    Raises:
+        ForeignWriterError: if another process's claim, or a damaged one, is there.
+    """
+    for _ in range(8):  # a claim released between the link and the read: link again
         try:
-            fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            os.link(temporary, claim, follow_symlinks=False)
+            return True
         except FileExistsError:
-            other = _read_claim(claim)
-            if other.get("token") == _CLAIMS.get(path):
-                return
+            other, problem = _read_claim(claim)
+        except OSError as err:
+            msg = f"cannot claim {path!r}: linking the claim file {claim!r} failed: {err.strerror}"
+            raise OSError(err.errno, msg) from err
+        if problem is not None:
+            raise _unreadable(f"cannot claim {path!r}", claim, problem)
+        if other is not None:
+            if other["token"] == _CLAIMS.get(path):
+                return False
             msg = (
                 f"cannot claim {path!r}: {_claim_text(other)} is its writer; "
                 "pass force=True to take over a claim its writer left behind"
             )
-            raise ForeignWriterError(msg) from None
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-    _CLAIMS[path] = token
+            raise ForeignWriterError(msg)
+    msg = f"cannot claim {path!r}: other processes keep claiming and releasing it"
+    raise ForeignWriterError(msg)
 
 
 def release_writer(folder) -> None:
@@ -331,7 +405,8 @@ def release_writer(folder) -> None:
         folder (str or path): the root folder the claim was made on.
 
     Raises:
-        ForeignWriterError: if another writer holds the claim.
+        ForeignWriterError: if another writer holds the claim, or the claim file is
+            damaged (naming it).
 
     Examples:
         >>> root = TensorDict(a=torch.zeros(2)).memmap("released")
@@ -342,8 +417,10 @@ def release_writer(folder) -> None:
     """
     path = os.path.realpath(os.fspath(folder))
     claim = os.path.join(path, WRITER_FILE)
-    other = _read_claim(claim)
-    if other and other.get("token") != _CLAIMS.get(path):
+    other, problem = _read_claim(claim)
+    if problem is not None:
+        raise _unreadable(f"cannot release {path!r}", claim, problem)
+    if other is not None and other["token"] != _CLAIMS.get(path):
         msg = f"cannot release {path!r}: {_claim_text(other)} is its writer, not this process"
         raise ForeignWriterError(msg)
     with contextlib.suppress(FileNotFoundError):
@@ -352,7 +429,7 @@ def release_writer(folder) -> None:
 
 
 def check_writer(folder: str) -> None:
-    """Raises when the tree that holds ``folder`` is claimed by another writer.
+    """Raises when the tree that holds ``folder`` is claimed by another writer (or its claim is damaged).
 
     Looks for a claim in ``folder`` and each parent that is a level of the same tree
     (holds a ``meta.json``): about two ``stat`` calls per level, on writes only.
@@ -361,8 +438,10 @@ def check_writer(folder: str) -> None:
     for _ in range(MAX_DEPTH + 1):
         claim = os.path.join(level, WRITER_FILE)
         if os.path.lexists(claim):
-            record = _read_claim(claim)
-            if record.get("token") != _CLAIMS.get(level):
+            record, problem = _read_claim(claim)
+            if problem is not None:
+                raise _unreadable(f"cannot change {folder!r}", claim, problem)
+            if record is not None and record["token"] != _CLAIMS.get(level):
                 msg = (
                     f"cannot change {folder!r}: the tree at {level!r} has one writer, "
                     f"{_claim_text(record)}, and this process is not it"

@@ -48,9 +48,11 @@ from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict.errors import (
     EntryExistsError,
     ExistingFileError,
+    InvalidArgumentError,
     MemmapFormatError,
     MemmapNotFoundError,
     NotAFolderError,
+    ReadOnlyMemmapError,
     SymlinkError,
 )
 from tensordict.memmap import _fs
@@ -76,7 +78,18 @@ class Level:
     ``meta``'s entries, set aside when a re-read brings in other writers' records.
     """
 
-    __slots__ = ("path", "meta", "text", "stat", "robust_key", "taken", "inodes", "view", "clean")
+    __slots__ = (
+        "path",
+        "meta",
+        "text",
+        "stat",
+        "robust_key",
+        "taken",
+        "inodes",
+        "view",
+        "clean",
+        "mode",
+    )
 
     def __init__(
         self,
@@ -86,8 +99,10 @@ class Level:
         robust_key=None,
         inodes=None,
         loaded=None,
+        mode: str | None = None,
     ) -> None:
         self.path = path
+        self.mode = mode  # "r": loaded read-only, its folder is never changed through it
         self.meta = {} if meta is None else meta
         self.text: str | None = None
         self.taken: dict | None = None  # file name -> key, built on the first added entry
@@ -98,15 +113,24 @@ class Level:
         self.clean = False  # dead writers' temporary files removed (once per level)
         if loaded is not None and meta:
             # Entries dropped at load (a missing file) were never this tensordict's to delete.
-            fields = sum(1 for field in fmt.LEVEL_FIELDS if field in meta)
+            fields = sum(
+                1 for field in fmt.FIELD_NAMES if field in meta and fmt.is_field(field, meta[field])
+            )
             if len(meta) - fields != len(loaded):
                 self.view = {k: v for k, v in meta.items() if k in loaded}
 
     def __getstate__(self):
-        return {"path": self.path, "meta": self.meta, "robust_key": self.robust_key}
+        return {
+            "path": self.path,
+            "meta": self.meta,
+            "robust_key": self.robust_key,
+            "mode": self.mode,
+        }
 
     def __setstate__(self, state) -> None:
-        self.__init__(state["path"], state["meta"], None, state["robust_key"])
+        self.__init__(
+            state["path"], state["meta"], None, state["robust_key"], mode=state.get("mode")
+        )
 
     def body(self) -> str:
         """The members of meta.json, serialised and joined (cached until a key is replaced)."""
@@ -128,12 +152,26 @@ class Level:
     def ours(self) -> dict:
         """The records this tensordict loaded or wrote (not other writers' it re-read since)."""
         if self.view is None:
-            return {k: v for k, v in self.meta.items() if k not in fmt.LEVEL_FIELDS}
+            return dict(fmt.entries(self.meta))
         return self.view
+
+    def check_writable(self, what: str) -> None:
+        """Refuses a change of the folder of a level loaded with ``mode="r"``.
+
+        Raises:
+            ReadOnlyMemmapError: naming ``what`` and the folder.
+        """
+        if self.mode == "r":
+            msg = (
+                f"{what} cannot change {self.path!r}: it was loaded with mode='r' (read-only); "
+                "load it without mode='r' to write to it"
+            )
+            raise ReadOnlyMemmapError(msg)
 
     @contextlib.contextmanager
     def _locked(self):
         """The folder's lock; the first time, dead writers' temporary files are removed."""
+        self.check_writable("this tensordict")
         with _fs.locked(self.path):
             if not self.clean:
                 _fs.remove_stale_temporaries(self.path)
@@ -161,6 +199,27 @@ class Level:
                 with contextlib.suppress(OSError):
                     self.inodes[key] = os.stat(renames[0][1]).st_ino
             self._apply({key: record})
+
+    def add_level(self, key: str, record: dict, create) -> dict | None:
+        """Records the new sub-level ``key``, made by ``create()``, unless another writer recorded ``key``.
+
+        Under the folder lock, after re-reading ``meta.json``: when ``key`` is not
+        recorded, ``create()`` writes the sub-level's folder and ``meta.json`` and the
+        level is recorded, both before another writer can look; otherwise nothing is
+        written and the record another writer made is returned, for the caller to adopt
+        the level it names or to refuse it.
+
+        Returns:
+            None when the level was created and recorded here, else the record found.
+        """
+        with self._locked():
+            self._reread()
+            found = self.meta.get(key)
+            if found is not None and not fmt.is_field(key, found):
+                return found
+            create()
+            self._apply({key: record})
+        return None
 
     def claim(self, key: str) -> None:
         """Refuses, before anything is written, a key another writer recorded meanwhile.
@@ -316,14 +375,22 @@ def _inode(path: str):
 
 
 class Options:
-    """What a load or refresh was asked for: key encoding, unpickling, device; and how deep it is."""
+    """What a load or refresh was asked for: key encoding, unpickling, device, mapping mode; and how deep it is.
 
-    __slots__ = ("robust_key", "allow_pickle", "device", "depth")
+    ``mode`` is ``None`` (each file shared when this process may write it, else
+    copy-on-write), ``"r"`` (every file copy-on-write, and the levels refuse to change
+    their folders) or ``"r+"`` (every file shared; a read-only file raises).
+    """
 
-    def __init__(self, robust_key=None, allow_pickle: bool = False, device=None) -> None:
+    __slots__ = ("robust_key", "allow_pickle", "device", "depth", "mode")
+
+    def __init__(
+        self, robust_key=None, allow_pickle: bool = False, device=None, mode: str | None = None
+    ) -> None:
         self.robust_key = robust_key
         self.allow_pickle = allow_pickle
         self.device = device
+        self.mode = mode
         self.depth = 0  # folders being loaded, root included
 
 
@@ -364,15 +431,31 @@ def entry_kind(value) -> str:
 
 
 def plan_entries(
-    obj, items, folder: str | None, plan: Plan, robust_key, existsok: bool, like: bool
+    obj,
+    items,
+    folder: str | None,
+    plan: Plan,
+    robust_key,
+    existsok: bool,
+    like: bool,
+    names=None,
 ) -> None:
-    """Plans the entries of one dense level ``obj`` (its ``items``) into ``folder``."""
+    """Plans the entries of one dense level ``obj`` (its ``items``) into ``folder``.
+
+    ``names`` are the level's names of batch dimensions (written as its ``"_names"``
+    field), so that an entry of that name is refused.
+    """
     items = list(items)
     if plan.depth >= fmt.MAX_DEPTH:
         raise _too_deep(folder)
     plan.depth += 1
     if folder is not None:
-        fmt.check_level_keys(folder, {k: entry_kind(v) for k, v in items}, robust_key)
+        fmt.check_level_keys(
+            folder,
+            {k: entry_kind(v) for k, v in items},
+            robust_key,
+            named=names is not None and any(n is not None for n in names),
+        )
     for key, value in items:
         if isinstance(value, _Tensor):
             if value.device.type == "meta":
@@ -647,6 +730,20 @@ def rewrite_nontensor(level: Level, key: str, value, robust_key) -> bool:
         shutil.rmtree(staged, ignore_errors=True)
 
 
+def rewrite_nontensor_folder(path: str, value) -> None:
+    """Rewrites the folder of a non-tensor value memory-mapped on its own (the root of ``memmap()``).
+
+    The new files are staged inside the folder and moved in one atomic rename each,
+    ``meta.json`` last, so that the folder always holds the old value or the new one.
+    """
+    staged = _fs.temporary_name(os.path.join(path, fmt.META_FILE))
+    try:
+        write_nontensor(staged, value)
+        _merge_into(staged, path)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
 def write_nontensor(folder: str, value) -> None:
     """Writes the folder of a non-tensor entry: a single value, or a stack's ``_memmap_payload()``."""
     os.makedirs(folder, exist_ok=True)
@@ -700,12 +797,35 @@ def write_tree(
                 _put_in_place(stage, folder)
             else:
                 _merge_into(stage, folder)
-    except BaseException:
+    except BaseException as err:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
+            if isinstance(err, OSError) and err.errno is not None:
+                raise _at_destination(err, folder, stage) from err
         raise
     out.lock_()
     return out
+
+
+def _at_destination(err: OSError, folder: str, stage: str) -> OSError:
+    """``err`` of a file in the staging folder, told of the path the user asked for (the file's
+    place in ``folder``), the staged path after it; the same error when it names no staged file."""
+    staged = next(
+        (
+            p
+            for p in (err.filename, err.filename2)
+            if isinstance(p, str) and (p == stage or p.startswith(stage + os.sep))
+        ),
+        None,
+    )
+    if staged is None:
+        return err
+    final = folder + staged[len(stage) :]
+    msg = (
+        f"cannot write {final!r} of the memory-mapped folder {folder!r}: "
+        f"{os.strerror(err.errno)} (it was staged as {staged!r}; the folder was left as it was)"
+    )
+    return OSError(err.errno, msg)
 
 
 def _staging_folder(folder: str) -> tuple:
@@ -735,7 +855,7 @@ def _staging_folder(folder: str) -> tuple:
         if (
             not _only_recorded_names(folder)
             or os.path.ismount(folder)
-            or _holds_cwd(folder)
+            or holds_cwd(folder)
             or not _fs.can_exchange(parent)
         ):
             stage = _fs.temporary_name(os.path.join(folder, fmt.META_FILE))
@@ -751,7 +871,7 @@ def _staging_folder(folder: str) -> tuple:
     return stage, _fs.can_exchange(parent)
 
 
-def _holds_cwd(folder: str) -> bool:
+def holds_cwd(folder: str) -> bool:
     """True when the working directory is ``folder`` or inside it."""
     try:
         cwd = os.getcwd()
@@ -884,15 +1004,87 @@ def open_folder(prefix) -> tuple:
     return folder, meta, stat
 
 
+def open_subpath(folder: str, meta: dict, stat, subpath: tuple, robust_key) -> tuple:
+    """``(folder, meta, stat)`` of the nested tensordict at the keys ``subpath`` below ``folder``.
+
+    A tensorclass level is passed through to its data (``_tensordict/``), as
+    ``obj.get(key)`` reaches its entries.
+
+    Raises:
+        ValueError: if a key names no sub-tensordict, or a level on the way is a lazy
+            stack or a non-tensor value, naming the subpath and the folder.
+    """
+    for key in subpath:
+        kind = fmt.level_kind(folder, meta)
+        if kind == fmt.KIND_TENSORCLASS:
+            folder = fmt.child_path(folder, fmt.TENSORCLASS_DATA)
+            meta, stat = fmt.read_meta(folder)
+            kind = fmt.level_kind(folder, meta)
+        if kind != fmt.KIND_TD:
+            msg = f"subpath {subpath!r}: {folder!r} holds a {kind}, whose entries no key reaches"
+            raise InvalidArgumentError(msg)
+        fmt.check_subpath_step(folder, meta, key, subpath)
+        folder = fmt.entry_path(folder, key, "", robust_key)
+        meta, stat = fmt.read_meta(folder)
+    return folder, meta, stat
+
+
+RELOADS = 8  # reads of a folder exchanged meanwhile (a new tree, an append) before giving up
+
+
+def load_tree(prefix, options: Options, subpath: tuple, load):
+    """Loads the tree the user names with ``load(folder, meta, stat, options)``, whole and unmixed.
+
+    A writer that replaces the tree (``memmap(prefix)``, ``append_memmap``) exchanges
+    the folder with a new one in one step; a load that read some levels before that
+    step and some after would mix the two trees. So the folder's identity (its inode)
+    is noted before the root ``meta.json`` is read and checked after the last level
+    was: when it changed, the tree is read again (an error met meanwhile is then the
+    exchange's, not the folder's), at most :data:`RELOADS` times.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`open_folder`, :func:`open_subpath` and
+            the loaders raise them, for a folder that did not change while it was read.
+    """
+    path = os.path.abspath(os.fspath(prefix))
+    for attempt in range(RELOADS):
+        before = _identity(path)
+        try:
+            folder, meta, stat = open_folder(path)
+            if subpath:
+                folder, meta, stat = open_subpath(folder, meta, stat, subpath, options.robust_key)
+            loaded = load(folder, meta, stat, options)
+        except Exception:
+            if attempt + 1 == RELOADS or _identity(path) == before:
+                raise
+            continue
+        if _identity(path) == before:
+            return loaded
+    return loaded  # exchanged at every read: the last tree read, itself whole
+
+
+def _identity(path: str):
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
 def load_folder(folder: str, meta: dict, stat, options: Options):
     """Loads one folder whose ``meta.json`` is already parsed, with the loader of its class."""
     if options.depth >= fmt.MAX_DEPTH:
         raise _too_deep(folder)
     options.depth += 1
     try:
-        return _load_kind(folder, meta, stat, options)
+        loaded = _load_kind(folder, meta, stat, options)
     finally:
         options.depth -= 1
+    if options.mode is not None:
+        level = getattr(loaded, "_mm", None)
+        if isinstance(level, Level):
+            level.mode = options.mode
+    return loaded
 
 
 def _load_kind(folder: str, meta: dict, stat, options: Options):
@@ -923,16 +1115,18 @@ def load_child(path: str, options: Options, previous=None):
 
 
 def load_entries(folder: str, meta: dict, options: Options) -> tuple:
-    """Reads a dense level: ``(batch_size, device, data, inodes)``.
+    """Reads a dense level: ``(batch_size, device, names, data, inodes)``.
 
+    ``names`` are the names of the batch dimensions (``None`` when none is named).
     Entries whose file is missing are left out (the format's rule); every other
     problem raises naming the path. Non-tensor entries get the level's batch size.
     """
     batch_size, device = fmt.parse_td_level(folder, meta)
+    names = fmt.parse_names(folder, meta, batch_size)
     if options.device is not None:
         device = options.device
     data, inodes = _read_entries(folder, meta, options, batch_size, None)
-    return batch_size, device, data, inodes
+    return batch_size, device, names, data, inodes
 
 
 def _read_entries(folder, meta, options, batch_size, previous, old=None):
@@ -940,14 +1134,15 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
     data: dict = {}
     inodes: dict = {}
     prefix = folder + os.sep
-    robust_key = options.robust_key
+    robust_key, mode = options.robust_key, options.mode
+    shared = mode != "r"
     lstat, from_file, S_ISREG, mmt = os.lstat, torch.from_file, _stat.S_ISREG, MemoryMappedTensor
     parse, file_name, suffix = fmt.parse_tensor_record, fmt.file_name, fmt.MEMMAP_SUFFIX
     n = len(batch_size)
     b0 = batch_size[0] if n else 0
-    fields = fmt.LEVEL_FIELDS
+    fields, is_field = fmt.FIELD_NAMES, fmt.is_field
     for key, record in meta.items():
-        if key in fields:
+        if key in fields and is_field(key, record):
             continue
         if (type(record) is not dict or "type" in record) and fmt.parse_record(
             folder, key, record
@@ -973,7 +1168,7 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
         ):
             fmt.check_batch_prefix(folder, key, shape, batch_size)
         if nested or robust_key is False:
-            value = _load_tensor(folder, key, dtype, shape, nested, robust_key)
+            value = _load_tensor(folder, key, dtype, shape, nested, robust_key, mode)
             if value is not None:
                 data[key] = value
             continue
@@ -984,23 +1179,25 @@ def _read_entries(folder, meta, options, batch_size, previous, old=None):
             info = lstat(path)
         except (FileNotFoundError, ValueError):
             # A legacy unencoded name, or a key that is no file name (entry_path says which).
-            value = _load_tensor(folder, key, dtype, shape, nested, robust_key)
+            value = _load_tensor(folder, key, dtype, shape, nested, robust_key, mode)
             if value is not None:
                 data[key] = value
             continue
         numel = shape.numel()
         if info.st_size != numel * dtype.itemsize or not S_ISREG(info.st_mode) or numel == 0:
-            data[key] = _open_file(path, dtype, shape)  # it raises the precise error
+            data[key] = _open_file(path, dtype, shape, mode)  # it raises the precise error
             continue
         try:
-            flat = from_file(path, True, numel, dtype=dtype)
-        except RuntimeError:  # a read-only file: _open_file maps it copy-on-write
-            data[key] = _open_file(path, dtype, shape)
+            flat = from_file(path, shared, numel, dtype=dtype)
+        except RuntimeError:  # a read-only file: _open_file maps it copy-on-write (or raises)
+            data[key] = _open_file(path, dtype, shape, mode)
             continue
         if len(shape) != 1:  # view(*shape): faster than view(shape) for a torch.Size
             flat = flat.view(*shape) if shape else flat.view(shape)
         tensor = flat.as_subclass(mmt)
         tensor._filename = path
+        if not shared:
+            tensor._cow = True
         data[key] = tensor
         inodes[key] = info.st_ino
     return data, inodes
@@ -1026,7 +1223,7 @@ def _load_sub(folder: str, key: str, record: dict, options: Options, previous, b
     return value
 
 
-def _load_tensor(folder: str, key: str, dtype, shape, nested: bool, robust_key):
+def _load_tensor(folder: str, key: str, dtype, shape, nested: bool, robust_key, mode=None):
     """Maps one tensor entry found through :func:`format.entry_path`; None when its file is missing."""
     path = fmt.entry_path(folder, key, fmt.MEMMAP_SUFFIX, robust_key)
     if nested:
@@ -1038,9 +1235,9 @@ def _load_tensor(folder: str, key: str, dtype, shape, nested: bool, robust_key):
         except FileNotFoundError as err:
             msg = f"{fmt.meta_path(folder)!r}, entry {key!r}: the nested tensor's shape file {shape_path!r} is missing"
             raise MemmapFormatError(msg) from err
-        return _open_file(path, dtype, sizes)
+        return _open_file(path, dtype, sizes, mode)
     try:
-        return _open_file(path, dtype, shape)
+        return _open_file(path, dtype, shape, mode)
     except FileNotFoundError:
         if fmt.nbytes(shape, dtype) == 0:
             return MemoryMappedTensor.empty(shape, dtype=dtype)  # the format keeps no file for it
@@ -1082,7 +1279,8 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
             ``meta.json`` is checked and read when it changed.
 
     Returns:
-        ``None`` when nothing changed at this level, else ``(batch_size, new_level)``.
+        ``None`` when nothing changed at this level, else ``(batch_size, names,
+        new_level)`` (``names``: of the batch dimensions, ``None`` when none is named).
 
     Raises:
         FileNotFoundError: if the folder's ``meta.json`` is gone.
@@ -1111,6 +1309,7 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
         return None
     meta, stat = read
     batch_size, _ = fmt.parse_td_level(level.path, meta)
+    names = fmt.parse_names(level.path, meta, batch_size)
     fresh, inodes = _read_entries(level.path, meta, options, batch_size, data, level)
     data.clear()
     data.update(fresh)
@@ -1121,7 +1320,11 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
                 inodes[key] = os.stat(filename).st_ino
             except OSError:
                 pass
-    return batch_size, Level(level.path, meta, stat, level.robust_key, inodes, fresh)
+    return (
+        batch_size,
+        names,
+        Level(level.path, meta, stat, level.robust_key, inodes, fresh, level.mode),
+    )
 
 
 def _still_same_file(tensor, inode) -> bool:

@@ -9,12 +9,18 @@ the level's own fields and one record per entry, side by side:
 * ``"device"``: the device as a string (``"cpu"``);
 * ``"_type"``: the class as Python prints it, ``"<class 'tensordict._td.TensorDict'>"``;
 * ``"_format_version"``: ``1``;
-* ``"_class"``: ``"tensordict:TensorDict"``.
+* ``"_class"``: ``"tensordict:TensorDict"``;
+* ``"_names"``: present only when a batch dimension is named: the names, a list
+  with one string or ``null`` per batch dimension (``["time", null]``); the
+  non-null names MUST be unique. A writer leaves it out when no dimension is named.
 
 Because fields and entries share one object, an entry MUST NOT be named like a
 field (``shape``, ``device``, ``_type``, ``_format_version``, ``_class``): the
 writer refuses such a key before writing anything (the reference silently
-loses it).
+loses it). ``_names`` is told apart by its value: a list (or ``null``) is the
+field, an object is the record of an entry named ``_names`` (the reference
+writes such an entry and then leaves the names out); a writer refuses a level
+that has both named dimensions and an entry named ``_names``.
 
 Records
 ~~~~~~~
@@ -78,12 +84,19 @@ another host (a shared file system) or without a host are never removed.
 Writing and reading
 ~~~~~~~~~~~~~~~~~~~
 ``meta.json`` is replaced atomically: written to a temporary file in the same
-folder, then renamed over. Each read-change-write of one folder's ``meta.json``
+folder, then renamed over. It holds at most 64 MiB (:data:`MAX_META_BYTES`, some
+600,000 entries at one level): a reader refuses a larger one before reading it,
+so that no ``meta.json`` (an archive's, compressed, least of all) can take more
+memory than that. Each read-change-write of one folder's ``meta.json``
 holds an exclusive ``flock`` on ``meta%lock`` in that folder. Readers never write.
 A tree whose root folder holds ``meta%writer`` (a JSON object: ``host``, ``pid``,
-``token``; created exclusively by :func:`tensordict.memmap.claim_writer`) has one
-writer: a process without that token MUST NOT change any ``meta.json`` of the tree,
-and this library refuses to. Readers ignore the file.
+``token``; at most 4096 bytes) has one writer: a process without that token MUST NOT
+change any ``meta.json`` of the tree, and this library refuses to. A claimer MUST
+make the file visible only whole and only if no claim is there
+(:func:`tensordict.memmap.claim_writer` writes it to a temporary file and links
+that to ``meta%writer``, which fails when the name exists). A ``meta%writer`` that
+is not such an object (empty, not JSON) is nobody's claim: no process may change
+the tree until it is replaced. Readers ignore the file.
 Nothing is unpickled unless asked; nothing is imported.
 
 The temporary names, the atomic replace of ``meta.json``, the exchange of folders,
@@ -93,7 +106,9 @@ the lock and the writer's claim are the file-system machinery of
 The reader
 ~~~~~~~~~~
 This module is the one reader of the format: :func:`level_kind` tells a level's
-class, :func:`parse_td_level` its batch size and device, :func:`parse_lazy_level`
+class, :func:`parse_td_level` its batch size and device, :func:`parse_names` the
+names of its batch dimensions, :func:`is_field` which members of ``meta.json`` are
+the level's fields (:func:`entries` yields the others), :func:`parse_lazy_level`
 a lazy stack's fields and :func:`lazy_members` its member folders,
 :func:`parse_record` an entry's record, :func:`parse_tensor_record` a tensor's
 dtype and shape, and :func:`entry_path` an entry's file (the encoded name, or
@@ -115,7 +130,12 @@ from collections.abc import Iterator
 
 import torch
 
-from tensordict.errors import MemmapFormatError, MemmapNotFoundError, SymlinkError
+from tensordict.errors import (
+    InvalidArgumentError,
+    MemmapFormatError,
+    MemmapNotFoundError,
+    SymlinkError,
+)
 
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
@@ -129,9 +149,13 @@ PICKLE_FILE = "other.pickle"
 TENSORCLASS_DATA = "_tensordict"
 NAME_MAX = 255
 MAX_DEPTH = 128  # levels of folders below a root; deeper trees are refused on write and load
+MAX_META_BYTES = 64 << 20  # the largest meta.json a reader accepts (see "Writing and reading")
 _MAX_SIZE = (1 << 62) - 1  # a larger dimension cannot be a tensor's: its byte count overflows
 
-LEVEL_FIELDS = ("shape", "device", "_type", "_format_version", "_class")
+LEVEL_FIELDS = ("shape", "device", "_type", "_format_version", "_class")  # never entries' names
+# "_names" is a level field when its value is a list or null, an entry's record otherwise.
+NAMES_FIELD = "_names"
+FIELD_NAMES = frozenset((*LEVEL_FIELDS, NAMES_FIELD))  # the keys that may be a field: see is_field
 
 TD_TYPE = "<class 'tensordict._td.TensorDict'>"
 TD_CLASS = "tensordict:TensorDict"
@@ -256,17 +280,32 @@ def entry_names(key: str, kind: str, robust_key: bool | None) -> tuple:
     return (file_name(key, "", robust_key),)
 
 
-def check_level_keys(folder: str, entries: dict, robust_key: bool | None) -> None:
+def check_level_keys(
+    folder: str, entries: dict, robust_key: bool | None, *, named: bool = False
+) -> None:
     """Refuses keys that the format cannot store at one level, before anything is written.
 
     Args:
         folder (str): the level's folder, for messages.
         entries (dict): key -> kind (``"tensor"``, ``"nested"`` or ``"folder"``).
+        robust_key (bool, optional): the key encoding of file names.
+
+    Keyword Args:
+        named (bool, optional): the level has named batch dimensions, so that its
+            ``"_names"`` field is written. Defaults to False.
 
     Raises:
-        ValueError: for a key named like a level field, or two entries whose names
-            collide (with each other, ``meta.json`` or the lock file).
+        ValueError: for a key named like a level field, an entry named ``"_names"``
+            at a level with named dimensions, or two entries whose names collide
+            (with each other, ``meta.json`` or the lock file).
     """
+    if named and NAMES_FIELD in entries:
+        msg = (
+            f"cannot memory-map the entry {NAMES_FIELD!r} in {folder!r}: the level's named batch "
+            f"dimensions are stored in the field {NAMES_FIELD!r} of meta.json; rename the entry "
+            "or clear the names (td.names = None)"
+        )
+        raise MemmapFormatError(msg)
     taken: dict = {}
     for key, kind in entries.items():
         if key in LEVEL_FIELDS:
@@ -363,7 +402,8 @@ def read_meta_bytes(folder: str) -> tuple:
 
     Raises:
         FileNotFoundError: if the folder or its ``meta.json`` is missing.
-        ValueError: if ``meta.json`` is a symlink or not a regular file.
+        ValueError: if ``meta.json`` is a symlink, not a regular file, or larger
+            than :data:`MAX_META_BYTES`.
     """
     path = meta_path(folder)
     try:
@@ -382,6 +422,12 @@ def read_meta_bytes(folder: str) -> tuple:
         stat = os.fstat(fd)
         if not _stat.S_ISREG(stat.st_mode):
             msg = f"refusing to read {path!r}: it is not a regular file"
+            raise MemmapFormatError(msg)
+        if stat.st_size > MAX_META_BYTES:
+            msg = (
+                f"refusing to read {path!r}: it holds {stat.st_size} bytes, more than the "
+                f"{MAX_META_BYTES} a meta.json may hold"
+            )
             raise MemmapFormatError(msg)
         with os.fdopen(fd, "rb", closefd=False) as handle:
             raw = handle.read()
@@ -420,15 +466,27 @@ def dumps_record(key: str, record) -> str:
     return json.dumps(key) + ": " + json.dumps(record)
 
 
-def level_meta(batch_size, device, type_str: str = TD_TYPE, class_str: str = TD_CLASS) -> dict:
-    """The level's own fields of a TensorDict folder."""
-    return {
+def level_meta(
+    batch_size, device, type_str: str = TD_TYPE, class_str: str = TD_CLASS, names=None
+) -> dict:
+    """The level's own fields of a TensorDict folder; ``"_names"`` only when a dimension is named.
+
+    Examples:
+        >>> level_meta([2, 3], "cpu", names=["time", None])["_names"]
+        ['time', None]
+        >>> "_names" in level_meta([2], "cpu", names=[None])
+        False
+    """
+    meta = {
         "shape": list(batch_size),
         "device": "cpu" if device is None else str(device),
         "_type": type_str,
         "_format_version": FORMAT_VERSION,
         "_class": class_str,
     }
+    if names is not None and any(name is not None for name in names):
+        meta[NAMES_FIELD] = list(names)
+    return meta
 
 
 def nontensor_meta(data, pickled: bool, type_str: str = NONTENSOR_TYPE) -> dict:
@@ -573,6 +631,46 @@ def parse_td_level(folder: str, meta: dict) -> tuple:
     return batch_size, parse_device(meta.get("device"), f"{where} 'device'")
 
 
+def parse_names(folder: str, meta: dict, batch_size=None) -> list | None:
+    """Returns the names of a TensorDict level's batch dimensions, or ``None`` when none is named.
+
+    Args:
+        folder (str): the level's folder, for messages.
+        meta (dict): its parsed ``meta.json``.
+        batch_size (torch.Size, optional): the level's batch size; the names must
+            have one item per dimension. ``None`` checks the items only.
+
+    Raises:
+        ValueError: if ``"_names"`` is neither a list nor ``null`` nor an entry's
+            record, holds an item that is not a string or ``null``, repeats a name,
+            or does not have one item per batch dimension; the message names the file.
+
+    Examples:
+        >>> parse_names("buffer", level_meta([2, 3], "cpu", names=["time", None]), torch.Size([2, 3]))
+        ['time', None]
+        >>> parse_names("buffer", level_meta([2], "cpu")) is None
+        True
+    """
+    names = meta.get(NAMES_FIELD)
+    if names is None or type(names) is dict:  # absent, null, or an entry named "_names"
+        return None
+    where = f"{meta_path(folder)!r} field {NAMES_FIELD!r}"
+    if type(names) is not list or not all(n is None or type(n) is str for n in names):
+        msg = f"{where}: expected a list of dimension names (strings or null), got {names!r}"
+        raise MemmapFormatError(msg)
+    if batch_size is not None and len(names) != len(batch_size):
+        msg = (
+            f"{where}: {names!r} must name each of the {len(batch_size)} batch dimensions "
+            f"of the batch size {list(batch_size)}"
+        )
+        raise MemmapFormatError(msg)
+    named = [n for n in names if n is not None]
+    if len(named) != len(set(named)):
+        msg = f"{where}: the dimension names {names!r} repeat a name"
+        raise MemmapFormatError(msg)
+    return names if named else None
+
+
 def parse_lazy_level(folder: str, meta: dict) -> tuple:
     """Returns ``(stack_dim, stack_dim_name)`` of a lazy stack level.
 
@@ -634,11 +732,65 @@ def member_numbers(folder: str, names) -> list:
     return numbers
 
 
+def is_field(key: str, record) -> bool:
+    """True when the member ``key: record`` of a level's ``meta.json`` is a field of the level, not an entry.
+
+    ``"_names"`` is the field when its value is not an object (an object is the record
+    of an entry named ``"_names"``, which the reference writes).
+
+    Examples:
+        >>> is_field("shape", [2]), is_field("_names", ["x"]), is_field("_names", {"type": "TensorDict"})
+        (True, True, False)
+    """
+    return key in LEVEL_FIELDS or (key == NAMES_FIELD and type(record) is not dict)
+
+
+def subpath_parts(subpath) -> tuple:
+    """The keys of the ``subpath`` of a load: a nested key, or its parts joined by ``"/"``.
+
+    Raises:
+        TypeError: if ``subpath`` is neither a string nor a tuple of strings.
+        ValueError: if it is empty or has an empty part.
+
+    Examples:
+        >>> subpath_parts("module/0"), subpath_parts(("a", "b/c"))
+        (('module', '0'), ('a', 'b/c'))
+    """
+    if isinstance(subpath, str):
+        parts = tuple(subpath.split("/"))
+    elif isinstance(subpath, tuple) and all(isinstance(p, str) for p in subpath):
+        parts = subpath
+    else:
+        msg = f"subpath must be a nested key or a '/'-separated string, got {subpath!r}"
+        raise TypeError(msg)
+    if not parts or "" in parts:
+        msg = f"subpath {subpath!r} has an empty part; give the keys of a nested tensordict"
+        raise InvalidArgumentError(msg)
+    return parts
+
+
+def check_subpath_step(where: str, meta: dict, key: str, subpath: tuple) -> None:
+    """Refuses a step of a ``subpath`` that is not a sub-tensordict of the level ``meta`` of ``where``.
+
+    Raises:
+        ValueError: if the level records no entry ``key``, or records a tensor or a
+            non-tensor value there, naming the subpath and the folder.
+    """
+    record = meta.get(key)
+    kind = None
+    if record is not None and not is_field(key, record):
+        kind = parse_record(where, key, record)
+    if kind is None or kind in (KIND_NONTENSOR, "MetaData", KIND_NONTENSOR_STACK):
+        what = "no entry" if record is None else f"{kind or 'a tensor'}, not a tensordict,"
+        msg = f"subpath {subpath!r} names no saved tensordict: {where!r} holds {what} at {key!r}"
+        raise InvalidArgumentError(msg)
+
+
 def entries(meta: dict) -> Iterator:
     """Yields the ``(key, record)`` pairs of a TensorDict level, its own fields left out."""
-    fields = LEVEL_FIELDS
+    fields = FIELD_NAMES
     for key, record in meta.items():
-        if key not in fields:
+        if key not in fields or not is_field(key, record):
             yield key, record
 
 

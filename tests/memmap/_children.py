@@ -112,3 +112,31 @@ def rewrite_times(folder: str, value: float, times: int, barrier, results) -> No
         results.put(("done", value))
 
     _report_errors(results, body)
+
+
+def create_in_new_levels(folder: str, me: int, rounds: int, barrier, results) -> None:
+    """Loads ``folder``; each round, at the same moment as the other writer, adds ``("g<round>", "w<me>")``.
+
+    Even rounds use make_memmap_from_storage (with a storage on the entry's file), odd
+    rounds make_memmap, so that both create the new sub-tensordict ``g<round>`` at once.
+    """
+
+    def body() -> None:
+        import os
+
+        from tensordict import MemoryMappedTensor, TensorDict
+
+        td = TensorDict.load_memmap(folder)
+        for round_ in range(rounds):
+            barrier.wait(timeout=120)
+            key = (f"g{round_}", f"w{me}")
+            if round_ % 2:
+                td.make_memmap(key, (3,)).fill_(me)
+                continue
+            path = os.path.join(folder, key[0], f"{key[1]}.memmap")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            storage = MemoryMappedTensor.full((3,), me, filename=path).untyped_storage()
+            td.make_memmap_from_storage(key, storage, (3,))
+        results.put(("done", me))
+
+    _report_errors(results, body)

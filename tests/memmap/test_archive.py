@@ -33,6 +33,7 @@ from tensordict import (
     unpack_memmap,
 )
 
+from ._kill import kill_at
 from conftest import ARCHIVES, CASES, DAMAGES, ROOT, ours_only
 
 
@@ -734,3 +735,23 @@ def test_load_memmap_in_place_reads_an_archive(tmp_path):
     td = TensorDict()
     assert td.load_memmap_(tmp_path / "td.tdz") is td
     assert td["a"].tolist() == [0, 1, 2]
+
+
+# ---------------------------------------------------------------------- killed writers
+def test_a_save_killed_at_every_step_leaves_nothing_the_next_save_keeps(tmp_path):
+    """kill -9 before each change save("x.tdz") makes: the archive there is the old or the new
+    one, and the next save removes every staging folder and temporary file the dead one left."""
+    target = tmp_path / "x.tdz"
+    TensorDict({"a": torch.zeros(4)}, [4]).save(target)
+    left_behind = 0
+    for step in range(1, 200):
+        td = TensorDict({"a": torch.full((4,), float(step)), "sub": {"b": torch.ones(4)}}, [4])
+        killed = kill_at(step, lambda td=td: td.save(target))
+        assert TensorDict.load_memmap(target)["a"].tolist()[0] in (0.0, float(step))
+        leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name != "x.tdz")
+        left_behind += bool(leftovers)
+        TensorDict({"a": torch.zeros(4)}, [4]).save(target)  # the next writer cleans up
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["x.tdz"], leftovers
+        if not killed:
+            break
+    assert step > 5 and left_behind >= 3  # there were steps to kill at, and leftovers to remove

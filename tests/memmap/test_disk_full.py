@@ -66,7 +66,7 @@ def test_a_tensor_that_does_not_fit_raises_enospc_naming_its_file(small_fs, make
 def test_memmap_like_that_does_not_fit_fails_at_the_call_and_keeps_nothing(small_fs):
     """memmap_like of a buffer larger than the disk: ENOSPC now, no file and no meta.json kept."""
     template = TensorDict({"obs": torch.zeros(16), "act": torch.zeros(4)}, []).expand(40_000)
-    with pytest.raises(OSError, match=r"no space left to create .*\.memmap") as info:
+    with pytest.raises(OSError, match=r"cannot write .*buffer/obs\.memmap.*No space left") as info:
         template.memmap_like(small_fs / "buffer")
     assert info.value.errno == errno.ENOSPC
     assert [n for n in _names(small_fs) if n.endswith(".memmap") or n == "meta.json"] == []
@@ -116,3 +116,31 @@ def test_a_mount_point_as_the_folder_is_written_in_place(small_fs):
     TensorDict({"a": torch.arange(3.0)}, [3]).memmap(small_fs)
     TensorDict({"a": torch.ones(3)}, [3]).memmap(small_fs)
     assert TensorDict.load_memmap(small_fs)["a"].tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("unrelated", [False, True], ids=["exchanged", "merged"])
+def test_a_full_disk_names_the_folder_asked_for_before_the_staging_file(small_fs, unrelated):
+    """memmap(prefix) on a full disk: ENOSPC naming the entry's path in the folder the user gave,
+    the staging path only after it (staged beside the folder, or inside it when merged)."""
+    dest = small_fs / "td"
+    TensorDict({"a": torch.zeros(4)}, [4]).memmap(dest)
+    if unrelated:
+        (dest / "notes.txt").write_text("mine")  # merged in place: staged inside the folder
+    with pytest.raises(OSError) as info:
+        TensorDict({"a": torch.zeros(4), "big": torch.zeros(4, MIB)}, [4]).memmap(dest)
+    assert info.value.errno == errno.ENOSPC
+    text = str(info.value)
+    assert text.startswith(f"[Errno {errno.ENOSPC}] cannot write {str(dest / 'big.memmap')!r}")
+    assert f"memory-mapped folder {str(dest)!r}" in text
+    assert text.index("big.memmap") < text.index("%tmp.")  # the staging file, after it
+    assert TensorDict.load_memmap(dest)["a"].tolist() == [0.0] * 4
+
+
+def test_a_full_disk_during_save_of_an_archive_names_the_archive(small_fs):
+    """save("x.tdz") on a full disk: ENOSPC naming the archive first; nothing is left beside it."""
+    with pytest.raises(OSError) as info:
+        TensorDict({"big": torch.zeros(4, MIB)}, [4]).save(small_fs / "x.tdz")
+    assert info.value.errno == errno.ENOSPC
+    assert str(info.value).startswith(f"[Errno {errno.ENOSPC}] cannot write the archive ")
+    assert repr(str(small_fs / "x.tdz")) in str(info.value).split("(")[0]
+    assert list(small_fs.iterdir()) == []

@@ -15,7 +15,7 @@ import torch
 
 from tensordict import MetaData, NonTensorData, NonTensorStack, TensorDict
 
-from conftest import FIXTURES
+from conftest import FIXTURES, ours_only
 
 STACKS = FIXTURES / "reference-0.15.3-nontensor-stack"
 
@@ -119,3 +119,65 @@ def test_pickled_stack_round_trip(tmp_path):
     assert meta_of(tmp_path / "td", "o/meta.json")["data"] == "pickle.pkl"
     loaded = TensorDict.load_memmap(tmp_path / "td", allow_pickle=True)
     assert loaded.get("o").tolist()[1] == 3
+
+
+# ---------------------------------------------------------------------- writes reach the folder
+def test_write_into_a_stack_mapped_on_its_own(tmp_path):
+    """stack.memmap(dir)[i] = value rewrites the folder: load_memmap sees the new value."""
+    stack = NonTensorStack.from_list(["a", "b"]).memmap(tmp_path / "s")
+    stack[0] = "z"
+    assert TensorDict.load_memmap(tmp_path / "s").tolist() == ["z", "b"]
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda td: td.get("v").__setitem__(0, "z"),
+        lambda td: td["v"].__setitem__(0, "z"),
+        lambda td: td.__setitem__(0, TensorDict(v="z", x=torch.ones(()))),
+        lambda td: td.update_at_(TensorDict(v="z", x=torch.ones(())), 0),
+        lambda td: td.set_("v", NonTensorStack("z", "b", "c")),
+    ],
+)
+def test_write_into_a_stack_entry_of_a_mapped_tensordict(tmp_path, write):
+    """Index writes, LinkedList writes, update_at_ and set_ on a stack entry reach the folder."""
+    td = TensorDict(v=NonTensorStack("a", "b", "c"), x=torch.zeros(3), batch_size=[3])
+    td = td.memmap(tmp_path / "td")
+    write(td)
+    assert TensorDict.load_memmap(tmp_path / "td")["v"] == ["z", "b", "c"]
+
+
+def test_set_of_a_value_of_a_mapped_tensordict(tmp_path):
+    """set_ of a NonTensorData entry of a memory-mapped tensordict rewrites its folder."""
+    td = TensorDict(v="a", x=torch.zeros(3), batch_size=[3]).memmap(tmp_path / "td")
+    td.set_("v", "b")
+    assert TensorDict.load_memmap(tmp_path / "td")["v"] == "b"
+
+
+def test_write_through_a_stack_keeps_the_source_apart(tmp_path):
+    """memmap(dir) copies the stacks: writing the mapped one leaves the source alone."""
+    source = TensorDict(v=NonTensorStack("a", "b"), batch_size=[2])
+    mapped = source.memmap(tmp_path / "td")
+    mapped.get("v")[0] = "z"
+    assert source["v"] == ["a", "b"] and mapped["v"] == ["z", "b"]
+
+
+@ours_only  # the reference's loaded stacks keep writes in memory
+def test_write_into_a_loaded_stack_reaches_the_folder(tmp_path):
+    """A stack loaded with load_memmap writes to its folder, as its tensors do."""
+    TensorDict(v=NonTensorStack("a", "b"), batch_size=[2]).memmap(tmp_path / "td")
+    loaded = TensorDict.load_memmap(tmp_path / "td")
+    loaded.get("v")[1] = "q"
+    assert TensorDict.load_memmap(tmp_path / "td")["v"] == ["a", "q"]
+    NonTensorStack.from_list(["a", "b"]).memmap(tmp_path / "s")
+    alone = TensorDict.load_memmap(tmp_path / "s")
+    alone[0] = "z"
+    assert TensorDict.load_memmap(tmp_path / "s").tolist() == ["z", "b"]
+
+
+@ours_only  # the reference refuses another value at an index of a memory-mapped NonTensorData
+def test_value_of_a_mapped_tensordict_becomes_a_stack_on_disk(tmp_path):
+    """Another value written at an index of a mapped NonTensorData entry makes a stack on disk."""
+    td = TensorDict(v="a", x=torch.zeros(3), batch_size=[3]).memmap(tmp_path / "td")
+    td[0] = TensorDict(v="z", x=torch.ones(()))
+    assert TensorDict.load_memmap(tmp_path / "td")["v"] == ["z", "a", "a"]

@@ -215,3 +215,58 @@ def test_two_processes_replacing_one_folder_each_leave_it_whole(tmp_path, childr
     assert len(td.keys()) == 30 and len(values) == 1
     assert [p.name for p in tmp_path.rglob("%tmp*")] == []
     assert not unrelated or (folder / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.timeout(180)
+def test_two_writers_creating_one_new_sub_tensordict_at_once_both_add_their_entries(
+    tmp_path, children
+):
+    """Two processes add ("g<n>", "w0") and ("g<n>", "w1") at the same moment, round after
+    round: the sub-tensordict the other created is adopted, and both entries land in it."""
+    folder = tmp_path / "td"
+    TensorDict({"a": torch.zeros(3)}, [3]).memmap(folder)
+    rounds = 12
+    ctx = mp.get_context("fork")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=children.create_in_new_levels,
+            args=(str(folder), me, rounds, barrier, results),
+        )
+        for me in range(2)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        for _ in procs:
+            _get(results, "done")
+    finally:
+        for proc in procs:
+            proc.join(30)
+    loaded = TensorDict.load_memmap(folder)
+    for round_ in range(rounds):
+        assert set(loaded[f"g{round_}"].keys()) == {"w0", "w1"}, round_
+        for me in range(2):
+            assert loaded[f"g{round_}", f"w{me}"].tolist() == [me] * 3
+
+
+def test_a_new_sub_tensordict_where_another_writer_put_a_tensor_is_refused(tmp_path):
+    """A tuple key through a name another writer recorded as a tensor meanwhile: EntryExistsError."""
+    mine = TensorDict({"a": torch.zeros(3)}, [3]).memmap(tmp_path / "td")
+    TensorDict.load_memmap(tmp_path / "td").make_memmap("grp", (3,))
+    with pytest.raises(EntryExistsError, match=r"'grp'.*a tensor"):
+        mine.make_memmap(("grp", "w"), (3,))
+    assert TensorDict.load_memmap(tmp_path / "td")["grp"].shape == (3,)
+
+
+def test_a_new_sub_tensordict_another_writer_created_is_adopted_with_its_entries(tmp_path):
+    """The other writer's sub-tensordict (and its entries) appear beside the entry added to it."""
+    mine = TensorDict({"a": torch.zeros(3)}, [3]).memmap(tmp_path / "td")
+    TensorDict.load_memmap(tmp_path / "td").make_memmap(("grp", "theirs"), (3,)).fill_(1)
+    mine.make_memmap(("grp", "mine"), (3,)).fill_(2)
+    assert set(mine["grp"].keys()) == {"theirs", "mine"}
+    assert mine["grp", "theirs"].tolist() == [1.0] * 3
+    loaded = TensorDict.load_memmap(tmp_path / "td")
+    assert loaded["grp", "mine"].tolist() == [2.0] * 3
+    with pytest.raises(EntryExistsError, match="already exists"):
+        mine.make_memmap(("grp", "theirs"), (3,))

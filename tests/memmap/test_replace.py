@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 
 import pytest
@@ -14,6 +13,8 @@ from tensordict import TensorDict, lazy_stack
 from tensordict.errors import EntryExistsError
 from tensordict.memmap import _fs, _io
 from tensordict.memmap import format as fmt
+
+from ._kill import kill_at
 
 KEYS = [f"k{i}" for i in range(12)]
 
@@ -35,60 +36,6 @@ def _values(folder) -> dict:
     return values
 
 
-def _kill_at(step: int, work) -> bool:
-    """Runs ``work`` in a forked child that SIGKILLs itself before its ``step``-th change on disk.
-
-    Every file or folder created, rename, exchange, unlink and tree removal counts as a
-    change. Returns True when the child was killed, False when ``work`` finished in
-    fewer steps.
-    """
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        try:
-            count = [0]
-
-            def tick():
-                count[0] += 1
-                if count[0] == step:
-                    os.kill(os.getpid(), signal.SIGKILL)
-
-            def counted(function):
-                def wrapper(*args, **kwargs):
-                    tick()
-                    return function(*args, **kwargs)
-
-                return wrapper
-
-            for module, name in [
-                (os, "replace"),
-                (os, "rename"),
-                (os, "unlink"),
-                (os, "rmdir"),
-                (os, "mkdir"),
-                (shutil, "rmtree"),
-                (_fs, "exchange"),
-            ]:
-                setattr(module, name, counted(getattr(module, name)))
-            os_open = os.open
-
-            def opened(path, flags, *args, **kwargs):
-                if flags & os.O_CREAT:
-                    tick()
-                return os_open(path, flags, *args, **kwargs)
-
-            os.open = opened
-            work()
-        except BaseException:
-            os._exit(1)
-        os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        assert os.WTERMSIG(status) == signal.SIGKILL
-        return True
-    assert os.WEXITSTATUS(status) == 0, "the child failed"
-    return False
-
-
 @pytest.mark.parametrize("unrelated", [False, True], ids=["exchanged", "merged"])
 def test_memmap_killed_at_every_step_leaves_every_entry_whole(tmp_path, unrelated):
     """kill -9 before each change memmap(prefix) makes: the folder loads with every entry, old or new.
@@ -106,7 +53,7 @@ def test_memmap_killed_at_every_step_leaves_every_entry_whole(tmp_path, unrelate
     for step in range(1, 120):
         generation = float(step)
         tree = _tree(generation)  # built before the fork: the child only writes
-        if not _kill_at(step, lambda tree=tree: tree.memmap(folder)):
+        if not kill_at(step, lambda tree=tree: tree.memmap(folder)):
             written.add(generation)
             assert set(_values(folder).values()) == {generation}
             break
@@ -129,7 +76,7 @@ def test_memmap_merged_in_place_killed_while_shapes_change_never_records_a_missi
     (folder / "notes.txt").write_text("mine")
     for step in range(1, 80):
         tree = TensorDict({"a": torch.ones(4, 3), "c": torch.ones(4)}, [4])
-        done = not _kill_at(step, lambda tree=tree: tree.memmap(folder))
+        done = not kill_at(step, lambda tree=tree: tree.memmap(folder))
         td = TensorDict.load_memmap(folder)  # raises on a file of the wrong size
         for key in td.keys():
             assert td[key].shape[0] == td.batch_size[0]
@@ -153,7 +100,7 @@ def test_a_lazy_stack_merged_in_place_killed_at_every_step_always_loads(tmp_path
     (folder / "notes.txt").write_text("mine")
     for step in range(1, 120):
         new = tree(1.0, 2, 5)
-        done = not _kill_at(step, lambda new=new: new.memmap(folder))
+        done = not kill_at(step, lambda new=new: new.memmap(folder))
         td = TensorDict.load_memmap(folder)  # never members of two sizes, never a gap
         if "s" in td.keys():
             assert td["s"].batch_size in ((3, 3), (2, 5))

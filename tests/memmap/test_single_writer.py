@@ -1,13 +1,17 @@
 """One writer per memory-mapped tree, checked: ``claim_writer`` / ``release_writer``.
 
 Another writer is simulated by a claim file with another token (what a process on
-another node leaves), and once by a real spawned process.
+another node leaves), and by real processes: a spawned one, and eight forked ones
+racing to claim.
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import re
+import time
 
 import pytest
 import torch
@@ -103,3 +107,77 @@ def test_a_spawned_process_is_another_writer(tmp_path):
     finally:
         proc.join(10)
         release_writer(tmp_path / "t")
+
+
+def _race_to_claim(path: str, barrier, out) -> None:
+    """Claims ``path`` once the others are ready; a file created here stays empty for 50 ms.
+
+    The pause after each creating ``open`` is what a slow or loaded file system does
+    between creating a file and writing it: a claim must not be visible before it is whole.
+    """
+    os_open = os.open
+
+    def slow_open(name, flags, *args, **kwargs):
+        fd = os_open(name, flags, *args, **kwargs)
+        if flags & os.O_CREAT:
+            time.sleep(0.05)
+        return fd
+
+    os.open = slow_open
+    try:
+        barrier.wait(timeout=30)
+        claim_writer(path)
+        out.put(("won", os.getpid()))
+    except ForeignWriterError as err:
+        out.put(("refused", str(err)))
+    except BaseException as err:  # reported, so that the parent fails with it
+        out.put(("error", repr(err)))
+
+
+@pytest.mark.parametrize("run", range(5))
+def test_of_eight_processes_racing_to_claim_exactly_one_wins(tmp_path, run):
+    """Eight processes claim one tree at the same moment: one wins, seven are refused, in every run."""
+    _tree(tmp_path / "t")
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(8)
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=_race_to_claim, args=(str(tmp_path / "t"), barrier, out))
+        for _ in range(8)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        results = [out.get(timeout=50) for _ in procs]
+    finally:
+        for proc in procs:
+            proc.join(10)
+    assert [r for r in results if r[0] == "error"] == []
+    winners = [pid for kind, pid in results if kind == "won"]
+    assert len(winners) == 1, results
+    record = json.loads((tmp_path / "t" / fmt.WRITER_FILE).read_text())
+    assert record["pid"] == winners[0]  # the claim on disk is the winner's, whole
+    assert not [p for p in (tmp_path / "t").iterdir() if p.name.startswith(fmt.TMP_PREFIX)]
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", b"[]", b'{"host": "x"}'])
+def test_a_damaged_claim_is_nobodys_until_forced(tmp_path, content):
+    """An empty or garbage claim file never counts as this process's: claiming, writing and releasing
+    raise naming the file; force=True replaces it, and the claimer then writes."""
+    root = _tree(tmp_path / "t")
+    claim = tmp_path / "t" / fmt.WRITER_FILE
+    claim.write_bytes(content)
+    where = re.escape(repr(str(claim)))
+    with pytest.raises(ForeignWriterError, match=f"claim {where} is damaged.*force=True"):
+        claim_writer(tmp_path / "t")
+    with pytest.raises(ForeignWriterError, match=f"claim {where} is damaged"):
+        root.make_memmap("c", (3,))
+    with pytest.raises(ForeignWriterError, match=f"claim {where} is damaged"):
+        release_writer(tmp_path / "t")
+    assert claim.read_bytes() == content
+    claim_writer(tmp_path / "t", force=True)
+    assert json.loads(claim.read_text())["pid"] == os.getpid()
+    root.make_memmap("c", (3,))
+    assert "c" in TensorDict.load_memmap(tmp_path / "t").keys()
+    release_writer(tmp_path / "t")
+    assert not claim.exists()

@@ -259,13 +259,6 @@ class TestMemmapFolder(StorageContract):
         (path / "meta.json").unlink()
         return path / "meta.json"
 
-    def test_a_round_trip_keeps_the_names_of_the_batch_dimensions(self, tmp_path):
-        """Format v1 has no field for dimension names (its level fields are shape, device, _type,
-        _format_version and _class), so a folder loads with its dimensions unnamed."""
-        loaded = self.load(self.write(_batched_tree(), tmp_path))
-        assert loaded.names == [None]
-        assert loaded["sub"].names == [None, None]
-
 
 class TestTdzArchive(StorageContract):
     """A ``.tdz`` archive: ``td.save("x.tdz")`` and ``TensorDict.load_memmap("x.tdz")``."""
@@ -311,13 +304,6 @@ class TestTdzArchive(StorageContract):
     def remove_metadata(self, path):
         self._rewrite(path, None)
         return path
-
-    def test_a_round_trip_keeps_the_names_of_the_batch_dimensions(self, tmp_path):
-        """An archive holds a format v1 folder, which has no field for dimension names, so it loads
-        with its dimensions unnamed, as a folder does."""
-        loaded = self.load(self.write(_batched_tree(), tmp_path))
-        assert loaded.names == [None]
-        assert loaded["sub"].names == [None, None]
 
     def test_refresh_picks_up_an_entry_written_since_the_load(self, tmp_path):
         """A loaded archive is a tree of views of one mapping, not memory-mapped entries: an archive

@@ -12,6 +12,8 @@ puts the definition first. The two that other mixins define, ``_fast_apply`` and
 common base of every mixin, which the method resolution order puts after all of them.
 """
 
+from __future__ import annotations
+
 PRIMITIVES = (
     "_fast_apply",
     "_stored_tensors",

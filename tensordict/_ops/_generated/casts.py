@@ -9,6 +9,7 @@ from collections.abc import Callable
 import torch
 
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class CastOps(Contract):
@@ -16,7 +17,7 @@ class CastOps(Contract):
 
     __slots__ = ()
 
-    def type(self, dst_type, *, cast_filter: Callable | None = None):
+    def type(self: T, dst_type: torch.dtype | str, *, cast_filter: Callable | None = None) -> T:
         """The tensordict with its tensor leaves cast by ``Tensor.type(dst_type)``."""
         raise NotImplementedError
 
@@ -24,7 +25,7 @@ class CastOps(Contract):
         """Raises naming the first leaf that ``cast_filter`` selects (a copy when none is)."""
         raise NotImplementedError
 
-    def half(self, *, cast_filter: Callable | None = None):
+    def half(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.float16``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -47,7 +48,7 @@ class CastOps(Contract):
         """
         return self.type(torch.float16, cast_filter=cast_filter)
 
-    def float(self, *, cast_filter: Callable | None = None):
+    def float(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.float32``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -70,7 +71,7 @@ class CastOps(Contract):
         """
         return self.type(torch.float32, cast_filter=cast_filter)
 
-    def double(self, *, cast_filter: Callable | None = None):
+    def double(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.float64``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -93,7 +94,7 @@ class CastOps(Contract):
         """
         return self.type(torch.float64, cast_filter=cast_filter)
 
-    def bfloat16(self, *, cast_filter: Callable | None = None):
+    def bfloat16(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.bfloat16``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -116,7 +117,7 @@ class CastOps(Contract):
         """
         return self.type(torch.bfloat16, cast_filter=cast_filter)
 
-    def int(self, *, cast_filter: Callable | None = None):
+    def int(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.int32``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -139,7 +140,7 @@ class CastOps(Contract):
         """
         return self.type(torch.int32, cast_filter=cast_filter)
 
-    def bool(self, *, cast_filter: Callable | None = None):
+    def bool(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.bool``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -162,7 +163,7 @@ class CastOps(Contract):
         """
         return self.type(torch.bool, cast_filter=cast_filter)
 
-    def float16(self, *, cast_filter: Callable | None = None):
+    def float16(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.float16``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -185,7 +186,7 @@ class CastOps(Contract):
         """
         return self.type(torch.float16, cast_filter=cast_filter)
 
-    def float32(self, *, cast_filter: Callable | None = None):
+    def float32(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.float32``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -208,7 +209,7 @@ class CastOps(Contract):
         """
         return self.type(torch.float32, cast_filter=cast_filter)
 
-    def float64(self, *, cast_filter: Callable | None = None):
+    def float64(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.float64``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -231,7 +232,7 @@ class CastOps(Contract):
         """
         return self.type(torch.float64, cast_filter=cast_filter)
 
-    def int8(self, *, cast_filter: Callable | None = None):
+    def int8(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.int8``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -254,7 +255,7 @@ class CastOps(Contract):
         """
         return self.type(torch.int8, cast_filter=cast_filter)
 
-    def int16(self, *, cast_filter: Callable | None = None):
+    def int16(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.int16``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -277,7 +278,7 @@ class CastOps(Contract):
         """
         return self.type(torch.int16, cast_filter=cast_filter)
 
-    def int32(self, *, cast_filter: Callable | None = None):
+    def int32(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.int32``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -300,7 +301,7 @@ class CastOps(Contract):
         """
         return self.type(torch.int32, cast_filter=cast_filter)
 
-    def int64(self, *, cast_filter: Callable | None = None):
+    def int64(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.int64``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -323,7 +324,7 @@ class CastOps(Contract):
         """
         return self.type(torch.int64, cast_filter=cast_filter)
 
-    def uint8(self, *, cast_filter: Callable | None = None):
+    def uint8(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.uint8``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -346,7 +347,7 @@ class CastOps(Contract):
         """
         return self.type(torch.uint8, cast_filter=cast_filter)
 
-    def uint16(self, *, cast_filter: Callable | None = None):
+    def uint16(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.uint16``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -369,7 +370,7 @@ class CastOps(Contract):
         """
         return self.type(torch.uint16, cast_filter=cast_filter)
 
-    def uint32(self, *, cast_filter: Callable | None = None):
+    def uint32(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.uint32``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -392,7 +393,7 @@ class CastOps(Contract):
         """
         return self.type(torch.uint32, cast_filter=cast_filter)
 
-    def uint64(self, *, cast_filter: Callable | None = None):
+    def uint64(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.uint64``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -415,7 +416,7 @@ class CastOps(Contract):
         """
         return self.type(torch.uint64, cast_filter=cast_filter)
 
-    def complex32(self, *, cast_filter: Callable | None = None):
+    def complex32(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.complex32``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -438,7 +439,7 @@ class CastOps(Contract):
         """
         return self.type(torch.complex32, cast_filter=cast_filter)
 
-    def complex64(self, *, cast_filter: Callable | None = None):
+    def complex64(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.complex64``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -461,7 +462,7 @@ class CastOps(Contract):
         """
         return self.type(torch.complex64, cast_filter=cast_filter)
 
-    def complex128(self, *, cast_filter: Callable | None = None):
+    def complex128(self: T, *, cast_filter: Callable | None = None) -> T:
         """Returns the tensordict with its tensor leaves cast to ``torch.complex128``.
 
         Non-tensor entries are kept. Leaves that already have this dtype are shared with
@@ -485,7 +486,7 @@ class CastOps(Contract):
         return self.type(torch.complex128, cast_filter=cast_filter)
 
     # -------------------------------------------- quantized dtypes: refused, saying what to call
-    def qint8(self, *, cast_filter: Callable | None = None):
+    def qint8(self: T, *, cast_filter: Callable | None = None) -> T:
         """Refuses to cast the tensor leaves to ``torch.qint8``, saying what to call instead.
 
         A quantized tensor needs a scale and a zero point, which a cast cannot give, so
@@ -515,7 +516,7 @@ class CastOps(Contract):
         """
         return self._refuse_quantized("qint8", torch.qint8, cast_filter)
 
-    def qint32(self, *, cast_filter: Callable | None = None):
+    def qint32(self: T, *, cast_filter: Callable | None = None) -> T:
         """Refuses to cast the tensor leaves to ``torch.qint32``, saying what to call instead.
 
         A quantized tensor needs a scale and a zero point, which a cast cannot give, so
@@ -545,7 +546,7 @@ class CastOps(Contract):
         """
         return self._refuse_quantized("qint32", torch.qint32, cast_filter)
 
-    def quint8(self, *, cast_filter: Callable | None = None):
+    def quint8(self: T, *, cast_filter: Callable | None = None) -> T:
         """Refuses to cast the tensor leaves to ``torch.quint8``, saying what to call instead.
 
         A quantized tensor needs a scale and a zero point, which a cast cannot give, so
@@ -575,7 +576,7 @@ class CastOps(Contract):
         """
         return self._refuse_quantized("quint8", torch.quint8, cast_filter)
 
-    def quint4x2(self, *, cast_filter: Callable | None = None):
+    def quint4x2(self: T, *, cast_filter: Callable | None = None) -> T:
         """Refuses to cast the tensor leaves to ``torch.quint4x2``, saying what to call instead.
 
         A quantized tensor needs a scale and a zero point, which a cast cannot give, so

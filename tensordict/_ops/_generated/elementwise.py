@@ -4,9 +4,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class ElementwiseOps(Contract):
@@ -27,7 +31,7 @@ class ElementwiseOps(Contract):
         raise NotImplementedError
 
     # ------------------------------------------------------------------------------------- unary
-    def abs(self):
+    def abs(self: T) -> T:
         """Returns a tensordict with ``torch.abs`` (the absolute value) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.abs(leaf)`` in the
@@ -47,7 +51,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.abs)
 
-    def acos(self):
+    def acos(self: T) -> T:
         """Returns a tensordict with ``torch.acos`` (the inverse cosine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.acos(leaf)`` in the
@@ -65,7 +69,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.acos)
 
-    def asin(self):
+    def asin(self: T) -> T:
         """Returns a tensordict with ``torch.asin`` (the inverse sine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.asin(leaf)`` in the
@@ -83,7 +87,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.asin)
 
-    def atan(self):
+    def atan(self: T) -> T:
         """Returns a tensordict with ``torch.atan`` (the inverse tangent) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.atan(leaf)`` in the
@@ -101,7 +105,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.atan)
 
-    def ceil(self):
+    def ceil(self: T) -> T:
         """Returns a tensordict with ``torch.ceil`` (rounding up to an integral value) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.ceil(leaf)`` in the
@@ -121,7 +125,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.ceil)
 
-    def cos(self):
+    def cos(self: T) -> T:
         """Returns a tensordict with ``torch.cos`` (the cosine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.cos(leaf)`` in the
@@ -139,7 +143,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.cos)
 
-    def cosh(self):
+    def cosh(self: T) -> T:
         """Returns a tensordict with ``torch.cosh`` (the hyperbolic cosine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.cosh(leaf)`` in the
@@ -157,7 +161,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.cosh)
 
-    def erf(self):
+    def erf(self: T) -> T:
         """Returns a tensordict with ``torch.erf`` (the error function) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.erf(leaf)`` in the
@@ -175,7 +179,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.erf)
 
-    def erfc(self):
+    def erfc(self: T) -> T:
         """Returns a tensordict with ``torch.erfc`` (the complementary error function) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.erfc(leaf)`` in the
@@ -193,7 +197,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.erfc)
 
-    def exp(self):
+    def exp(self: T) -> T:
         """Returns a tensordict with ``torch.exp`` (the exponential) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.exp(leaf)`` in the
@@ -211,7 +215,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.exp)
 
-    def expm1(self):
+    def expm1(self: T) -> T:
         """Returns a tensordict with ``torch.expm1`` (``exp(x) - 1``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.expm1(leaf)`` in the
@@ -229,7 +233,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.expm1)
 
-    def floor(self):
+    def floor(self: T) -> T:
         """Returns a tensordict with ``torch.floor`` (rounding down to an integral value) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.floor(leaf)`` in the
@@ -249,7 +253,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.floor)
 
-    def frac(self):
+    def frac(self: T) -> T:
         """Returns a tensordict with ``torch.frac`` (the fractional part) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.frac(leaf)`` in the
@@ -270,7 +274,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.frac)
 
-    def lgamma(self):
+    def lgamma(self: T) -> T:
         """Returns a tensordict with ``torch.lgamma`` (the log of the absolute gamma function) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.lgamma(leaf)`` in the
@@ -288,7 +292,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.lgamma)
 
-    def log(self):
+    def log(self: T) -> T:
         """Returns a tensordict with ``torch.log`` (the natural logarithm) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.log(leaf)`` in the
@@ -306,7 +310,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.log)
 
-    def log10(self):
+    def log10(self: T) -> T:
         """Returns a tensordict with ``torch.log10`` (the base-10 logarithm) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.log10(leaf)`` in the
@@ -324,7 +328,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.log10)
 
-    def log1p(self):
+    def log1p(self: T) -> T:
         """Returns a tensordict with ``torch.log1p`` (``log(1 + x)``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.log1p(leaf)`` in the
@@ -342,7 +346,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.log1p)
 
-    def log2(self):
+    def log2(self: T) -> T:
         """Returns a tensordict with ``torch.log2`` (the base-2 logarithm) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.log2(leaf)`` in the
@@ -360,7 +364,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.log2)
 
-    def neg(self):
+    def neg(self: T) -> T:
         """Returns a tensordict with ``torch.neg`` (the negation) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.neg(leaf)`` in the
@@ -380,7 +384,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.neg)
 
-    def reciprocal(self):
+    def reciprocal(self: T) -> T:
         """Returns a tensordict with ``torch.reciprocal`` (``1 / x``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.reciprocal(leaf)`` in the
@@ -398,7 +402,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.reciprocal)
 
-    def round(self):
+    def round(self: T) -> T:
         """Returns a tensordict with ``torch.round`` (rounding to the nearest integer, halves to even) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.round(leaf)`` in the
@@ -418,7 +422,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.round)
 
-    def rsqrt(self):
+    def rsqrt(self: T) -> T:
         """Returns a tensordict with ``torch.rsqrt`` (``1 / sqrt(x)``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.rsqrt(leaf)`` in the
@@ -436,7 +440,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.rsqrt)
 
-    def sigmoid(self):
+    def sigmoid(self: T) -> T:
         """Returns a tensordict with ``torch.sigmoid`` (the logistic function) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sigmoid(leaf)`` in the
@@ -454,7 +458,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.sigmoid)
 
-    def sign(self):
+    def sign(self: T) -> T:
         """Returns a tensordict with ``torch.sign`` (the sign: -1, 0 or 1) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sign(leaf)`` in the
@@ -471,7 +475,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.sign)
 
-    def sin(self):
+    def sin(self: T) -> T:
         """Returns a tensordict with ``torch.sin`` (the sine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sin(leaf)`` in the
@@ -489,7 +493,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.sin)
 
-    def sinh(self):
+    def sinh(self: T) -> T:
         """Returns a tensordict with ``torch.sinh`` (the hyperbolic sine) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sinh(leaf)`` in the
@@ -507,7 +511,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.sinh)
 
-    def sqrt(self):
+    def sqrt(self: T) -> T:
         """Returns a tensordict with ``torch.sqrt`` (the square root) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sqrt(leaf)`` in the
@@ -525,7 +529,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.sqrt)
 
-    def tan(self):
+    def tan(self: T) -> T:
         """Returns a tensordict with ``torch.tan`` (the tangent) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.tan(leaf)`` in the
@@ -543,7 +547,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.tan)
 
-    def tanh(self):
+    def tanh(self: T) -> T:
         """Returns a tensordict with ``torch.tanh`` (the hyperbolic tangent) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.tanh(leaf)`` in the
@@ -561,7 +565,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.tanh)
 
-    def trunc(self):
+    def trunc(self: T) -> T:
         """Returns a tensordict with ``torch.trunc`` (rounding towards zero) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.trunc(leaf)`` in the
@@ -581,7 +585,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.trunc)
 
-    def logical_not(self):
+    def logical_not(self: T) -> T:
         """Returns a tensordict with ``torch.logical_not`` (the logical negation) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.logical_not(leaf)`` in
@@ -599,7 +603,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.logical_not)
 
-    def bitwise_not(self):
+    def bitwise_not(self: T) -> T:
         """Returns a tensordict with ``torch.bitwise_not`` (the bitwise negation) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.bitwise_not(leaf)`` in
@@ -621,7 +625,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.bitwise_not)
 
-    def relu(self):
+    def relu(self: T) -> T:
         """Returns a tensordict with ``torch.relu`` (``max(x, 0)``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.relu(leaf)`` in the
@@ -641,7 +645,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.relu)
 
-    def square(self):
+    def square(self: T) -> T:
         """Returns a tensordict with ``torch.square`` (``x * x``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.square(leaf)`` in the
@@ -659,7 +663,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.square)
 
-    def exp2(self):
+    def exp2(self: T) -> T:
         """Returns a tensordict with ``torch.exp2`` (``2 ** x``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.exp2(leaf)`` in the
@@ -677,7 +681,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.exp2)
 
-    def sgn(self):
+    def sgn(self: T) -> T:
         """Returns a tensordict with ``torch.sgn`` (the sign, extended to complex numbers as ``x / abs(x)``) applied to every leaf.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.sgn(leaf)`` in the
@@ -695,7 +699,9 @@ class ElementwiseOps(Contract):
         return self._pointwise(torch.sgn)
 
     # ------------------------------------------------------------------------------------ binary
-    def add(self, other, *args, **kwargs):
+    def add(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.add(leaf, other)``, the sum, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -731,7 +737,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.add, other, args, kwargs, "add")
 
-    def sub(self, other, *args, **kwargs):
+    def sub(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.sub(leaf, other)``, the difference, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -767,7 +775,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.sub, other, args, kwargs, "sub")
 
-    def mul(self, other, *args, **kwargs):
+    def mul(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.mul(leaf, other)``, the product, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -803,7 +813,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.mul, other, args, kwargs, "mul")
 
-    def div(self, other, *args, **kwargs):
+    def div(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.div(leaf, other)``, the quotient, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -839,7 +851,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.div, other, args, kwargs, "div")
 
-    def pow(self, other, *args, **kwargs):
+    def pow(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.pow(leaf, other)``, the power, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -875,7 +889,7 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.pow, other, args, kwargs, "pow")
 
-    def maximum(self, other, *args, **kwargs):
+    def maximum(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Returns a tensordict of ``torch.maximum(leaf, other)``, the elementwise maximum, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -912,7 +926,7 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.maximum, other, args, kwargs, "maximum")
 
-    def minimum(self, other, *args, **kwargs):
+    def minimum(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Returns a tensordict of ``torch.minimum(leaf, other)``, the elementwise minimum, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -949,7 +963,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.minimum, other, args, kwargs, "minimum")
 
-    def clamp_min(self, other, *args, **kwargs):
+    def clamp_min(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.clamp_min(leaf, other)``, the leaf clamped from below, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -985,7 +1001,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.clamp_min, other, args, kwargs, "clamp_min")
 
-    def clamp_max(self, other, *args, **kwargs):
+    def clamp_max(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.clamp_max(leaf, other)``, the leaf clamped from above, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1021,7 +1039,7 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.clamp_max, other, args, kwargs, "clamp_max")
 
-    def lerp(self, other, *args, **kwargs):
+    def lerp(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Returns a tensordict of ``torch.lerp(leaf, other)``, the linear interpolation, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1060,7 +1078,7 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.lerp, other, args, kwargs, "lerp")
 
-    def atan2(self, other, *args, **kwargs):
+    def atan2(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Returns a tensordict of ``torch.atan2(leaf, other)``, the angle in radians, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1097,7 +1115,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.atan2, other, args, kwargs, "atan2")
 
-    def fmod(self, other, *args, **kwargs):
+    def fmod(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.fmod(leaf, other)``, the remainder with the sign of the leaf, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1133,7 +1153,9 @@ class ElementwiseOps(Contract):
         """
         return self._leafwise(torch.fmod, other, args, kwargs, "fmod")
 
-    def remainder(self, other, *args, **kwargs):
+    def remainder(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of ``torch.remainder(leaf, other)``, the remainder with the sign of ``other``, for every leaf.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1170,7 +1192,7 @@ class ElementwiseOps(Contract):
         return self._leafwise(torch.remainder, other, args, kwargs, "remainder")
 
     # -------------------------------------------------------------------------------- predicates
-    def isnan(self):
+    def isnan(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is NaN.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.isnan(leaf)``;
@@ -1187,7 +1209,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.isnan)
 
-    def isfinite(self):
+    def isfinite(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is finite (neither infinite nor NaN).
 
         Each tensor leaf, nested ones included, is replaced by ``torch.isfinite(leaf)``;
@@ -1204,7 +1226,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.isfinite)
 
-    def isposinf(self):
+    def isposinf(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is positive infinity.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.isposinf(leaf)``;
@@ -1221,7 +1243,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.isposinf)
 
-    def isneginf(self):
+    def isneginf(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is negative infinity.
 
         Each tensor leaf, nested ones included, is replaced by ``torch.isneginf(leaf)``;
@@ -1238,7 +1260,7 @@ class ElementwiseOps(Contract):
         """
         return self._pointwise(torch.isneginf)
 
-    def isreal(self):
+    def isreal(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is real (a zero imaginary part; always for real dtypes).
 
         Each tensor leaf, nested ones included, is replaced by ``torch.isreal(leaf)``;
@@ -1256,7 +1278,7 @@ class ElementwiseOps(Contract):
         return self._pointwise(torch.isreal)
 
     # ----------------------------------------------------------------------- pairwise operations
-    def mod(self, other):
+    def mod(self: T, other: TensorCollection | torch.Tensor | float) -> T:
         """Returns a tensordict of ``torch.remainder(leaf, other)``: the remainder of the division by ``other``, with its sign (Python's ``%``).
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1283,7 +1305,13 @@ class ElementwiseOps(Contract):
         """
         return self._pairwise(torch.remainder, other, "mod")
 
-    def rsub(self, other, *, alpha: float | None = None, default=None):
+    def rsub(
+        self: T,
+        other: TensorCollection | torch.Tensor | float,
+        *,
+        alpha: float | None = None,
+        default: str | float | None = None,
+    ) -> T:
         """Returns a tensordict of ``torch.rsub(leaf, other)``: ``other - alpha * leaf``.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1317,7 +1345,12 @@ class ElementwiseOps(Contract):
         kwargs = {} if alpha is None else {"alpha": alpha}
         return self._pairwise(lambda x, y: torch.rsub(x, y, **kwargs), other, "rsub", default)
 
-    def logical_and(self, other, *, default=None):
+    def logical_and(
+        self: T,
+        other: TensorCollection | torch.Tensor | float,
+        *,
+        default: str | float | None = None,
+    ) -> T:
         """Returns a tensordict of ``torch.logical_and(leaf, other)``: the logical and, as booleans.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
@@ -1349,7 +1382,12 @@ class ElementwiseOps(Contract):
         """
         return self._pairwise(torch.logical_and, other, "logical_and", default)
 
-    def bitwise_and(self, other, *, default=None):
+    def bitwise_and(
+        self: T,
+        other: TensorCollection | torch.Tensor | float,
+        *,
+        default: str | float | None = None,
+    ) -> T:
         """Returns a tensordict of ``torch.bitwise_and(leaf, other)``: the bitwise and of integer or boolean leaves.
 
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.

@@ -4,9 +4,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class InplaceOps(Contract):
@@ -22,7 +26,7 @@ class InplaceOps(Contract):
         raise NotImplementedError
 
     # ------------------------------------------------------------------------------------- unary
-    def abs_(self):
+    def abs_(self: T) -> T:
         """Applies ``Tensor.abs_`` (the absolute value) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -48,7 +52,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def acos_(self):
+    def acos_(self: T) -> T:
         """Applies ``Tensor.acos_`` (the inverse cosine) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -74,7 +78,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def asin_(self):
+    def asin_(self: T) -> T:
         """Applies ``Tensor.asin_`` (the inverse sine) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -100,7 +104,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def atan_(self):
+    def atan_(self: T) -> T:
         """Applies ``Tensor.atan_`` (the inverse tangent) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -126,7 +130,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def ceil_(self):
+    def ceil_(self: T) -> T:
         """Applies ``Tensor.ceil_`` (rounding up to an integral value) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -152,7 +156,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def cos_(self):
+    def cos_(self: T) -> T:
         """Applies ``Tensor.cos_`` (the cosine) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -178,7 +182,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def cosh_(self):
+    def cosh_(self: T) -> T:
         """Applies ``Tensor.cosh_`` (the hyperbolic cosine) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -204,7 +208,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def erf_(self):
+    def erf_(self: T) -> T:
         """Applies ``Tensor.erf_`` (the error function) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -230,7 +234,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def erfc_(self):
+    def erfc_(self: T) -> T:
         """Applies ``Tensor.erfc_`` (the complementary error function) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -256,7 +260,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def exp_(self):
+    def exp_(self: T) -> T:
         """Applies ``Tensor.exp_`` (the exponential) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -282,7 +286,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def expm1_(self):
+    def expm1_(self: T) -> T:
         """Applies ``Tensor.expm1_`` (``exp(x) - 1``) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -308,7 +312,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def floor_(self):
+    def floor_(self: T) -> T:
         """Applies ``Tensor.floor_`` (rounding down to an integral value) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -334,7 +338,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def frac_(self):
+    def frac_(self: T) -> T:
         """Applies ``Tensor.frac_`` (the fractional part) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -360,7 +364,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def lgamma_(self):
+    def lgamma_(self: T) -> T:
         """Applies ``Tensor.lgamma_`` (the log of the absolute gamma function) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -386,7 +390,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def log_(self):
+    def log_(self: T) -> T:
         """Applies ``Tensor.log_`` (the natural logarithm) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -412,7 +416,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def log10_(self):
+    def log10_(self: T) -> T:
         """Applies ``Tensor.log10_`` (the base-10 logarithm) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -438,7 +442,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def log1p_(self):
+    def log1p_(self: T) -> T:
         """Applies ``Tensor.log1p_`` (``log(1 + x)``) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -464,7 +468,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def log2_(self):
+    def log2_(self: T) -> T:
         """Applies ``Tensor.log2_`` (the base-2 logarithm) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -490,7 +494,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def neg_(self):
+    def neg_(self: T) -> T:
         """Applies ``Tensor.neg_`` (the negation) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -516,7 +520,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def reciprocal_(self):
+    def reciprocal_(self: T) -> T:
         """Applies ``Tensor.reciprocal_`` (``1 / x``) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -542,7 +546,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def round_(self):
+    def round_(self: T) -> T:
         """Applies ``Tensor.round_`` (rounding to the nearest integer, halves to even) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -568,7 +572,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def rsqrt_(self):
+    def rsqrt_(self: T) -> T:
         """Applies ``Tensor.rsqrt_`` (``1 / sqrt(x)``) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -594,7 +598,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def sigmoid_(self):
+    def sigmoid_(self: T) -> T:
         """Applies ``Tensor.sigmoid_`` (the logistic function) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -620,7 +624,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def sign_(self):
+    def sign_(self: T) -> T:
         """Applies ``Tensor.sign_`` (the sign: -1, 0 or 1) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -642,7 +646,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def sin_(self):
+    def sin_(self: T) -> T:
         """Applies ``Tensor.sin_`` (the sine) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -668,7 +672,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def sinh_(self):
+    def sinh_(self: T) -> T:
         """Applies ``Tensor.sinh_`` (the hyperbolic sine) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -694,7 +698,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def sqrt_(self):
+    def sqrt_(self: T) -> T:
         """Applies ``Tensor.sqrt_`` (the square root) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -720,7 +724,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def tan_(self):
+    def tan_(self: T) -> T:
         """Applies ``Tensor.tan_`` (the tangent) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -746,7 +750,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def tanh_(self):
+    def tanh_(self: T) -> T:
         """Applies ``Tensor.tanh_`` (the hyperbolic tangent) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -772,7 +776,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def trunc_(self):
+    def trunc_(self: T) -> T:
         """Applies ``Tensor.trunc_`` (rounding towards zero) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -798,7 +802,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def logical_not_(self):
+    def logical_not_(self: T) -> T:
         """Applies ``Tensor.logical_not_`` (the logical negation) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -820,7 +824,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def bitwise_not_(self):
+    def bitwise_not_(self: T) -> T:
         """Applies ``Tensor.bitwise_not_`` (the bitwise negation) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -846,7 +850,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def relu_(self):
+    def relu_(self: T) -> T:
         """Applies ``Tensor.relu_`` (``max(x, 0)``) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -872,7 +876,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def square_(self):
+    def square_(self: T) -> T:
         """Applies ``Tensor.square_`` (``x * x``) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -898,7 +902,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def exp2_(self):
+    def exp2_(self: T) -> T:
         """Applies ``Tensor.exp2_`` (``2 ** x``) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -924,7 +928,7 @@ class InplaceOps(Contract):
             fn(leaf)
         return self
 
-    def sgn_(self):
+    def sgn_(self: T) -> T:
         """Applies ``Tensor.sgn_`` (the sign, extended to complex numbers as ``x / abs(x)``) to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with its result in its own dtype;
@@ -947,7 +951,9 @@ class InplaceOps(Contract):
         return self
 
     # ------------------------------------------------------------------------------------ binary
-    def add_(self, other, *args, **kwargs):
+    def add_(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Applies ``Tensor.add_(other)``, the sum, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.add(leaf, other)``
@@ -984,7 +990,9 @@ class InplaceOps(Contract):
         fn = torch.Tensor.add_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "add")
 
-    def sub_(self, other, *args, **kwargs):
+    def sub_(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Applies ``Tensor.sub_(other)``, the difference, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.sub(leaf, other)``
@@ -1021,7 +1029,9 @@ class InplaceOps(Contract):
         fn = torch.Tensor.sub_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "sub")
 
-    def mul_(self, other, *args, **kwargs):
+    def mul_(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Applies ``Tensor.mul_(other)``, the product, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.mul(leaf, other)``
@@ -1057,7 +1067,9 @@ class InplaceOps(Contract):
         fn = torch.Tensor.mul_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "mul")
 
-    def div_(self, other, *args, **kwargs):
+    def div_(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Applies ``Tensor.div_(other)``, the quotient, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.div(leaf, other)``
@@ -1094,7 +1106,9 @@ class InplaceOps(Contract):
         fn = torch.Tensor.div_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "div")
 
-    def pow_(self, other, *args, **kwargs):
+    def pow_(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Applies ``Tensor.pow_(other)``, the power, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.pow(leaf, other)``
@@ -1130,7 +1144,7 @@ class InplaceOps(Contract):
         fn = torch.Tensor.pow_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "pow")
 
-    def maximum_(self, other, *args, **kwargs):
+    def maximum_(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Would write the elementwise maximum with ``other`` into every leaf in place, but always raises AttributeError.
 
         ``torch.Tensor`` has no ``maximum_`` method, and this method looks it up before anything
@@ -1163,7 +1177,7 @@ class InplaceOps(Contract):
         fn = torch.Tensor.maximum_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "maximum")
 
-    def minimum_(self, other, *args, **kwargs):
+    def minimum_(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Would write the elementwise minimum with ``other`` into every leaf in place, but always raises AttributeError.
 
         ``torch.Tensor`` has no ``minimum_`` method, and this method looks it up before anything
@@ -1196,7 +1210,9 @@ class InplaceOps(Contract):
         fn = torch.Tensor.minimum_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "minimum")
 
-    def clamp_min_(self, other, *args, **kwargs):
+    def clamp_min_(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Applies ``Tensor.clamp_min_(other)``, the leaf clamped from below, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.clamp_min(leaf,
@@ -1232,7 +1248,9 @@ class InplaceOps(Contract):
         fn = torch.Tensor.clamp_min_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "clamp_min")
 
-    def clamp_max_(self, other, *args, **kwargs):
+    def clamp_max_(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Applies ``Tensor.clamp_max_(other)``, the leaf clamped from above, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.clamp_max(leaf,
@@ -1268,7 +1286,7 @@ class InplaceOps(Contract):
         fn = torch.Tensor.clamp_max_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "clamp_max")
 
-    def lerp_(self, other, *args, **kwargs):
+    def lerp_(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Applies ``Tensor.lerp_(other)``, the linear interpolation, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.lerp(leaf, other)``
@@ -1306,7 +1324,7 @@ class InplaceOps(Contract):
         fn = torch.Tensor.lerp_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "lerp")
 
-    def atan2_(self, other, *args, **kwargs):
+    def atan2_(self: T, other: TensorCollection | torch.Tensor, *args: Any, **kwargs: Any) -> T:
         """Applies ``Tensor.atan2_(other)``, the angle in radians, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.atan2(leaf, other)``
@@ -1342,7 +1360,9 @@ class InplaceOps(Contract):
         fn = torch.Tensor.atan2_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "atan2")
 
-    def fmod_(self, other, *args, **kwargs):
+    def fmod_(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Applies ``Tensor.fmod_(other)``, the remainder with the sign of the leaf, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.fmod(leaf, other)``
@@ -1378,7 +1398,9 @@ class InplaceOps(Contract):
         fn = torch.Tensor.fmod_  # looked up first: a missing method fails before anything
         return self._write_each_leaf(lambda x, y: fn(x, y, *args, **kwargs), other, "fmod")
 
-    def remainder_(self, other, *args, **kwargs):
+    def remainder_(
+        self: T, other: TensorCollection | torch.Tensor | float, *args: Any, **kwargs: Any
+    ) -> T:
         """Applies ``Tensor.remainder_(other)``, the remainder with the sign of ``other``, to every leaf in place and returns the tensordict.
 
         Each tensor leaf, nested ones included, is overwritten with ``torch.remainder(leaf,

@@ -4,7 +4,13 @@
 
 from __future__ import annotations
 
+from types import EllipsisType
+from typing import Any
+
+import torch
+
 from tensordict._ops._contract import Contract
+from tensordict._typing import T
 
 
 class ReductionOps(Contract):
@@ -17,14 +23,14 @@ class ReductionOps(Contract):
         raise NotImplementedError
 
     def sum(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.sum`` of every leaf over the batch dims ``dim``: the sum.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -74,14 +80,14 @@ class ReductionOps(Contract):
         return self._reduce("sum", dim, keepdim, reduce, return_indices, kwargs)
 
     def mean(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.mean`` of every leaf over the batch dims ``dim``: the mean.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -135,14 +141,14 @@ class ReductionOps(Contract):
         return self._reduce("mean", dim, keepdim, reduce, return_indices, kwargs)
 
     def nansum(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.nansum`` of every leaf over the batch dims ``dim``: the sum with NaN counted as zero.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -192,14 +198,14 @@ class ReductionOps(Contract):
         return self._reduce("nansum", dim, keepdim, reduce, return_indices, kwargs)
 
     def nanmean(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.nanmean`` of every leaf over the batch dims ``dim``: the mean of the values that are not NaN.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -253,14 +259,14 @@ class ReductionOps(Contract):
         return self._reduce("nanmean", dim, keepdim, reduce, return_indices, kwargs)
 
     def prod(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.prod`` of every leaf over the batch dims ``dim``: the product.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -312,14 +318,14 @@ class ReductionOps(Contract):
         return self._reduce("prod", dim, keepdim, reduce, return_indices, kwargs)
 
     def std(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.std`` of every leaf over the batch dims ``dim``: the standard deviation.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -373,14 +379,14 @@ class ReductionOps(Contract):
         return self._reduce("std", dim, keepdim, reduce, return_indices, kwargs)
 
     def var(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.var`` of every leaf over the batch dims ``dim``: the variance.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -434,14 +440,14 @@ class ReductionOps(Contract):
         return self._reduce("var", dim, keepdim, reduce, return_indices, kwargs)
 
     def max(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor | tuple[T, T]:
         """Returns ``torch.max`` of every leaf over the batch dims ``dim``: the maximum.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -500,14 +506,14 @@ class ReductionOps(Contract):
         return self._reduce("max", dim, keepdim, reduce, return_indices, kwargs)
 
     def min(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor | tuple[T, T]:
         """Returns ``torch.min`` of every leaf over the batch dims ``dim``: the minimum.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -566,14 +572,14 @@ class ReductionOps(Contract):
         return self._reduce("min", dim, keepdim, reduce, return_indices, kwargs)
 
     def amax(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.amax`` of every leaf over the batch dims ``dim``: the maximum.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -623,14 +629,14 @@ class ReductionOps(Contract):
         return self._reduce("amax", dim, keepdim, reduce, return_indices, kwargs)
 
     def amin(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.amin`` of every leaf over the batch dims ``dim``: the minimum.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -680,14 +686,14 @@ class ReductionOps(Contract):
         return self._reduce("amin", dim, keepdim, reduce, return_indices, kwargs)
 
     def logsumexp(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.logsumexp`` of every leaf over the batch dims ``dim``: the log-sum-exp.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the
@@ -734,14 +740,14 @@ class ReductionOps(Contract):
         return self._reduce("logsumexp", dim, keepdim, reduce, return_indices, kwargs)
 
     def median(
-        self,
-        dim=None,
+        self: T,
+        dim: int | tuple[int, ...] | EllipsisType | None = None,
         keepdim: bool = False,
         *,
         reduce: bool | None = None,
         return_indices: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> T | torch.Tensor:
         """Returns ``torch.median`` of every leaf over the batch dims ``dim``: the median.
 
         With ``dim``, each tensor leaf is reduced over those batch dims and the result keeps the

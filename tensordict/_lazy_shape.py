@@ -1,0 +1,338 @@
+"""The shape side of :class:`~tensordict.LazyStackedTensorDict`: reshaping, expanding, splitting, joining.
+
+A lazy stack changes its batch dims by changing each member's and stacking the
+results again, so members whose entries differ in shape stay apart: unsqueeze,
+squeeze, permute, reshapes that flatten or only add dims of size 1, unbind,
+split, the expand of members that cannot be made dense, and ``torch.cat`` of
+lazy stacks (:meth:`LazyShapeMixin._cat_members`). The other batch operations
+go through a dense copy (``_batch_op``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from tensordict._nontensor import _dummy
+from tensordict._ops.batch_dims import shape_args
+from tensordict._options import lazy_legacy
+from tensordict.base import TensorDictBase
+from tensordict.errors import DimensionError
+
+
+class LazyShapeMixin:
+    """Batch-dim changes of a lazy stack, made on its members."""
+
+    __slots__ = ()
+
+    def _restack(self, members, stack_dim: int):
+        raise NotImplementedError
+
+    def _stack_of(self, members, stack_dim: int):
+        raise NotImplementedError
+
+    def _batch_op(self, op, batch_size: torch.Size, names=None):
+        return self.contiguous()._batch_op(op, batch_size, names)
+
+    def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
+        return self.contiguous()._batch_op_multi(op, batch_sizes, names)
+
+    def unsqueeze(self, dim: int) -> TensorDictBase:
+        """Returns a lazy stack with a batch dim of size 1 inserted at ``dim``.
+
+        Each member is unsqueezed (a view) and the members are stacked lazily again, so
+        members of different shapes stay apart; the stack dim moves if the new dim comes
+        before it. See :meth:`TensorDictBase.unsqueeze`.
+
+        Args:
+            dim (int): the position of the new dim among the batch dims.
+
+        Returns:
+            LazyStackedTensorDict: the new stack.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> out = stack.unsqueeze(0)
+            >>> out.batch_size, out.stack_dim
+            (torch.Size([1, 2, 3]), 1)
+        """
+        ndim = len(self._batch_size)
+        if not -ndim - 1 <= dim <= ndim:
+            msg = f"unsqueeze dimension {dim} is out of range for a tensordict with {ndim} batch dimensions"
+            raise DimensionError(msg)
+        d = dim + ndim + 1 if dim < 0 else dim
+        if d <= self._stack_dim:
+            return self._restack([m.unsqueeze(d) for m in self.tensordicts], self._stack_dim + 1)
+        return self._restack([m.unsqueeze(d - 1) for m in self.tensordicts], self._stack_dim)
+
+    def squeeze(self, dim: int | None = None) -> TensorDictBase:
+        """Returns the stack without its batch dims of size 1, or without ``dim`` if its size is 1.
+
+        Each member is squeezed and the members are stacked lazily again; squeezing the
+        stack dim of a one-member stack gives that member. See :meth:`TensorDictBase.squeeze`.
+
+        Args:
+            dim (int, optional): the batch dim to remove. Defaults to None, every dim of size 1.
+
+        Returns:
+            This stack, a new one, or its only member.
+
+        Raises:
+            DimensionError: if ``dim`` is out of range.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(1, 3)}, [1, 3])] * 2)
+            >>> stack.squeeze().batch_size, stack.squeeze().stack_dim
+            (torch.Size([2, 3]), 0)
+        """
+        ndim = len(self._batch_size)
+        if dim is None:
+            out = self
+            for d in reversed(range(ndim)):
+                if self._batch_size[d] == 1:
+                    out = out.squeeze(d)
+            return out
+        if not -ndim <= dim < max(ndim, 1) or ndim == 0:
+            msg = f"squeeze dimension {dim} is out of range for a tensordict with {ndim} batch dimensions"
+            raise DimensionError(msg)
+        d = dim + ndim if dim < 0 else dim
+        if self._batch_size[d] != 1:
+            return self
+        if d == self._stack_dim:
+            return self.tensordicts[0]
+        if d < self._stack_dim:
+            return self._restack([m.squeeze(d) for m in self.tensordicts], self._stack_dim - 1)
+        return self._restack([m.squeeze(d - 1) for m in self.tensordicts], self._stack_dim)
+
+    def permute(self, *dims: int | Sequence[int]) -> TensorDictBase:
+        """Returns a lazy stack with the batch dims in the order ``dims``.
+
+        Each member is permuted on its own dims and the members are stacked lazily again
+        along the dim where the stack dim lands. See :meth:`TensorDictBase.permute`.
+
+        Args:
+            *dims (int or sequence of int): each batch dim once, in the new order.
+
+        Returns:
+            LazyStackedTensorDict: the new stack.
+
+        Raises:
+            ValueError: if ``dims`` does not name each batch dim exactly once (a dim out of
+                range included).
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> out = stack.permute(1, 0)
+            >>> out.batch_size, out.stack_dim
+            (torch.Size([3, 2]), 1)
+        """
+        ndim = len(self._batch_size)
+        raw = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else list(dims)
+        order = [d + ndim if -ndim <= d < 0 else d for d in raw]
+        if sorted(order) != list(range(ndim)):
+            msg = f"permute needs each of the {ndim} batch dimensions once, got {raw}"
+            raise ValueError(msg)
+        stack = self._stack_dim
+        inner = [d - (d > stack) for d in order if d != stack]
+        return self._restack([m.permute(*inner) for m in self.tensordicts], order.index(stack))
+
+    def _rows(self) -> list:
+        # Every row of the stack (batch size []), in C order, each a member's own view.
+        rows = []
+        for part in self.unbind(0):
+            if part.batch_dims:
+                rows.extend(
+                    part._rows() if getattr(type(part), "_is_lazy", False) else _td_rows(part)
+                )
+            else:
+                rows.append(part)
+        return rows
+
+    def _lazy_reshape(self, shape):
+        """The lazy result of reshaping to ``shape``, or None when a dense one is due.
+
+        A reshape to one dim stacks the rows lazily, and one that only adds or removes
+        dims of size 1 moves the stack dim, as the well-known API does; others densify.
+        """
+        new = _dummy(self._batch_size).reshape(shape_args(shape)).shape
+        if new == self._batch_size:
+            return self
+        if len(new) == 1:
+            return self._stack_of(self._rows(), 0)
+        if [s for s in new if s != 1] == [s for s in self._batch_size if s != 1]:
+            out = self.squeeze()
+            for d, size in enumerate(new):
+                if size == 1:
+                    out = out.unsqueeze(d)
+            return out
+        return None
+
+    def reshape(self, *shape: int | Sequence[int], inplace: bool = False) -> TensorDictBase:
+        """Returns the stack with its batch dims reshaped to ``shape`` (see :meth:`TensorDictBase.reshape`).
+
+        A reshape to one dim gives a lazy stack of the rows, and one that only adds or
+        removes dims of size 1 a lazy stack with the stack dim moved, so members of
+        different shapes stay apart; another reshape gives a dense TensorDict.
+
+        Args:
+            *shape (int or sequence of int): the new batch size; one -1 is inferred.
+
+        Keyword Args:
+            inplace (bool, optional): not supported by lazy stacks. Defaults to False.
+
+        Returns:
+            A LazyStackedTensorDict, or a TensorDict.
+
+        Raises:
+            RuntimeError: if ``shape`` does not have the batch size's number of elements.
+            NotImplementedError: with ``inplace=True``.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> flat = stack.reshape(-1)
+            >>> type(flat).__name__, flat.batch_size, len(flat.tensordicts)
+            ('LazyStackedTensorDict', torch.Size([6]), 6)
+        """
+        if inplace:
+            return super().reshape(*shape, inplace=True)
+        out = self._lazy_reshape(shape)
+        return super().reshape(*shape) if out is None else out
+
+    def view(self, *shape: int | Sequence[int]) -> TensorDictBase:
+        """Returns the stack with its batch dims viewed as ``shape``; lazy as :meth:`reshape` is.
+
+        Args:
+            *shape (int or sequence of int): the new batch size; one -1 is inferred.
+
+        Returns:
+            A LazyStackedTensorDict, or a TensorDict.
+
+        Raises:
+            RuntimeError: if ``shape`` does not have the batch size's number of elements.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> stack.view(1, 2, 3).batch_size
+            torch.Size([1, 2, 3])
+        """
+        out = self._lazy_reshape(shape)
+        return super().view(*shape) if out is None else out
+
+    def flatten(
+        self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False
+    ) -> TensorDictBase:
+        """Merges the batch dims ``start_dim`` to ``end_dim``; merging them all stacks the rows lazily.
+
+        Args:
+            start_dim (int, optional): the first dim to merge. Defaults to 0.
+            end_dim (int, optional): the last dim to merge. Defaults to -1.
+
+        Keyword Args:
+            inplace (bool, optional): not supported by lazy stacks. Defaults to False.
+
+        Returns:
+            A LazyStackedTensorDict when every dim is merged, else as
+            :meth:`TensorDictBase.flatten`.
+
+        Raises:
+            DimensionError: if a dim is out of range.
+            NotImplementedError: with ``inplace=True``.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> type(stack.flatten()).__name__
+            'LazyStackedTensorDict'
+        """
+        ndim = len(self._batch_size)
+        first = start_dim + ndim if start_dim < 0 else start_dim
+        last = end_dim + ndim if end_dim < 0 else end_dim
+        if not inplace and ndim > 1 and first == 0 and last == ndim - 1:
+            return self._stack_of(self._rows(), 0)
+        return super().flatten(start_dim, end_dim, inplace=inplace)
+
+    def expand(self, *shape: int | Sequence[int]) -> TensorDictBase:
+        """Returns the stack with its batch dims expanded to ``shape`` (see :meth:`TensorDictBase.expand`).
+
+        In the legacy lazy mode (:func:`~tensordict.set_lazy_legacy`) each member is expanded
+        and the result stays a lazy stack; otherwise the result is a dense TensorDict.
+
+        Args:
+            *shape (int or sequence of int): the new batch size.
+
+        Returns:
+            A TensorDict, or a LazyStackedTensorDict in the legacy lazy mode.
+
+        Raises:
+            RuntimeError: if ``shape`` does not expand the batch size.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
+            >>> type(stack.expand(4, 2, 3)).__name__
+            'TensorDict'
+        """
+        if not lazy_legacy():
+            return super().expand(*shape)
+        sizes = (
+            list(shape[0])
+            if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size))
+            else list(shape)
+        )
+        ndim = len(self._batch_size)
+        if len(sizes) < ndim:
+            msg = f"cannot expand batch size {list(self._batch_size)} to {sizes}: fewer dimensions"
+            raise RuntimeError(msg)
+        lead = len(sizes) - ndim
+        stack = self._stack_dim + lead
+        if sizes[stack] not in (-1, len(self.tensordicts)):
+            msg = f"cannot expand the stack dim of size {len(self.tensordicts)} to {sizes[stack]}"
+            raise RuntimeError(msg)
+        inner = sizes[:stack] + sizes[stack + 1 :]
+        return self._restack([m.expand(*inner) for m in self.tensordicts], stack)
+
+    def unbind(self, dim: int = 0) -> tuple:
+        """Removes batch dimension ``dim``, returning one tensordict per index along it.
+
+        Along :attr:`stack_dim` the members themselves are returned, not copies.
+        Along another dimension each member is unbound and the pieces of one index
+        are stacked lazily again.
+
+        Args:
+            dim (int, optional): the batch dimension; a negative one counts from the
+                end. Defaults to 0.
+
+        Returns:
+            A tuple of the members, or of new :class:`LazyStackedTensorDict`.
+
+        Raises:
+            IndexError: if ``dim`` is past the last batch dimension.
+
+        Examples:
+            >>> a, b = TensorDict({"x": torch.zeros(3)}, [3]), TensorDict({"x": torch.ones(3)}, [3])
+            >>> stack = lazy_stack([a, b])
+            >>> stack.unbind(0)[1] is b, len(stack.unbind(1)), stack.unbind(1)[0]["x"].tolist()
+            (True, 3, [0.0, 1.0])
+        """
+        ndim = len(self._batch_size)
+        d = dim + ndim if dim < 0 else dim
+        if d == self._stack_dim:
+            return tuple(self.tensordicts)
+        inner = d if d < self._stack_dim else d - 1
+        new_stack = self._stack_dim if d > self._stack_dim else self._stack_dim - 1
+        parts = [m.unbind(inner) for m in self.tensordicts]
+        return tuple(self._stack_of(group, new_stack) for group in zip(*parts))
+
+    def _is_lazy_stack_along(self, dim: int) -> bool:
+        """Hook of :meth:`to_lazystack`: a lazy stack along ``dim`` is returned as it is."""
+        return self._stack_dim == dim
+
+
+def _td_rows(td) -> list:
+    """Every row (batch size []) of a tensordict, in C order."""
+    rows = []
+    for part in td.unbind(0):
+        rows.extend(_td_rows(part) if part.batch_dims else [part])
+    return rows
