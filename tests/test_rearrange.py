@@ -274,3 +274,10 @@ def test_repeat_interleave_takes_output_size():
     td = make_td()
     out = td.repeat_interleave(torch.tensor([1, 2, 0]), dim=1, output_size=3)
     assert out["b", "c"].tolist() == [[0, 1, 1], [3, 4, 4]]
+
+
+def test_gather_refuses_out_and_inplace_together():
+    """gather with both out= and inplace=True raises ValueError: the result goes to one place."""
+    td = make_td()
+    with pytest.raises(ValueError):
+        td.gather(0, torch.zeros(2, 3, dtype=torch.long), out=td.clone(), inplace=True)

@@ -24,7 +24,7 @@ from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import as_ints, entrywise, norm_dim, shape_args
 from tensordict._ops.convert import CONVERTERS
 from tensordict._typing import T
-from tensordict.errors import KeyMismatchError, ShapeArgumentError
+from tensordict.errors import InvalidArgumentError, KeyMismatchError, ShapeArgumentError
 
 
 def _trailing(mask: torch.Tensor, value) -> torch.Tensor:
@@ -388,6 +388,7 @@ class RearrangeMixin(Contract):
             RuntimeError: if ``index`` does not have as many dims as the batch, is larger than
                 the batch on a dim other than ``dim``, or holds a position out of range.
             KeyError: if ``out`` lacks an entry of the result.
+            InvalidArgumentError: if both ``out`` and ``inplace`` are given (a ``ValueError``).
 
         Examples:
             >>> td = TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2, 3])
@@ -395,6 +396,9 @@ class RearrangeMixin(Contract):
             tensor([[0],
                     [5]])
         """
+        if out is not None and inplace:
+            msg = "gather(): out= and inplace=True are mutually exclusive: the result goes to one place"
+            raise InvalidArgumentError(msg)
         ndim = self.batch_dims
         d = norm_dim(dim, ndim)
         if index.ndim != ndim:
