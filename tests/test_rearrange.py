@@ -281,3 +281,18 @@ def test_gather_refuses_out_and_inplace_together():
     td = make_td()
     with pytest.raises(ValueError):
         td.gather(0, torch.zeros(2, 3, dtype=torch.long), out=td.clone(), inplace=True)
+
+
+def test_gather_spreads_the_index_over_a_sub_tensordicts_extra_batch_dims():
+    """A sub-tensordict with more batch dims than its parent gathers with the index expanded
+    over its extra dims, as the leaves' features are."""
+    td = TensorDict(
+        a=torch.arange(12).reshape(3, 4),
+        s={"x": torch.arange(60).reshape(3, 4, 5)},
+        batch_size=[3, 4],
+    )
+    td["s"].batch_size = [3, 4, 5]
+    index = torch.tensor([[0, 2], [1, 3], [2, 0]])
+    out = td.gather(1, index)
+    assert out["s"].batch_size == torch.Size([3, 2, 5])
+    assert torch.equal(out["s", "x"], td["s", "x"].gather(1, index.unsqueeze(-1).expand(3, 2, 5)))

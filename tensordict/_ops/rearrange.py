@@ -406,11 +406,14 @@ class RearrangeMixin(Contract):
             raise RuntimeError(msg)
         new = index.shape
 
-        def gather_leaf(x, extra):
-            idx = index.reshape(index.shape + (1,) * len(extra)).expand(index.shape + extra)
-            return torch.gather(x, d, idx)
+        def spread(extra):
+            # the index covers the batch dims: it is expanded over what lies under them
+            return index.reshape(index.shape + (1,) * len(extra)).expand(index.shape + extra)
 
-        op = entrywise(gather_leaf, lambda x, extra: x.gather(d, index))
+        op = entrywise(
+            lambda x, extra: torch.gather(x, d, spread(extra)),
+            lambda x, extra: x.gather(d, spread(extra)),
+        )
 
         result = self._batch_op(op, new, dimnames.clean(self.names))
         if out is not None:
