@@ -42,19 +42,19 @@ class ReductionOps(Contract):
         keeps the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.sum`` for every leaf, ``dtype`` for instance.
@@ -67,7 +67,8 @@ class ReductionOps(Contract):
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: with ``reduce=True``, if there is no tensor leaf.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join, or if
+                there is no tensor leaf.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])}, [2, 3])
@@ -101,19 +102,19 @@ class ReductionOps(Contract):
         and boolean ones cast to float32 first.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.mean`` for every leaf, ``dtype`` for instance.
@@ -127,7 +128,7 @@ class ReductionOps(Contract):
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             RuntimeError: if a leaf is an integer or boolean tensor (``reduce=True`` casts them
-                instead).
+                instead). With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -159,19 +160,19 @@ class ReductionOps(Contract):
         keeps the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nansum`` for every leaf, ``dtype`` for instance.
@@ -184,7 +185,8 @@ class ReductionOps(Contract):
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: with ``reduce=True``, if there is no tensor leaf.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join, or if
+                there is no tensor leaf.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[1.0, float("nan")], [2.0, 3.0]])}, [2, 2])
@@ -218,19 +220,19 @@ class ReductionOps(Contract):
         and boolean ones cast to float32 first.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nanmean`` for every leaf, ``dtype`` for instance.
@@ -244,7 +246,7 @@ class ReductionOps(Contract):
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             RuntimeError: if a leaf is an integer or boolean tensor (``reduce=True`` casts them
-                instead).
+                instead). With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -278,19 +280,19 @@ class ReductionOps(Contract):
         Several batch dims are reduced one after the other.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.prod`` for every leaf, ``dtype`` for instance.
@@ -303,6 +305,7 @@ class ReductionOps(Contract):
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -337,19 +340,19 @@ class ReductionOps(Contract):
         population one.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.std`` for every leaf. ``out=`` (a tensordict)
@@ -362,7 +365,8 @@ class ReductionOps(Contract):
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: if a leaf is an integer or boolean tensor.
+            RuntimeError: if a leaf is an integer or boolean tensor. With ``reduce=True`` and
+                batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -397,19 +401,19 @@ class ReductionOps(Contract):
         population one.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.var`` for every leaf. ``out=`` (a tensordict)
@@ -422,7 +426,8 @@ class ReductionOps(Contract):
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: if a leaf is an integer or boolean tensor.
+            RuntimeError: if a leaf is an integer or boolean tensor. With ``reduce=True`` and
+                batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -460,19 +465,19 @@ class ReductionOps(Contract):
         like :meth:`amax`.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size, and returns the values only.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.max`` for every leaf (not with an int ``dim``).
@@ -488,6 +493,7 @@ class ReductionOps(Contract):
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             InvalidArgumentError: if ``out`` is given for the pair of values and indices.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -525,19 +531,19 @@ class ReductionOps(Contract):
         like :meth:`amin`.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size, and returns the values only.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.min`` for every leaf (not with an int ``dim``).
@@ -553,6 +559,7 @@ class ReductionOps(Contract):
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             InvalidArgumentError: if ``out`` is given for the pair of values and indices.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -584,19 +591,19 @@ class ReductionOps(Contract):
         the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.amax`` for every leaf. ``out=`` (a tensordict)
@@ -609,6 +616,7 @@ class ReductionOps(Contract):
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -640,19 +648,19 @@ class ReductionOps(Contract):
         the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.amin`` for every leaf. ``out=`` (a tensordict)
@@ -665,6 +673,7 @@ class ReductionOps(Contract):
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -694,14 +703,19 @@ class ReductionOps(Contract):
         to reduce); the result keeps the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces every batch dim.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces every batch dim. ``"feature"`` reduces each leaf over its
+                feature dims instead (those after the batch dims of its own level), keeping the
+                batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): ignored: the leaves are always reduced one by one.
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor: with
+                batch dims, the leaves joined along the first of them (they must have as many
+                dims); with ``"feature"``, all the features of each batch element. Defaults to
+                None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.logsumexp`` for every leaf. ``out=`` (a tensordict)
@@ -709,11 +723,12 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[0.0, 0.0], [1.0, 1.0]])}, [2, 2])
@@ -748,19 +763,19 @@ class ReductionOps(Contract):
         the median of all the elements.
 
         Args:
-            dim (int, tuple of int, Ellipsis or "feature", optional): the batch dims to reduce;
-                negative values count from the last batch dim. ``"feature"`` reduces each leaf
-                over its feature dims instead (those past the batch dims of the tensordict
-                holding it), keeping every batch size. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): reduce all the leaves together into one tensor: their
-                elements without ``dim``, the leaves concatenated along the first batch dim of
-                ``dim`` (they must have as many dims), or their feature dims side by side with
-                ``"feature"``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.median`` for every leaf. ``out=`` (a tensordict)
@@ -773,6 +788,7 @@ class ReductionOps(Contract):
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
