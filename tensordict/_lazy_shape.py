@@ -253,14 +253,16 @@ class LazyShapeMixin:
     def expand(self, *shape):
         """Returns the stack with its batch dims expanded to ``shape`` (see :meth:`TensorDictBase.expand`).
 
-        In the legacy lazy mode (:func:`~tensordict.set_lazy_legacy`) each member is expanded
-        and the result stays a lazy stack; otherwise the result is a dense TensorDict.
+        Members that can be made dense give a dense TensorDict. Members whose entries
+        differ in shape, and every stack in the legacy lazy mode
+        (:func:`~tensordict.set_lazy_legacy`), are expanded one by one and stay a lazy
+        stack; a stack dim of size 1 expands to copies of its one member.
 
         Args:
             *shape (int or sequence of int): the new batch size.
 
         Returns:
-            A TensorDict, or a LazyStackedTensorDict in the legacy lazy mode.
+            A TensorDict, or a LazyStackedTensorDict.
 
         Raises:
             RuntimeError: if ``shape`` does not expand the batch size.
@@ -269,9 +271,18 @@ class LazyShapeMixin:
             >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
             >>> type(stack.expand(4, 2, 3)).__name__
             'TensorDict'
+            >>> ragged = lazy_stack([TensorDict({"x": torch.zeros(3)}), TensorDict({"x": torch.zeros(2)})])
+            >>> out = ragged.expand(4, 2)
+            >>> type(out).__name__, out.batch_size, out.tensordicts[1]["x"].shape
+            ('LazyStackedTensorDict', torch.Size([4, 2]), torch.Size([4, 2]))
         """
         if not lazy_legacy():
-            return super().expand(*shape)
+            try:
+                dense = self.contiguous()
+            except RuntimeError:
+                dense = None  # members of different shapes: expanded one by one below
+            if dense is not None:
+                return dense.expand(*shape)
         sizes = (
             list(shape[0])
             if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size))
@@ -283,11 +294,78 @@ class LazyShapeMixin:
             raise RuntimeError(msg)
         lead = len(sizes) - ndim
         stack = self._stack_dim + lead
-        if sizes[stack] not in (-1, len(self.tensordicts)):
-            msg = f"cannot expand the stack dim of size {len(self.tensordicts)} to {sizes[stack]}"
-            raise RuntimeError(msg)
+        members = self.tensordicts
+        if sizes[stack] not in (-1, len(members)):
+            if len(members) != 1:
+                msg = f"cannot expand the stack dim of size {len(members)} to {sizes[stack]}"
+                raise RuntimeError(msg)
+            members = members * sizes[stack]
         inner = sizes[:stack] + sizes[stack + 1 :]
-        return self._restack([m.expand(*inner) for m in self.tensordicts], stack)
+        return self._restack([m.expand(*inner) for m in members], stack)
+
+    def _split_op(self, fn, names, dim: int) -> tuple:
+        """Hook of :meth:`split` and :meth:`chunk`: each part is a slice of the stack, a lazy stack."""
+        lengths = [part.shape[dim] for part in fn(_dummy(self._batch_size))]
+        parts, start = [], 0
+        for length in lengths:
+            parts.append(self[(slice(None),) * dim + (slice(start, start + length),)])
+            start += length
+        return tuple(parts)
+
+    @classmethod
+    def _cat_members(cls, tds: list, dim: int, out=None):
+        """``torch.cat`` of tensordicts of which one at least is a lazy stack: a lazy stack.
+
+        Every tensordict is read as a lazy stack along the stack dim of the first lazy
+        one (a dense one is cut into its slices). Along that dim the member lists are
+        joined; along another dim the members at the same position are concatenated.
+        With ``out``, the result is written into it and ``out`` is returned.
+        """
+        first = next(t for t in tds if getattr(type(t), "_is_lazy", False))
+        size = first.batch_size
+        ndim = len(size)
+        if not -ndim <= dim < ndim:
+            msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"
+            raise DimensionError(msg)
+        d = dim + ndim if dim < 0 else dim
+        for i, td in enumerate(tds):
+            other = td.batch_size
+            if len(other) != ndim or other[:d] != size[:d] or other[d + 1 :] != size[d + 1 :]:
+                msg = (
+                    f"cannot concatenate tensordicts whose batch sizes differ outside dimension {d}: "
+                    f"tensordict 0 has {list(tds[0].batch_size)} and tensordict {i} has {list(other)}"
+                )
+                raise RuntimeError(msg)
+        sd = first.stack_dim
+        stacks = [
+            td
+            if getattr(type(td), "_is_lazy", False) and td.stack_dim == sd
+            else td.to_lazystack(sd)
+            for td in tds
+            if td.batch_size[sd]
+        ]
+        total = sum(td.batch_size[d] for td in tds)
+        if d == sd:
+            members = [m for stack in stacks for m in stack.tensordicts]
+        elif stacks:
+            inner = d if d < sd else d - 1
+            members = [
+                torch.cat([stack.tensordicts[i] for stack in stacks], inner)
+                for i in range(size[sd])
+            ]
+        else:
+            members = []
+        if members:
+            result = cls(*members, stack_dim=sd)
+        else:
+            member_size = list(size[:sd] + size[sd + 1 :])
+            if d != sd:
+                member_size[d if d < sd else d - 1] = total
+            result = cls(stack_dim=sd, batch_size=member_size, device=first.device)
+        if out is None:
+            return result
+        out.update_(result)
+        return out
 
     def unbind(self, dim: int = 0) -> tuple:
         """Removes batch dimension ``dim``, returning one tensordict per index along it.

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack
+from tensordict import LazyStackedTensorDict, TensorDict, assert_close, lazy_stack
 
 from conftest import ours_only
 
@@ -308,3 +308,67 @@ def test_torch_stack_into_a_lazy_stack_writes_its_members():
     out = lazy_stack([a.clone() * 0, a.clone() * 0])
     torch.stack([a, a], 0, out=out)
     assert (out.tensordicts[1]["x"] == 1).all()
+
+
+def hetero(offset: float = 0.0) -> LazyStackedTensorDict:
+    """Two members whose "a" differ in feature shape, and a "b" they share."""
+    return lazy_stack(
+        [
+            TensorDict({"a": torch.full((3, 4), offset), "b": torch.zeros(3)}, [3]),
+            TensorDict({"a": torch.full((3, 5), offset), "b": torch.zeros(3)}, [3]),
+        ]
+    )
+
+
+def test_update_and_update_from_a_stack_of_different_shapes():
+    """update and update_ with a lazy stack of ragged members write member by member."""
+    target, source = hetero(), hetero(1.0)
+    target.update(source)
+    assert [m["a"].sum().item() for m in target.tensordicts] == [12.0, 15.0]
+    target = hetero()
+    kept = target.tensordicts[1]["a"]
+    target.update_(hetero(2.0))
+    assert target.tensordicts[1]["a"] is kept
+    assert (kept == 2).all()
+
+
+def test_update_of_a_dense_entry_with_a_lazy_stack_makes_it_lazy():
+    """A dense sub-tensordict updated from a lazy stack of ragged members becomes a lazy stack of its slices."""
+    dense = TensorDict({"sub": {"a": torch.zeros(2, 3, 4), "only": torch.ones(2, 3)}}, [2])
+    dense.update(TensorDict({"sub": hetero(1.0)}, [2]))
+    sub = dense.get("sub")
+    assert isinstance(sub, LazyStackedTensorDict)
+    assert [m["a"].shape for m in sub.tensordicts] == [(3, 4), (3, 5)]
+    assert (sub["only"] == 1).all()
+
+
+def test_update_batch_size_takes_the_source_batch_size():
+    """update(update_batch_size=True) takes a source of another batch size, dense or lazy."""
+    for make in (lambda td: td, lambda td: td.to_lazystack(0)):
+        td = TensorDict(a=torch.zeros(3, 4), b=torch.zeros(3, 4), batch_size=[3, 4])
+        td = make(td)
+        source = TensorDict(a=torch.ones(2, 4), b=torch.ones(2, 4), batch_size=[2, 4])
+        td.update(source, update_batch_size=True)
+        assert td.batch_size == (2, 4)
+        assert (td["a"] == 1).all()
+
+
+def test_update_batch_size_refuses_to_leave_entries_behind():
+    """update_batch_size with a source that lacks one of the keys is a RuntimeError."""
+    td = TensorDict(a=torch.zeros(3), c=torch.zeros(3), batch_size=[3])
+    with pytest.raises(RuntimeError):
+        td.update(TensorDict(a=torch.ones(2), batch_size=[2]), update_batch_size=True)
+
+
+def test_comparisons_of_ragged_stacks():
+    """== of lazy stacks of ragged members compares member by member; all() and any() answer."""
+    stack = hetero()
+    assert (stack == stack.clone()).all()
+    assert not (stack.exclude("b") == hetero(1.0).exclude("b")).any()
+
+
+def test_assert_close_compares_lazy_stacks_member_by_member():
+    """assert_close compares lazy stacks of ragged members member by member."""
+    assert assert_close(hetero(), hetero())
+    with pytest.raises(AssertionError):
+        assert_close(hetero(), hetero(1.0))

@@ -682,6 +682,7 @@ class EntriesMixin:
         *,
         keys_to_update=None,
         non_blocking: bool = False,
+        update_batch_size: bool = False,
         **kwargs,
     ):
         """Writes every entry of a mapping or tensordict into this one and returns it.
@@ -697,6 +698,9 @@ class EntriesMixin:
         Keyword Args:
             keys_to_update (sequence of NestedKey, optional): write only these keys and what lies
                 under them. Defaults to None: every key.
+            update_batch_size (bool, optional): when ``input_dict_or_td`` is a tensordict of
+                another batch size, take its batch size (and entries) instead of refusing it;
+                every key of this tensordict must then be one of its keys. Defaults to False.
             non_blocking, **kwargs: accepted for compatibility; ignored.
 
         Returns:
@@ -706,7 +710,8 @@ class EntriesMixin:
             TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict (InvalidSourceError,
                 also a ValueError), or a key is not a string or a tuple of strings.
             RuntimeError: if a value does not fit the batch size, or the tensordict is locked and a
-                key would be added or rebound.
+                key would be added or rebound, or ``update_batch_size`` would leave an entry of
+                the old batch size (BatchSizeError).
             KeyError: if a key's path goes through an entry that is not a tensordict.
 
         Examples:
@@ -716,29 +721,68 @@ class EntriesMixin:
         """
         if input_dict_or_td is self:
             return self
+        if (
+            update_batch_size
+            and is_tensordict(input_dict_or_td)
+            and input_dict_or_td.batch_size != self.batch_size
+        ):
+            self._adopt_batch_size(input_dict_or_td)
         wanted = None
         if keys_to_update is not None:
             wanted = {_key_parts(k) for k in keys_to_update}
         self._update(input_dict_or_td, (), clone, inplace, wanted)
         return self
 
+    def _adopt_batch_size(self, source) -> None:
+        """Hook of ``update(update_batch_size=True)``: drops every entry and takes ``source``'s batch size.
+
+        Raises:
+            BatchSizeError: if a key of this tensordict is not a key of ``source``.
+        """
+        missing = sorted(set(self.keys()) - set(source.keys()))
+        if missing:
+            msg = (
+                f"cannot update to the batch size {list(source.batch_size)}: the entries {missing} "
+                f"of batch size {list(self.batch_size)} are not in the source"
+            )
+            raise BatchSizeError(msg)
+        for key in list(self.keys()):
+            self._del_str(key)
+        self.batch_size = source.batch_size
+
     def _update(self, source, prefix: tuple, clone: bool, inplace: bool, wanted) -> None:
+        """Writes the entries of ``source`` into this tensordict, the level ``prefix`` of the one updated."""
         for key, value in _source_items(source):
-            parts = prefix + _key_parts(key)
+            rel = _key_parts(key)
+            parts = prefix + rel
             if wanted is not None and not any(parts[: len(w)] == w for w in wanted):
                 if not any(w[: len(parts)] == parts for w in wanted):
                     continue
-            target_parent = self._walk_to_parent(parts, create=True) if len(parts) > 1 else self
-            current = target_parent._get_str(parts[-1], None)
+            target_parent = self._walk_to_parent(rel, create=True) if len(rel) > 1 else self
+            current = target_parent._get_str(rel[-1], None)
             if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
                 if current is not None and is_tensordict(current):
-                    self._update(value, parts, clone, inplace, wanted)
+                    target = (
+                        current if isinstance(value, Mapping) else value._update_target(current)
+                    )
+                    if target is not current:
+                        target_parent._set_str(rel[-1], target, inplace=False, validated=False)
+                    target._update(value, parts, clone, inplace, wanted)
                     continue
             if clone and (isinstance(value, torch.Tensor) or is_tensordict(value)):
                 value = value.clone()
             target_parent._set_str(
-                parts[-1], value, inplace=inplace and current is not None, validated=False
+                rel[-1], value, inplace=inplace and current is not None, validated=False
             )
+
+    def _update_target(self, current):
+        """Hook of :meth:`update`: the form of ``current`` (a tensordict) that takes this one's entries.
+
+        A tensordict is written into ``current`` as it is; a lazy stack turns a dense
+        ``current`` into a lazy stack of its slices first, so that members of different
+        shapes can be written.
+        """
+        return current
 
     def update_(self, input_dict_or_td, clone: bool = False, *, keys_to_update=None, **kwargs):
         """Copies every entry of a mapping or tensordict into the existing entries, in place.
