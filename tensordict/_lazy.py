@@ -15,7 +15,7 @@ import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._lazy_index import LazyIndexMixin
-from tensordict._lazy_members import LazyMembersMixin
+from tensordict._lazy_members import LazyMembersMixin, ragged_batch_size
 from tensordict._lazy_shape import LazyShapeMixin
 from tensordict._nested_tensors import combine_leaves
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, stack_entries
@@ -27,7 +27,13 @@ from tensordict._ops.split_stack import STACKERS
 from tensordict._printing import RaggedLeaf, collection_repr
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
-from tensordict.errors import BatchSizeError, DensifyError, DimensionError, LockedError
+from tensordict.errors import (
+    BatchSizeError,
+    DensifyError,
+    DimensionError,
+    LockedError,
+    TooFewInputsError,
+)
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor
@@ -122,27 +128,22 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         stack_dim_name: str | None = None,
         batch_size=None,
         device=None,
+        strict_shape: bool = False,
         **kwargs,
     ) -> None:
         if len(tensordicts) == 1 and isinstance(tensordicts[0], (list, tuple)):
             tensordicts = tuple(tensordicts[0])
         members = list(tensordicts)
-        if members:
-            size = members[0].batch_size
-        else:
-            size = torch.Size(() if batch_size is None else batch_size)
         for i, member in enumerate(members):
             if not is_tensor_collection(member):
                 msg = (
                     f"member {i} of a lazy stack must be a tensordict, got {type(member).__name__}"
                 )
                 raise TypeError(msg)
-            if member.batch_size != size:
-                msg = (
-                    f"cannot stack tensordicts with different batch sizes: member 0 has {list(size)} "
-                    f"and member {i} has {list(member.batch_size)}"
-                )
-                raise RuntimeError(msg)
+        if members:
+            size = ragged_batch_size(members, strict_shape)
+        else:
+            size = torch.Size(() if batch_size is None else batch_size)
         ndim = len(size)
         if not -ndim - 1 <= stack_dim <= ndim:
             msg = f"stack_dim {stack_dim} is out of range for members with {ndim} batch dimensions"
@@ -162,11 +163,12 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             raise BatchSizeError(msg)
 
     @classmethod
-    def _stack_members(cls, tds, dim: int = 0, out=None):
+    def _stack_members(cls, tds, dim: int = 0, out=None, strict_shape: bool = False):
+        stack = cls(*tds, stack_dim=dim, strict_shape=strict_shape)
         if out is not None:
-            out.update_(cls(*tds, stack_dim=dim))
+            out.update_(stack)
             return out
-        return cls(*tds, stack_dim=dim)
+        return stack
 
     @classmethod
     def maybe_dense_stack(cls, tds, dim: int = 0):
@@ -969,9 +971,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             else:
                 members.append(_io.load_child(path, options))
         del members[len(paths) :]
-        size = members[0].batch_size
-        d = self._stack_dim
-        self._batch_size = size[:d] + torch.Size((len(paths),)) + size[d:]
+        self._members_changed()
         self._mm.meta, self._mm.stat = meta, stat
         return True
 
@@ -1208,13 +1208,18 @@ _io.LOADERS[fmt.LAZY_TYPE] = _load_lazy
 _archive.BUILDERS[fmt.KIND_LAZY] = _build_lazy
 
 
-def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
+def lazy_stack(
+    input, dim: int = 0, *, out=None, strict_shape: bool = False, **kwargs
+) -> LazyStackedTensorDict:
     """Stacks tensordicts lazily along ``dim``: no copy, and the members may differ.
 
-    The members are kept as they are; see :class:`LazyStackedTensorDict`.
+    The members are kept as they are; see :class:`LazyStackedTensorDict`. Their
+    batch sizes may differ too, if not their number of dims: the stack's batch
+    size reads ``-1`` at the dims where they differ (a ragged stack, indexed
+    through its members).
 
     Args:
-        tds (iterable of TensorDictBase): the members; they must share their batch size.
+        input (iterable of TensorDictBase): the members.
         dim (int, optional): the position of the new batch dimension; a negative one
             counts from the end. Defaults to 0.
 
@@ -1222,14 +1227,19 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
         out (TensorDictBase, optional): if given, the stacked values are written
             into it in place (it must already have every key, with the stacked
             shapes) and it is returned. Defaults to ``None``.
+        strict_shape (bool, optional): refuse members whose batch sizes differ.
+            Defaults to False.
+        **kwargs: accepted for compatibility and ignored.
 
     Returns:
         A new :class:`LazyStackedTensorDict`, or ``out``.
 
     Raises:
-        RuntimeError: if ``tds`` is empty, the batch sizes differ, or a value does
-            not fit its entry of ``out``.
-        TypeError: if a member after the first is not a tensordict.
+        RuntimeError: if the members' numbers of batch dims differ (or, with
+            ``strict_shape``, their batch sizes), or a value does not fit its
+            entry of ``out``.
+        TooFewInputsError: if ``input`` is empty (a ``RuntimeError``).
+        TypeError: if a member is not a tensordict.
         IndexError: if ``dim`` is out of range.
         KeyError: if ``out`` lacks a key of the stack.
 
@@ -1238,17 +1248,24 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
         >>> stack = lazy_stack(episodes)
         >>> stack.batch_size, stack.get("r", as_nested_tensor=True).is_nested
         (torch.Size([2]), True)
+        >>> lazy_stack([TensorDict({}, [3]), TensorDict({}, [5])]).batch_size
+        torch.Size([2, -1])
     """
-    tds = list(tds)
-    cls = type(tds[0]) if tds else None
+    tds = list(input)
+    if not tds:
+        msg = "lazy_stack needs at least one tensordict; LazyStackedTensorDict(batch_size=...) builds an empty stack"
+        raise TooFewInputsError(msg)
+    cls = type(tds[0])
     if getattr(cls, "_is_tensorclass", False) and out is None:
         # instances of one tensorclass: their tensordicts stacked lazily, as the class
         if any(type(td) is not cls for td in tds):
             msg = f"cannot lazy-stack a {cls.__name__} with instances of other classes"
             raise TypeError(msg)
-        inner = LazyStackedTensorDict._stack_members([td._tensordict for td in tds], dim)
+        inner = LazyStackedTensorDict._stack_members(
+            [td._tensordict for td in tds], dim, strict_shape=strict_shape
+        )
         return cls._from_tensordict(inner)
-    return LazyStackedTensorDict._stack_members(tds, dim, out=out)
+    return LazyStackedTensorDict._stack_members(tds, dim, out=out, strict_shape=strict_shape)
 
 
 STACKERS["lazy_stack"] = lazy_stack

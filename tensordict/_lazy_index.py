@@ -92,6 +92,25 @@ class LazyIndexMixin:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ routing
+    def _index_size(self) -> torch.Size:
+        """The batch size an index is checked against: a ragged dim counts its largest size.
+
+        The members check the index again against their own sizes.
+        """
+        size = self._batch_size
+        if -1 not in size:
+            return size
+        d = self._stack_dim
+        out = list(size)
+        for j, n in enumerate(size):
+            if n == -1:
+                k = j if j < d else j - 1
+                out[j] = max(
+                    (m._index_size() if getattr(type(m), "_is_lazy", False) else m.batch_size)[k]
+                    for m in self.tensordicts
+                )
+        return torch.Size(out)
+
     def _route(self, index):
         """``(items, pos)``: the index cut into :func:`index_items`, and the item on the stack dim.
 
@@ -100,7 +119,7 @@ class LazyIndexMixin:
         Raises:
             FirstClassDimError: if a first-class dim reaches the stack dim (a ``ValueError``).
         """
-        leaf_index, _ = normalize_index(index, self._batch_size)
+        leaf_index, _ = normalize_index(index, self._index_size())
         items = index_items(leaf_index, len(self._batch_size))
         if items is None:
             return None
@@ -193,7 +212,7 @@ class LazyIndexMixin:
         a stack without members gives one without entries.
         """
         if not self.tensordicts:
-            return TensorDict({}, batch_size_from_dummy(self._batch_size, index), self.device)
+            return TensorDict({}, batch_size_from_dummy(self._index_size(), index), self.device)
         first = self.tensordicts[0].select(*self._keys_level())
         if getattr(type(first), "_is_lazy", False):
             first = first.contiguous()
@@ -248,7 +267,7 @@ class LazyIndexMixin:
             rest = _rest(items, pos)
             members[stack_item][rest or Ellipsis] = value
             return
-        rows = batch_size_from_dummy(self._batch_size, index)
+        rows = batch_size_from_dummy(self._index_size(), index)
         full = result_layout(items)
         if type(stack_item) is slice:
             targets = members[stack_item]

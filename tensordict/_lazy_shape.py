@@ -16,7 +16,7 @@ from tensordict._nontensor import _dummy
 from tensordict._ops.batch_dims import shape_args
 from tensordict._options import lazy_legacy
 from tensordict.base import TensorDictBase
-from tensordict.errors import DimensionError
+from tensordict.errors import DimensionError, MemberBatchSizeError
 
 
 class LazyShapeMixin:
@@ -394,6 +394,9 @@ class LazyShapeMixin:
         d = dim + ndim if dim < 0 else dim
         if d == self._stack_dim:
             return tuple(self.tensordicts)
+        if self._batch_size[d] == -1:
+            msg = f"cannot unbind dim {dim} of a lazy stack of batch size {list(self._batch_size)}: its members' sizes differ there"
+            raise MemberBatchSizeError(msg)
         inner = d if d < self._stack_dim else d - 1
         new_stack = self._stack_dim if d > self._stack_dim else self._stack_dim - 1
         parts = [m.unbind(inner) for m in self.tensordicts]

@@ -69,7 +69,7 @@ def stack(tds, dim: int = 0, *, out=None):
     tds = _collections(tds, "stack")
     first = tds[0]
     if lazy_legacy() and out is None and not getattr(type(first), "_is_tensorclass", False):
-        return LazyStackedTensorDict._stack_members(tds, dim)
+        return LazyStackedTensorDict._stack_members(tds, dim, strict_shape=True)
     if out is None and getattr(type(first), "_is_typed", False):
         return type(first)._combine_members(stack, tds, dim)
     if out is not None and type(out) is not TensorDict:
@@ -88,7 +88,7 @@ def stack(tds, dim: int = 0, *, out=None):
             return out
         return stacked
     if any(getattr(type(t), "_is_lazy", False) for t in tds):
-        return LazyStackedTensorDict._stack_members(tds, dim, out=out)
+        return LazyStackedTensorDict._stack_members(tds, dim, out=out, strict_shape=True)
     batch_size = first.batch_size
     for i, td in enumerate(tds):
         if td.batch_size != batch_size:

@@ -195,10 +195,42 @@ def test_torch_stack_with_a_lazy_member_is_lazy():
     assert out.batch_size == torch.Size([2, 3])
 
 
-def test_members_with_different_batch_sizes_are_refused():
-    """Members must share their batch size: RuntimeError naming both."""
-    with pytest.raises(RuntimeError, match=r"\[3\].*\[2\]"):
-        lazy_stack([TensorDict({}, [3]), TensorDict({}, [2])])
+def test_members_with_different_batch_sizes_make_a_ragged_stack():
+    """Members of different batch sizes give -1 where they differ; strict_shape refuses them."""
+    assert lazy_stack([TensorDict({}, [3, 5]), TensorDict({}, [4, 5])], -1).batch_size == (-1, 5, 2)
+    with pytest.raises(RuntimeError):
+        lazy_stack([TensorDict({}, [3]), TensorDict({}, [2])], strict_shape=True)
+    with pytest.raises(RuntimeError):
+        LazyStackedTensorDict(TensorDict({}, [3]), TensorDict({}, [2]), strict_shape=True)
+
+
+def test_members_with_different_numbers_of_batch_dims_are_refused():
+    """Members must share their number of batch dims: RuntimeError naming both batch sizes."""
+    with pytest.raises(RuntimeError):
+        lazy_stack([TensorDict({}, [3]), TensorDict({}, [])])
+
+
+def test_a_ragged_stack_indexes_through_its_members():
+    """Indices of a ragged stack reach each member, which checks them against its own size."""
+    stack = LazyStackedTensorDict(
+        TensorDict(a=torch.zeros(3, 4), batch_size=[3, 4]),
+        TensorDict(a=torch.ones(3, 5), batch_size=[3, 5]),
+        stack_dim=1,
+    )
+    assert stack.batch_size == (3, 2, -1)
+    assert stack[0].batch_size == (2, -1)
+    assert stack[:, :, 0].batch_size == (3, 2)
+    assert stack[:, :, -2:].batch_size == (3, 2, 2)
+    assert stack[:, 1]["a"].shape == (3, 5)
+    assert [a.shape for a in stack.get("a", as_list=True)] == [(3, 4), (3, 5)]
+    with pytest.raises(ValueError):
+        stack.unbind(2)
+
+
+def test_torch_stack_of_lazy_stacks_of_different_batch_sizes_raises():
+    """torch.stack needs one batch size, lazy stacks included: RuntimeError."""
+    with pytest.raises(RuntimeError):
+        torch.stack([lazy_stack([TensorDict({}, [3])]), lazy_stack([TensorDict({}, [4])])])
 
 
 def test_lock_locks_every_member():
