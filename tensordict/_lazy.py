@@ -51,6 +51,48 @@ def _stack_leaves(key, values: list, dim: int):
     return torch.stack(values, dim)
 
 
+def _stacks_alike(tds: list) -> bool:
+    """True for lazy stacks along one dim with as many members each, and one batch size."""
+    first = tds[0]
+    return all(
+        getattr(type(t), "_is_lazy", False)
+        and not is_non_tensor(t)
+        and t.stack_dim == first.stack_dim
+        and len(t.tensordicts) == len(first.tensordicts)
+        and t.batch_size == first.batch_size
+        for t in tds
+    ) and bool(first.tensordicts)
+
+
+def _dense_where_possible(cls, tds: list, d: int):
+    """A dense stack of tensordicts with the same keys whose sub-tensordicts may stack lazily.
+
+    None when the tensordicts are not plain TensorDicts of one batch size and one set of
+    keys, or a leaf's shapes differ, or a key holds tensors in some and not in others.
+    """
+    first = tds[0]
+    if any(type(t) is not TensorDict or t.batch_size != first.batch_size for t in tds):
+        return None
+    keys = first._keys_level()
+    if any(set(t._keys_level()) != set(keys) for t in tds):
+        return None
+    out = {}
+    for key in keys:
+        values = [t._get_str(key, None) for t in tds]
+        if all(isinstance(v, torch.Tensor) for v in values):
+            if any(v.shape != values[0].shape for v in values):
+                return None
+            out[key] = torch.stack(values, d)
+        elif all(is_non_tensor(v) for v in values):
+            out[key] = stack_entries(values, d)
+        elif all(_is_subtree_class(type(v)) for v in values):
+            out[key] = cls.maybe_dense_stack(values, d)
+        else:
+            return None
+    size = first.batch_size
+    return TensorDict(out, size[:d] + torch.Size((len(tds),)) + size[d:], device=first.device)
+
+
 def _is_subtree_class(klass: type) -> bool:
     """True for the class of a nested tensordict or tensorclass, False for leaves and non-tensor data."""
     return getattr(klass, "_is_tensor_collection", False) and not getattr(
@@ -172,12 +214,15 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
 
     @classmethod
     def maybe_dense_stack(cls, tds, dim: int = 0):
-        """Stacks densely when the members allow it, lazily otherwise.
+        """Stacks densely what can be stacked densely, lazily the rest.
 
-        Lazy members are made dense first, then ``torch.stack`` is tried: when it
-        succeeds (the members have the same keys and the same shapes) its dense
-        :class:`TensorDict` is returned. When it raises a ``RuntimeError`` or a
-        ``KeyError``, a lazy stack of the members as given is returned.
+        Lazy stacks along one dim, with as many members each, are stacked member by
+        member: when every such stack is dense, the result is a lazy stack of them (its
+        stack dim moved past ``dim``). Other tensordicts are stacked with
+        ``torch.stack`` (lazy ones made dense first); when that fails, tensordicts with
+        the same keys give a dense :class:`TensorDict` whose sub-tensordicts are stacked
+        the same way (a sub-tensordict whose members differ becomes a lazy stack).
+        Otherwise the result is a lazy stack of the tensordicts as given.
 
         Args:
             tds (sequence of TensorDictBase): the members, with one batch size.
@@ -197,13 +242,36 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             'TensorDict'
             >>> type(LazyStackedTensorDict.maybe_dense_stack([a, TensorDict({}, [2])])).__name__
             'LazyStackedTensorDict'
+            >>> c = TensorDict({"x": torch.zeros(2), "sub": {"y": torch.zeros(2)}}, [2])
+            >>> d = TensorDict({"x": torch.zeros(2), "sub": {"z": torch.zeros(2)}}, [2])
+            >>> out = LazyStackedTensorDict.maybe_dense_stack([c, d])
+            >>> type(out).__name__, type(out.get("sub")).__name__
+            ('TensorDict', 'LazyStackedTensorDict')
         """
+        tds = list(tds)
+        if not tds:
+            msg = "maybe_dense_stack needs at least one tensordict"
+            raise TooFewInputsError(msg)
+        ndim = tds[0].batch_dims
+        if not -ndim - 1 <= dim <= ndim:
+            msg = f"stack dimension {dim} is out of range for {ndim} batch dimensions"
+            raise DimensionError(msg)
+        d = dim + ndim + 1 if dim < 0 else dim
+        if _stacks_alike(tds):
+            sd = tds[0].stack_dim
+            columns = zip(*(t.tensordicts for t in tds))
+            members = [cls.maybe_dense_stack(list(col), d if d <= sd else d - 1) for col in columns]
+            if not any(getattr(type(m), "_is_lazy", False) for m in members):
+                return cls(*members, stack_dim=sd + 1 if d <= sd else sd)
+            return cls(*tds, stack_dim=d)
         try:
             return torch.stack(
-                [t.contiguous() if getattr(type(t), "_is_lazy", False) else t for t in tds], dim
+                [t.contiguous() if getattr(type(t), "_is_lazy", False) else t for t in tds], d
             )
         except (RuntimeError, KeyError):
-            return cls(*tds, stack_dim=dim)
+            pass
+        dense = _dense_where_possible(cls, tds, d)
+        return cls(*tds, stack_dim=d) if dense is None else dense
 
     # ------------------------------------------------------------------ properties
     @property
@@ -418,10 +486,12 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         Walking keys never stacks leaves, so members whose leaves differ in shape list
         their keys too.
         """
+        first = self.tensordicts[0] if self.tensordicts else None
+        while getattr(type(first), "_is_lazy", False) and first.tensordicts:
+            first = first.tensordicts[0]  # down to a member whose leaves are its own
         items = []
         for key in self._keys_level():
-            first = self.tensordicts[0]
-            value = first._get_str(key, None)
+            value = inner_tensordict(first)._get_str(key, None)
             if isinstance(value, torch.Tensor) or is_non_tensor(value):
                 items.append((key, value))
             else:
@@ -588,6 +658,35 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             member.update_(part, clone, keys_to_update=keys_to_update)
         return self
 
+    def copy(self) -> LazyStackedTensorDict:
+        """Returns a shallow copy: each member copied (see :meth:`TensorDictBase.copy`), stacked again.
+
+        Returns:
+            A new lazy stack holding the same leaves.
+
+        Examples:
+            >>> stack = lazy_stack([TensorDict(r=torch.zeros(2)), TensorDict(r=torch.zeros(3))])
+            >>> copy = stack.copy()
+            >>> copy.tensordicts[1] is stack.tensordicts[1], copy.tensordicts[1]["r"] is stack.tensordicts[1]["r"]
+            (False, True)
+        """
+        if not self.tensordicts:
+            return self._shallow_copy()
+        return self._restack([m.copy() for m in self.tensordicts], self._stack_dim)
+
+    def __contains__(self, item) -> bool:
+        """``key in stack`` checks the keys; ``tensordict in stack`` checks the members, by identity.
+
+        Examples:
+            >>> a = TensorDict(x=torch.zeros(()))
+            >>> stack = lazy_stack([a, a.clone()])
+            >>> "x" in stack, a in stack, a.clone() in stack
+            (True, True, False)
+        """
+        if is_tensor_collection(item):
+            return any(item is member for member in self.tensordicts)
+        return super().__contains__(item)
+
     def all(self, dim: int | None = None):
         """Returns True if every element of every member's tensor leaves is nonzero.
 
@@ -629,6 +728,16 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         if dim is None:
             return any(bool(m.any()) for m in self.tensordicts)
         return super().any(dim)
+
+    def _select_tree(self, tree: dict, strict: bool, prefix: tuple):
+        """Hook of :meth:`select`: each member selects the keys, and the members are stacked again.
+
+        The members' entries are kept (shared, as :meth:`select` shares them), never stacked copies.
+        """
+        if not self.tensordicts:
+            return self._shallow_copy()
+        members = [inner_tensordict(m)._select_tree(tree, strict, prefix) for m in self.tensordicts]
+        return self._restack(members, self._stack_dim)
 
     def _rename_keys(self, mapping, strict: bool):
         """Hook of :meth:`rename_keys`: each member's keys renamed, the members stacked again."""

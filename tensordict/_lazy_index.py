@@ -81,7 +81,11 @@ def _value_parts(value, rows: torch.Size, full: list, target: list, k: int, n: i
 
 
 class LazyIndexMixin:
-    """Reading and writing the rows of a lazy stack through its members."""
+    """Reading and writing the rows of a lazy stack through its members.
+
+    It needs the stack's ``_restack`` and ``_empty_stack`` (declared below), and
+    ``_stack_nested`` of :class:`~tensordict._lazy_shape.LazyShapeMixin`.
+    """
 
     __slots__ = ()
 
@@ -191,7 +195,7 @@ class LazyIndexMixin:
                 return self._restack(parts, at)
             out = self._restack(parts, 0)
         else:
-            out = _nest(self, parts, list(shape))
+            out = self._stack_nested(parts, list(shape))
         if inner != full:
             out = out.permute(*[inner.index(label) for label in full])
         return out
@@ -308,13 +312,3 @@ def _scalar_bool(index):
     if isinstance(index, torch.Tensor) and index.dtype is torch.bool and index.ndim == 0:
         return bool(index)
     return None
-
-
-def _nest(stack, parts: list, shape: list):
-    """``parts`` (in C order) stacked lazily into the dims ``shape``."""
-    if len(shape) == 1:
-        return stack._restack(parts, 0)
-    step = len(parts) // shape[0]
-    return stack._restack(
-        [_nest(stack, parts[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])], 0
-    )

@@ -150,31 +150,49 @@ class LazyShapeMixin:
                 rows.append(part)
         return rows
 
-    def _lazy_reshape(self, shape):
-        """The lazy result of reshaping to ``shape``, or None when a dense one is due.
+    def _lazy_reshape(self, shape, method: str):
+        """The lazy stack that reshapes this one to ``shape`` (``method`` reshapes or views the members).
 
-        A reshape to one dim stacks the rows lazily, and one that only adds or removes
-        dims of size 1 moves the stack dim, as the well-known API does; others densify.
+        When the new shape keeps the stack dim whole (the dims before it and after it
+        keep their numbers of elements), each member is reshaped and the members are
+        stacked again; otherwise the rows (batch size ``[]``) are stacked lazily into
+        the new shape, one level of lazy stacks per dim.
         """
         new = _dummy(self._batch_size).reshape(shape_args(shape)).shape
         if new == self._batch_size:
             return self
-        if len(new) == 1:
-            return self._stack_of(self._rows(), 0)
-        if [s for s in new if s != 1] == [s for s in self._batch_size if s != 1]:
-            out = self.squeeze()
-            for d, size in enumerate(new):
-                if size == 1:
-                    out = out.unsqueeze(d)
-            return out
-        return None
+        d = self._stack_dim
+        before = self._batch_size[:d].numel()
+        after = self._batch_size[d + 1 :].numel()
+        count = self._batch_size[d]
+        elements = 1
+        for k, size in enumerate(new):
+            if elements == before and size == count and new[k + 1 :].numel() == after:
+                inner = (*new[:k], *new[k + 1 :])
+                return self._restack([getattr(m, method)(*inner) for m in self.tensordicts], k)
+            elements *= size
+        rows = self._rows()
+        return self._stack_nested(rows, list(new)) if new else rows[0]
+
+    def _stack_nested(self, parts: list, shape: list):
+        """``parts`` (in C order) stacked lazily into the dims ``shape``, one level per dim."""
+        if len(shape) == 1:
+            return self._stack_of(parts, 0)
+        step = len(parts) // shape[0]
+        return self._stack_of(
+            [
+                self._stack_nested(parts[i * step : (i + 1) * step], shape[1:])
+                for i in range(shape[0])
+            ],
+            0,
+        )
 
     def reshape(self, *shape, inplace: bool = False):
         """Returns the stack with its batch dims reshaped to ``shape`` (see :meth:`TensorDictBase.reshape`).
 
-        A reshape to one dim gives a lazy stack of the rows, and one that only adds or
-        removes dims of size 1 a lazy stack with the stack dim moved, so members of
-        different shapes stay apart; another reshape gives a dense TensorDict.
+        The result is a lazy stack, so members of different shapes stay apart: of the
+        reshaped members when the stack dim stays whole (adding or removing dims of size
+        1, reshaping the other dims), else of the rows, stacked into the new shape.
 
         Args:
             *shape (int or sequence of int): the new batch size; one -1 is inferred.
@@ -183,7 +201,7 @@ class LazyShapeMixin:
             inplace (bool, optional): not supported by lazy stacks. Defaults to False.
 
         Returns:
-            A LazyStackedTensorDict, or a TensorDict.
+            A LazyStackedTensorDict.
 
         Raises:
             RuntimeError: if ``shape`` does not have the batch size's number of elements.
@@ -197,8 +215,7 @@ class LazyShapeMixin:
         """
         if inplace:
             return super().reshape(*shape, inplace=True)
-        out = self._lazy_reshape(shape)
-        return super().reshape(*shape) if out is None else out
+        return self._lazy_reshape(shape, "reshape")
 
     def view(self, *shape):
         """Returns the stack with its batch dims viewed as ``shape``; lazy as :meth:`reshape` is.
@@ -207,7 +224,7 @@ class LazyShapeMixin:
             *shape (int or sequence of int): the new batch size; one -1 is inferred.
 
         Returns:
-            A LazyStackedTensorDict, or a TensorDict.
+            A LazyStackedTensorDict.
 
         Raises:
             RuntimeError: if ``shape`` does not have the batch size's number of elements.
@@ -216,9 +233,11 @@ class LazyShapeMixin:
             >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
             >>> stack.view(1, 2, 3).batch_size
             torch.Size([1, 2, 3])
+            >>> rows = lazy_stack([TensorDict(x=i) for i in range(6)]).view(2, 3)
+            >>> rows[1, 0]["x"]
+            tensor(3)
         """
-        out = self._lazy_reshape(shape)
-        return super().view(*shape) if out is None else out
+        return self._lazy_reshape(shape, "view")
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
         """Merges the batch dims ``start_dim`` to ``end_dim``; merging them all stacks the rows lazily.

@@ -404,3 +404,44 @@ def test_assert_close_compares_lazy_stacks_member_by_member():
     assert assert_close(hetero(), hetero())
     with pytest.raises(AssertionError):
         assert_close(hetero(), hetero(1.0))
+
+
+def test_select_keeps_the_members_leaves():
+    """select on a lazy stack selects in each member: the leaves are shared, not stacked copies."""
+    members = same_shape()
+    selected = lazy_stack(members).select("a")
+    assert isinstance(selected, LazyStackedTensorDict)
+    assert selected.tensordicts[1]["a"] is members[1]["a"]
+    members[1].zero_()
+    assert (selected["a"][1] == 0).all()
+
+
+def test_copy_copies_the_members():
+    """copy() of a lazy stack of ragged members copies each member, sharing the leaves."""
+    stack = lazy_stack([lazy_stack(episodes()), lazy_stack(episodes())])
+    copy = stack.copy()
+    assert copy.tensordicts[0] is not stack.tensordicts[0]
+    assert copy.tensordicts[0].tensordicts[1]["r"] is stack.tensordicts[0].tensordicts[1]["r"]
+    assert set(copy.keys(True, True)) == {"obs", "r"}
+
+
+def test_membership_of_a_tensordict_is_by_identity():
+    """`td in stack` is True for a member itself, False for an equal copy; `key in stack` checks keys."""
+    members = same_shape()
+    stack = lazy_stack(members)
+    assert members[1] in stack and members[1].clone() not in stack
+    assert "a" in stack and "missing" not in stack
+
+
+def test_maybe_dense_stack_stacks_densely_what_it_can():
+    """Equal keys give a dense tensordict whose differing sub-tensordicts stack lazily."""
+    a = TensorDict({"x": 1, "sub": TensorDict({"c": 2}, [])}, [])
+    b = TensorDict({"x": 1, "sub": TensorDict({"d": 2}, [])}, [])
+    out = LazyStackedTensorDict.maybe_dense_stack([a, b])
+    assert type(out) is TensorDict
+    assert isinstance(out.get("sub"), LazyStackedTensorDict)
+    ragged_a = LazyStackedTensorDict.maybe_dense_stack(episodes()[:2])
+    assert isinstance(ragged_a, LazyStackedTensorDict)
+    of_stacks = LazyStackedTensorDict.maybe_dense_stack([ragged_a, ragged_a.clone()])
+    assert of_stacks.stack_dim == 1  # stacked member by member: each column is dense
+    assert all(type(m) is TensorDict for m in of_stacks.tensordicts)

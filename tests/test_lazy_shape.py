@@ -184,3 +184,20 @@ def test_cat_into_out_writes_in_place():
     assert res is out
     assert out.tensordicts[1]["x"] is before
     assert (out.tensordicts[1]["x"] == 1).all()
+
+
+def test_view_into_more_dims_nests_lazy_stacks_of_the_rows():
+    """A view that splits the stack dim stacks the rows lazily into the new shape."""
+    stack = LazyStackedTensorDict(*[TensorDict(a=i) for i in range(60)], stack_dim=0)
+    view = stack.view(3, 4, 5)
+    assert isinstance(view, LazyStackedTensorDict) and isinstance(view[0, 0], LazyStackedTensorDict)
+    assert torch.equal(view["a"], torch.arange(60).view(3, 4, 5))
+    assert (view.view(60) == stack).all()
+
+
+def test_reshape_of_the_other_dims_stays_lazy():
+    """A reshape that keeps the stack dim whole is a lazy stack that reads as the dense reshape."""
+    members = [TensorDict(a=torch.arange(6) + 10 * i, batch_size=[6]) for i in range(2)]
+    out = lazy_stack(members, 1).reshape(2, 3, 2)
+    assert isinstance(out, LazyStackedTensorDict)
+    assert torch.equal(out["a"], torch.stack([m["a"] for m in members], 1).reshape(2, 3, 2))
