@@ -24,6 +24,7 @@ from tensordict._ops.entries import _as_value, _check_batch, plain_tree
 from tensordict._ops.keys import inner_tensordict
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.split_stack import STACKERS
+from tensordict._options import list_to_stack
 from tensordict._printing import RaggedLeaf, collection_repr
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
@@ -49,6 +50,18 @@ def _stack_leaves(key, values: list, dim: int):
         )
         raise RuntimeError(msg)
     return torch.stack(values, dim)
+
+
+def _split_list(value: list, size: torch.Size, dim: int) -> list | None:
+    """The parts of a nested list (of shape ``size``) along ``dim``, or None if its lengths differ."""
+    if type(value) is not list or not size or len(value) != size[0]:
+        return None
+    if dim == 0:
+        return list(value)
+    columns = [_split_list(v, size[1:], dim - 1) for v in value]
+    if any(c is None for c in columns):
+        return None
+    return [[c[k] for c in columns] for k in range(size[dim])]
 
 
 def _stacks_alike(tds: list) -> bool:
@@ -183,7 +196,8 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
                 )
                 raise TypeError(msg)
         if members:
-            size = ragged_batch_size(members, strict_shape)
+            # a NonTensorStack (a subclass) keeps one batch size for all its values
+            size = ragged_batch_size(members, strict_shape or is_non_tensor(self))
         else:
             size = torch.Size(() if batch_size is None else batch_size)
         ndim = len(size)
@@ -528,6 +542,8 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         first dim, whatever the stack dim, by :func:`~tensordict._nested_tensors.combine_leaves`;
         sub-tensordicts and non-tensor entries are stacked as :meth:`get` stacks them.
         """
+        if is_non_tensor(self):  # a NonTensorStack (a subclass) has no keys to read
+            return super()._read_str(key, how)
         values = [m._read_str(key, how) for m in self.tensordicts]
         if not values or any(v is None for v in values):
             return None
@@ -572,6 +588,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         """
         return (
             bool(self.tensordicts)
+            and not is_non_tensor(self)  # a NonTensorStack (a subclass) is updated as a whole
             and is_tensor_collection(source)
             and not is_non_tensor(source)
             and source.batch_size[: len(self._batch_size)] == self._batch_size
@@ -670,8 +687,8 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             >>> copy.tensordicts[1] is stack.tensordicts[1], copy.tensordicts[1]["r"] is stack.tensordicts[1]["r"]
             (False, True)
         """
-        if not self.tensordicts:
-            return self._shallow_copy()
+        if not self.tensordicts or is_non_tensor(self):  # NonTensorStack: its own shallow copy
+            return super().copy()
         return self._restack([m.copy() for m in self.tensordicts], self._stack_dim)
 
     def __contains__(self, item) -> bool:
@@ -683,7 +700,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             >>> "x" in stack, a in stack, a.clone() in stack
             (True, True, False)
         """
-        if is_tensor_collection(item):
+        if is_tensor_collection(item) and not is_non_tensor(self):
             return any(item is member for member in self.tensordicts)
         return super().__contains__(item)
 
@@ -704,7 +721,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             >>> (stack == stack).all(), (stack == 0).any()
             (True, False)
         """
-        if dim is None:
+        if dim is None and not is_non_tensor(self):  # NonTensorStack: as any tensordict
             return all(bool(m.all()) for m in self.tensordicts)
         return super().all(dim)
 
@@ -725,7 +742,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             >>> stack.any(), (stack == 2).any()
             (True, False)
         """
-        if dim is None:
+        if dim is None and not is_non_tensor(self):  # NonTensorStack: as any tensordict
             return any(bool(m.any()) for m in self.tensordicts)
         return super().any(dim)
 
@@ -734,8 +751,8 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
 
         The members' entries are kept (shared, as :meth:`select` shares them), never stacked copies.
         """
-        if not self.tensordicts:
-            return self._shallow_copy()
+        if not self.tensordicts or is_non_tensor(self):  # NonTensorStack: as any tensordict
+            return super()._select_tree(tree, strict, prefix)
         members = [inner_tensordict(m)._select_tree(tree, strict, prefix) for m in self.tensordicts]
         return self._restack(members, self._stack_dim)
 
@@ -745,6 +762,13 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         return self._restack(members, self._stack_dim)
 
     def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
+        if not validated and type(value) is list and list_to_stack():
+            parts = _split_list(value, self._batch_size, self._stack_dim)
+            if parts is not None:
+                # one item per member: members may take values of different shapes
+                for member, part in zip(self.tensordicts, parts):
+                    member._set_str(key, part, inplace=inplace, validated=False)
+                return
         if not validated:
             value = _as_value(key, value, None)
             if isinstance(value, dict):

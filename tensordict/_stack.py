@@ -192,7 +192,7 @@ def cat(tds, dim: int = 0, *, out=None):
         return type(first)._cat_members(tds, dim, out=out)
     if is_non_tensor(first):
         return cat_entries(tds, dim)
-    if any(getattr(type(t), "_is_lazy", False) for t in tds):
+    if any(getattr(type(t), "_is_lazy", False) and not is_non_tensor(t) for t in tds):
         return LazyStackedTensorDict._cat_members(tds, dim, out)
     ndim = first.batch_dims
     if not -ndim <= dim < ndim:

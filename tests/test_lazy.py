@@ -8,7 +8,13 @@ import os
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, assert_close, lazy_stack
+from tensordict import (
+    LazyStackedTensorDict,
+    TensorDict,
+    assert_close,
+    lazy_stack,
+    set_list_to_stack,
+)
 
 from conftest import ours_only
 
@@ -445,3 +451,19 @@ def test_maybe_dense_stack_stacks_densely_what_it_can():
     of_stacks = LazyStackedTensorDict.maybe_dense_stack([ragged_a, ragged_a.clone()])
     assert of_stacks.stack_dim == 1  # stacked member by member: each column is dense
     assert all(type(m) is TensorDict for m in of_stacks.tensordicts)
+
+
+def test_setting_a_list_gives_each_member_its_item():
+    """With list_to_stack, a (nested) list of the batch shape gives each member its items, shapes may differ."""
+    with set_list_to_stack(True):
+        stack = LazyStackedTensorDict(TensorDict(), TensorDict())
+        stack["name"] = ["first", "second"]
+        stack["r"] = [torch.ones(2), torch.ones(1)]
+        assert stack[1]["name"] == "second"
+        assert [r.shape for r in stack.get("r", as_list=True)] == [(2,), (1,)]
+        grid = lazy_stack([lazy_stack([TensorDict() for _ in range(2)]) for _ in range(3)], 1)
+        grid["x"] = [[torch.ones(3 * i + j + 1) for j in range(3)] for i in range(2)]
+        assert [[grid[i, j]["x"].shape[0] for j in range(3)] for i in range(2)] == [
+            [1, 2, 3],
+            [4, 5, 6],
+        ]
