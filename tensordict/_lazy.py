@@ -639,7 +639,15 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         ]
         self._members_changed()
 
-    def update_(self, input_dict_or_td, clone: bool = False, *, keys_to_update=None, **kwargs):
+    def update_(
+        self,
+        input_dict_or_td=None,
+        clone: bool = False,
+        *,
+        keys_to_update=None,
+        non_blocking: bool = False,
+        **kwargs,
+    ):
         """Copies the entries of a mapping or tensordict into the existing entries, in place.
 
         A tensordict of the stack's batch size is cut along the stack dim and each part is
@@ -653,7 +661,8 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         Keyword Args:
             keys_to_update (sequence of NestedKey, optional): copy only the values at these keys.
                 Defaults to None, which copies every value.
-            **kwargs: accepted for compatibility; ignored.
+            non_blocking (bool, optional): accepted for compatibility; ignored.
+            **kwargs: more values, copied after those of ``input_dict_or_td``.
 
         Returns:
             The stack itself.
@@ -669,8 +678,8 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             >>> [r.tolist() for r in stack.get("r", as_list=True)]
             [[1.0, 1.0], [1.0, 1.0, 1.0]]
         """
-        if not self._takes_members_of(input_dict_or_td):
-            return super().update_(input_dict_or_td, clone, keys_to_update=keys_to_update)
+        if kwargs or not self._takes_members_of(input_dict_or_td):
+            return super().update_(input_dict_or_td, clone, keys_to_update=keys_to_update, **kwargs)
         for member, part in zip(self.tensordicts, input_dict_or_td.unbind(self._stack_dim)):
             member.update_(part, clone, keys_to_update=keys_to_update)
         return self

@@ -272,8 +272,8 @@ class LazyShapeMixin:
     def expand(self, *shape):
         """Returns the stack with its batch dims expanded to ``shape`` (see :meth:`TensorDictBase.expand`).
 
-        Members that can be made dense give a dense TensorDict. Members whose entries
-        differ in shape, and every stack in the legacy lazy mode
+        Members that can be made dense give a dense TensorDict. Members whose keys or
+        entries' shapes differ, and every stack in the legacy lazy mode
         (:func:`~tensordict.set_lazy_legacy`), are expanded one by one and stay a lazy
         stack; a stack dim of size 1 expands to copies of its one member.
 
@@ -296,10 +296,7 @@ class LazyShapeMixin:
             ('LazyStackedTensorDict', torch.Size([4, 2]), torch.Size([4, 2]))
         """
         if not lazy_legacy():
-            try:
-                dense = self.contiguous()
-            except RuntimeError:
-                dense = None  # members of different shapes: expanded one by one below
+            dense = self._dense_copy()
             if dense is not None:
                 return dense.expand(*shape)
         sizes = (
@@ -321,6 +318,19 @@ class LazyShapeMixin:
             members = members * sizes[stack]
         inner = sizes[:stack] + sizes[stack + 1 :]
         return self._restack([m.expand(*inner) for m in members], stack)
+
+    def _dense_copy(self):
+        """``contiguous()`` when it loses nothing: the members have the same keys and shapes; else None."""
+        members = self.tensordicts
+        if not members:
+            return None
+        keys = set(members[0].keys(True, True))
+        if any(set(m.keys(True, True)) != keys for m in members[1:]):
+            return None
+        try:
+            return self.contiguous()
+        except RuntimeError:
+            return None  # leaves of different shapes
 
     def _split_op(self, fn, names, dim: int) -> tuple:
         """Hook of :meth:`split` and :meth:`chunk`: each part is a slice of the stack, a lazy stack."""

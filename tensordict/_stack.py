@@ -122,13 +122,18 @@ def _stack_fast(tds, dim: int):
     except (KeyError, RuntimeError):
         return None
     new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
-    return TensorDict._new_unsafe(result, new_size, first._device, _stacked_names(first, d))
+    return TensorDict._new_unsafe(result, new_size, first._device, _stacked_names(tds, d))
 
 
-def _stacked_names(first, dim: int):
-    """The dimension names after stacking at ``dim``: the members' names with an unnamed dim."""
-    names = getattr(first, "_names", None)
-    return None if names is None else [*names[:dim], None, *names[dim:]]
+def _stacked_names(tds, dim: int):
+    """The dimension names after stacking at ``dim``: the members' names with an unnamed dim.
+
+    Members whose names differ give no names.
+    """
+    names = getattr(tds[0], "_names", None)
+    if names is None or any(getattr(td, "_names", None) != names for td in tds):
+        return None
+    return [*names[:dim], None, *names[dim:]]
 
 
 def _stack_dense(tds, d: int, out, prefix: tuple):
@@ -169,7 +174,7 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
             result[key] = stack(values, d, out=target)
     if out is not None:
         return out
-    return TensorDict._new_unsafe(result, new_size, first.device, _stacked_names(first, d))
+    return TensorDict._new_unsafe(result, new_size, first.device, _stacked_names(tds, d))
 
 
 @implements(torch.cat, torch.concat, torch.concatenate)

@@ -294,6 +294,18 @@ def test_update_from_tensordict():
     assert td["n"].sum() == 3
 
 
+def test_update_and_update_take_keyword_entries():
+    """update(**entries) and update_(**entries) write the keyword arguments as entries."""
+    td = TensorDict(a=torch.zeros(3), batch_size=[3])
+    td.update({"x": torch.ones(3)}, b=torch.ones(3))
+    assert td.sorted_keys == ["a", "b", "x"]
+    td.update_(a=torch.ones(3))
+    assert (td["a"] == 1).all()
+    stack = lazy_stack([TensorDict(a=torch.zeros(())) for _ in range(3)])
+    stack.update(b=torch.ones(3))
+    assert (stack["b"] == 1).all()
+
+
 def test_update_keys_to_update():
     """update(keys_to_update=...) only touches the given keys."""
     td = make_td()

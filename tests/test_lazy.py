@@ -467,3 +467,18 @@ def test_setting_a_list_gives_each_member_its_item():
             [1, 2, 3],
             [4, 5, 6],
         ]
+
+
+def test_all_of_a_tensordict_holding_a_ragged_stack():
+    """all()/any() of a dense tensordict look into a ragged lazy sub-stack member by member."""
+    outer = TensorDict({"lazy": hetero(1.0)}, [2]).exclude(("lazy", "b"))
+    assert outer.all() and outer.any()
+    assert not (outer == 0).any()
+
+
+def test_expand_of_members_with_different_keys_stays_lazy():
+    """Members whose keys differ are expanded one by one: no key is lost."""
+    stack = lazy_stack([TensorDict({"a": [1]}, []), TensorDict({"b": [1]}, [])])
+    out = stack.expand(10, 2)
+    assert isinstance(out, LazyStackedTensorDict)
+    assert "a" in out.tensordicts[0].keys() and "b" in out.tensordicts[1].keys()

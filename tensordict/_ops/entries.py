@@ -491,7 +491,8 @@ class EntriesMixin:
                 sub-tensordict) instead of rebinding; a missing key is added. Defaults to False.
 
         Keyword Args:
-            non_blocking, **kwargs: accepted for compatibility; ignored.
+            non_blocking, is_leaf, ignore_lock: accepted for compatibility; ignored.
+            **kwargs: more entries, written after those of ``input_dict_or_td``.
 
         Returns:
             The tensordict itself.
@@ -676,13 +677,15 @@ class EntriesMixin:
     # ------------------------------------------------------------------ updating
     def update(
         self,
-        input_dict_or_td,
+        input_dict_or_td=None,
         clone: bool = False,
         inplace: bool = False,
         *,
         keys_to_update=None,
         non_blocking: bool = False,
         update_batch_size: bool = False,
+        is_leaf=None,
+        ignore_lock: bool = False,
         **kwargs,
     ):
         """Writes every entry of a mapping or tensordict into this one and returns it.
@@ -718,8 +721,14 @@ class EntriesMixin:
             >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
             >>> td.update({"a": {"c": torch.ones(2)}})["a"].sorted_keys
             ['b', 'c']
+            >>> td.update(d=torch.ones(2)).sorted_keys
+            ['a', 'd']
         """
-        if input_dict_or_td is self:
+        if kwargs:
+            if input_dict_or_td is not None:
+                self.update(input_dict_or_td, clone, inplace, keys_to_update=keys_to_update)
+            input_dict_or_td = kwargs
+        if input_dict_or_td is None or input_dict_or_td is self:
             return self
         if (
             update_batch_size
@@ -784,7 +793,15 @@ class EntriesMixin:
         """
         return current
 
-    def update_(self, input_dict_or_td, clone: bool = False, *, keys_to_update=None, **kwargs):
+    def update_(
+        self,
+        input_dict_or_td=None,
+        clone: bool = False,
+        *,
+        keys_to_update=None,
+        non_blocking: bool = False,
+        **kwargs,
+    ):
         """Copies every entry of a mapping or tensordict into the existing entries, in place.
 
         Nested mappings update the matching sub-tensordicts. Nothing is rebound: it works if locked.
@@ -797,7 +814,8 @@ class EntriesMixin:
             keys_to_update (sequence of NestedKey, optional): copy only the values at these keys
                 of ``input_dict_or_td``; nested mappings are entered whatever their key. Defaults
                 to None, which copies every value.
-            **kwargs: accepted for compatibility; ignored.
+            non_blocking (bool, optional): accepted for compatibility; ignored.
+            **kwargs: more values, copied after those of ``input_dict_or_td``.
 
         Returns:
             The tensordict itself.
@@ -811,6 +829,12 @@ class EntriesMixin:
             >>> TensorDict({"a": torch.zeros(2)}, [2]).lock_().update_({"a": torch.ones(2)})["a"]
             tensor([1., 1.])
         """
+        if kwargs:
+            if input_dict_or_td is not None:
+                self.update_(input_dict_or_td, clone, keys_to_update=keys_to_update)
+            input_dict_or_td = kwargs
+        if input_dict_or_td is None:
+            return self
         for key, value in _source_items(input_dict_or_td):
             parts = _key_parts(key)
             if keys_to_update is not None and unravel_key(parts) not in {

@@ -7,15 +7,23 @@ from collections.abc import Callable
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
 from tensordict.errors import DimensionError, DimTypeError, KeyMismatchError
 
-
 # ---------------------------------------------------------------------- shared with device.py
+
+
+def _reducible(value) -> bool:
+    """True for a tensor leaf or a sub-tensordict: what ``all()`` and ``any()`` look into."""
+    return isinstance(value, torch.Tensor) or (
+        is_tensor_collection(value) and not is_non_tensor(value)
+    )
+
+
 def leaf_keys(td) -> set:
     """The keys of every leaf of ``td``, nested ones as tuples."""
     return set(td.keys(True, True))
@@ -639,9 +647,8 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             tensor([False,  True])
         """
         if dim is None:
-            return all(
-                bool(v.all()) for v in self.values(True, True) if isinstance(v, torch.Tensor)
-            )
+            # each sub-tensordict answers for itself: a lazy stack never stacks its leaves
+            return all(bool(v.all()) for v in self.values() if _reducible(v))
         return self._bool_reduce("all", dim)
 
     def any(self, dim: int | None = None):
@@ -670,9 +677,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             tensor([False,  True])
         """
         if dim is None:
-            return any(
-                bool(v.any()) for v in self.values(True, True) if isinstance(v, torch.Tensor)
-            )
+            return any(bool(v.any()) for v in self.values() if _reducible(v))
         return self._bool_reduce("any", dim)
 
     def _bool_reduce(self, name: str, dim: int):
