@@ -17,6 +17,7 @@ from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collecti
 from tensordict._lazy_index import LazyIndexMixin
 from tensordict._lazy_members import LazyMembersMixin, ragged_batch_size
 from tensordict._lazy_shape import LazyShapeMixin
+from tensordict._lazy_values import LazyValuesMixin
 from tensordict._nested_tensors import combine_leaves
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, stack_entries
 from tensordict._ops.classes import CLASSES
@@ -113,7 +114,9 @@ def _is_subtree_class(klass: type) -> bool:
     )
 
 
-class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, TensorDictBase):
+class LazyStackedTensorDict(
+    LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, LazyValuesMixin, TensorDictBase
+):
     """Tensordicts stacked along a new batch dimension without copying; members may differ.
 
     The stack keeps its members (in :attr:`tensordicts`) and reads and writes
@@ -579,191 +582,6 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         dims = [d if all(s[i] == d for s in shapes) else -1 for i, d in enumerate(first)]
         dims.insert(self.stack_dim, len(shapes))
         return torch.Size(dims)
-
-    # ------------------------------------------------------------------ updates
-    def _takes_members_of(self, source) -> bool:
-        """True when ``source`` is a tensordict whose batch size starts with the stack's.
-
-        Such a source is written member by member, cut along the stack dim.
-        """
-        return (
-            bool(self.tensordicts)
-            and not is_non_tensor(self)  # a NonTensorStack (a subclass) is updated as a whole
-            and is_tensor_collection(source)
-            and not is_non_tensor(source)
-            and source.batch_size[: len(self._batch_size)] == self._batch_size
-        )
-
-    def _update(self, source, prefix: tuple, clone: bool, inplace: bool, wanted) -> None:
-        """Hook of :meth:`update`: a tensordict of the stack's batch size is written member by member.
-
-        It is cut along the stack dim (a lazy stack along the same dim gives its members
-        as they are), so members whose entries differ in shape are never stacked.
-        """
-        if not self._takes_members_of(source):
-            super()._update(source, prefix, clone, inplace, wanted)
-            return
-        for member, part in zip(self.tensordicts, source.unbind(self._stack_dim)):
-            inner_tensordict(member)._update(part, prefix, clone, inplace, wanted)
-
-    def _update_target(self, current):
-        """Hook of :meth:`update`: a dense ``current`` that has the stack dim becomes a lazy stack.
-
-        Its slices along the stack dim become the members, so that this stack's members
-        (which may differ in shape) are written into them one by one.
-        """
-        size = current.batch_size
-        if (
-            getattr(type(current), "_is_lazy", False)
-            or len(size) <= self._stack_dim
-            or self._batch_size[: len(size)] != size
-        ):
-            return current
-        return current.to_lazystack(self._stack_dim)
-
-    def _adopt_batch_size(self, source) -> None:
-        """Hook of ``update(update_batch_size=True)``: new empty members of ``source``'s slices' batch size."""
-        missing = sorted(set(self.keys()) - set(source.keys()))
-        if missing or source.batch_dims != self.batch_dims:
-            msg = (
-                f"cannot update the lazy stack to the batch size {list(source.batch_size)}: "
-                f"the entries {missing} are not in the source"
-                if missing
-                else f"cannot update a lazy stack of batch size {list(self.batch_size)} to the "
-                f"batch size {list(source.batch_size)}: the number of dims differs"
-            )
-            raise BatchSizeError(msg)
-        self.tensordicts = [
-            TensorDict({}, part.batch_size, device=part.device)
-            for part in source.unbind(self._stack_dim)
-        ]
-        self._members_changed()
-
-    def update_(
-        self,
-        input_dict_or_td=None,
-        clone: bool = False,
-        *,
-        keys_to_update=None,
-        non_blocking: bool = False,
-        **kwargs,
-    ):
-        """Copies the entries of a mapping or tensordict into the existing entries, in place.
-
-        A tensordict of the stack's batch size is cut along the stack dim and each part is
-        copied into its member, so members whose entries differ in shape are updated too.
-        See :meth:`TensorDictBase.update_` for the rest.
-
-        Args:
-            input_dict_or_td (Mapping or TensorDictBase): the values, keyed as in this stack.
-            clone (bool, optional): call ``clone()`` on each value first. Defaults to False.
-
-        Keyword Args:
-            keys_to_update (sequence of NestedKey, optional): copy only the values at these keys.
-                Defaults to None, which copies every value.
-            non_blocking (bool, optional): accepted for compatibility; ignored.
-            **kwargs: more values, copied after those of ``input_dict_or_td``.
-
-        Returns:
-            The stack itself.
-
-        Raises:
-            KeyError: if a key of ``input_dict_or_td`` is not in the stack (or a member).
-            TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict.
-            RuntimeError: if a value does not broadcast to its entry.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict(r=torch.zeros(2)), TensorDict(r=torch.zeros(3))])
-            >>> _ = stack.update_(stack.apply(lambda x: x + 1))
-            >>> [r.tolist() for r in stack.get("r", as_list=True)]
-            [[1.0, 1.0], [1.0, 1.0, 1.0]]
-        """
-        if kwargs or not self._takes_members_of(input_dict_or_td):
-            return super().update_(input_dict_or_td, clone, keys_to_update=keys_to_update, **kwargs)
-        for member, part in zip(self.tensordicts, input_dict_or_td.unbind(self._stack_dim)):
-            member.update_(part, clone, keys_to_update=keys_to_update)
-        return self
-
-    def copy(self) -> LazyStackedTensorDict:
-        """Returns a shallow copy: each member copied (see :meth:`TensorDictBase.copy`), stacked again.
-
-        Returns:
-            A new lazy stack holding the same leaves.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict(r=torch.zeros(2)), TensorDict(r=torch.zeros(3))])
-            >>> copy = stack.copy()
-            >>> copy.tensordicts[1] is stack.tensordicts[1], copy.tensordicts[1]["r"] is stack.tensordicts[1]["r"]
-            (False, True)
-        """
-        if not self.tensordicts or is_non_tensor(self):  # NonTensorStack: its own shallow copy
-            return super().copy()
-        return self._restack([m.copy() for m in self.tensordicts], self._stack_dim)
-
-    def __contains__(self, item) -> bool:
-        """``key in stack`` checks the keys; ``tensordict in stack`` checks the members, by identity.
-
-        Examples:
-            >>> a = TensorDict(x=torch.zeros(()))
-            >>> stack = lazy_stack([a, a.clone()])
-            >>> "x" in stack, a in stack, a.clone() in stack
-            (True, True, False)
-        """
-        if is_tensor_collection(item) and not is_non_tensor(self):
-            return any(item is member for member in self.tensordicts)
-        return super().__contains__(item)
-
-    def all(self, dim: int | None = None):
-        """Returns True if every element of every member's tensor leaves is nonzero.
-
-        Without ``dim`` each member answers for itself, so members whose leaves differ in
-        shape are never stacked. With ``dim``, see :meth:`TensorDictBase.all`.
-
-        Args:
-            dim (int, optional): the batch dim to reduce. Defaults to None, every element.
-
-        Returns:
-            A bool, or a new tensordict when ``dim`` is given.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict(r=torch.ones(2)), TensorDict(r=torch.ones(3))])
-            >>> (stack == stack).all(), (stack == 0).any()
-            (True, False)
-        """
-        if dim is None and not is_non_tensor(self):  # NonTensorStack: as any tensordict
-            return all(bool(m.all()) for m in self.tensordicts)
-        return super().all(dim)
-
-    def any(self, dim: int | None = None):
-        """Returns True if any element of any member's tensor leaves is nonzero.
-
-        Without ``dim`` each member answers for itself, so members whose leaves differ in
-        shape are never stacked. With ``dim``, see :meth:`TensorDictBase.any`.
-
-        Args:
-            dim (int, optional): the batch dim to reduce. Defaults to None, every element.
-
-        Returns:
-            A bool, or a new tensordict when ``dim`` is given.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict(r=torch.zeros(2)), TensorDict(r=torch.ones(3))])
-            >>> stack.any(), (stack == 2).any()
-            (True, False)
-        """
-        if dim is None and not is_non_tensor(self):  # NonTensorStack: as any tensordict
-            return any(bool(m.any()) for m in self.tensordicts)
-        return super().any(dim)
-
-    def _select_tree(self, tree: dict, strict: bool, prefix: tuple):
-        """Hook of :meth:`select`: each member selects the keys, and the members are stacked again.
-
-        The members' entries are kept (shared, as :meth:`select` shares them), never stacked copies.
-        """
-        if not self.tensordicts or is_non_tensor(self):  # NonTensorStack: as any tensordict
-            return super()._select_tree(tree, strict, prefix)
-        members = [inner_tensordict(m)._select_tree(tree, strict, prefix) for m in self.tensordicts]
-        return self._restack(members, self._stack_dim)
 
     def _rename_keys(self, mapping, strict: bool):
         """Hook of :meth:`rename_keys`: each member's keys renamed, the members stacked again."""

@@ -378,9 +378,8 @@ class DeviceMixin(CastOps):
             >>> td.detach_()["a"].requires_grad
             False
         """
-        for leaf in self.values(True, True):
-            if isinstance(leaf, torch.Tensor):
-                leaf.detach_()
+        for leaf in self._stored_tensors():  # a lazy stack's own, never stacked copies
+            leaf.detach_()
         return self
 
     def copy_(self, tensordict, non_blocking: bool = False):

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._keys import _key_parts
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
@@ -448,9 +449,8 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> td.zero_()["b", "c"]
             tensor([0., 0.])
         """
-        for leaf in self.values(True, True):
-            if isinstance(leaf, torch.Tensor):
-                leaf.zero_()
+        for leaf in self._stored_tensors():  # a lazy stack's own, never stacked copies
+            leaf.zero_()
         return self
 
     def fill_(self, key, value):
@@ -478,11 +478,16 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> td.fill_("b", 3.0)["b", "c"]
             tensor([3., 3.])
         """
+        parts = _key_parts(key)
+        if (
+            len(parts) > 1
+        ):  # the level that holds the entry fills it (a lazy stack, member by member)
+            self.get(parts[:-1], NO_DEFAULT).fill_(parts[-1], value)
+            return self
         target = self.get(key, NO_DEFAULT)
         if is_tensor_collection(target):
-            for leaf in target.values(True, True):
-                if isinstance(leaf, torch.Tensor):
-                    leaf.fill_(value)
+            for leaf in target._stored_tensors():
+                leaf.fill_(value)
         else:
             target.fill_(value)
         return self
