@@ -10,6 +10,7 @@ splits the value across members. ``contiguous()`` makes a dense TensorDict.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import torch
 
@@ -27,7 +28,7 @@ from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.split_stack import STACKERS
 from tensordict._options import list_to_stack
 from tensordict._printing import RaggedLeaf, collection_repr
-from tensordict._td import TensorDict
+from tensordict._td import TensorDict, _adopt_batch
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     BatchSizeError,
@@ -597,9 +598,13 @@ class LazyStackedTensorDict(
                     member._set_str(key, part, inplace=inplace, validated=False)
                 return
         if not validated:
-            value = _as_value(key, value, None)
-            if isinstance(value, dict):
+            if isinstance(value, Mapping) and not is_tensor_collection(value):
                 value = TensorDict(value, self._batch_size)
+            value = _as_value(key, value, None)
+            if is_tensor_collection(value) and not is_non_tensor(value):
+                shape, size = value.batch_size, self._batch_size
+                if len(shape) < len(size) and size[: len(shape)] == shape:
+                    value = _adopt_batch(key, value, size)  # as a dense tensordict takes it
             _check_batch(key, value, self._batch_size)
         if isinstance(value, NonTensorDataBase):
             parts = [

@@ -482,3 +482,30 @@ def test_expand_of_members_with_different_keys_stays_lazy():
     out = stack.expand(10, 2)
     assert isinstance(out, LazyStackedTensorDict)
     assert "a" in out.tensordicts[0].keys() and "b" in out.tensordicts[1].keys()
+
+
+def test_setting_a_dict_or_a_shorter_batch_tensordict_in_a_stack():
+    """A dict, or a tensordict whose batch size starts the stack's, is set as a dense tensordict would set it."""
+    stack = lazy_stack(same_shape(), 1)
+    stack["d"] = {"e": torch.ones(4, 3, 2)}
+    assert stack["d", "e"].shape == (4, 3, 2)
+    inner = TensorDict({"x": torch.ones(4, 3)}, [])
+    stack["inner"] = inner
+    assert stack["inner"].batch_size == (4, 3) and inner.batch_size == ()
+
+
+def test_create_nested_through_a_stack_reaches_the_members():
+    """create_nested of a nested key in a lazy stack creates every level in every member."""
+    stack = lazy_stack(same_shape())
+    stack.create_nested(("some", "nested", "key"))
+    assert stack.get(("some", "nested", "key")).batch_size == (3, 4)
+    assert all(("some", "nested", "key") in m.keys(True) for m in stack.tensordicts)
+
+
+def test_load_state_dict_writes_into_the_members():
+    """load_state_dict writes a lazy stack's members' own tensors."""
+    stack = lazy_stack(same_shape())
+    state = stack.state_dict()
+    target = stack.clone().zero_()
+    target.load_state_dict(state)
+    assert torch.equal(target["a"], stack["a"])

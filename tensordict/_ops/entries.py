@@ -658,8 +658,11 @@ class EntriesMixin:
             nxt = level._get_str(part, None)
             keep = is_subtree(nxt) and is_tensordict(nxt) and nxt._takes_new_levels()
             if not keep:
-                nxt = level._new_like({}, level.batch_size)
-                level._set_str(part, nxt, inplace=False, validated=False)
+                level._set_str(
+                    part, level._new_like({}, level.batch_size), inplace=False, validated=False
+                )
+                # read back what was stored: a lazy stack stores one new level per member
+                nxt = level._get_str(part, None)
             level = nxt
         level._set_str(
             parts[-1], level._new_like({}, level.batch_size), inplace=False, validated=False
