@@ -30,7 +30,7 @@ def _dims_consumed(item) -> int:
     return 1
 
 
-def normalize_index(idx, batch_size: torch.Size):
+def normalize_index(idx, batch_size: torch.Size) -> tuple:
     """Returns ``(leaf_index, new_batch_size_or_None)`` for indexing the batch dims.
 
     The new batch size is computed here only when it is cheap and certain

@@ -231,7 +231,7 @@ class LazyStackedTensorDict(
         return stack
 
     @classmethod
-    def maybe_dense_stack(cls, tds, dim: int = 0):
+    def maybe_dense_stack(cls, tds, dim: int = 0) -> TensorDictBase:
         """Stacks densely what can be stacked densely, lazily the rest.
 
         Lazy stacks along one dim, with as many members each, are stacked member by
@@ -348,7 +348,7 @@ class LazyStackedTensorDict(
         self._batch_size = new
 
     @property
-    def device(self):
+    def device(self) -> torch.device | None:
         """The members' common device, or ``None`` when they differ (or have none).
 
         Returns:
@@ -370,7 +370,7 @@ class LazyStackedTensorDict(
         return devices.pop() if len(devices) == 1 else None
 
     @property
-    def names(self):
+    def names(self) -> list:
         """The names of the batch dimensions: the first member's, with the stack dim's inserted.
 
         The stack dimension is named ``stack_dim_name`` (``None`` by default); the other

@@ -23,8 +23,10 @@ from tensordict._indexing import (
     normalize_index,
     result_layout,
 )
+from tensordict._keys import NestedKey
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._td import TensorDict
+from tensordict.base import TensorDictBase
 from tensordict.errors import FirstClassDimError
 from tensordict.memmap import _io
 
@@ -228,7 +230,7 @@ class LazyIndexMixin:
         """Hook of :meth:`copy_at_`: a lazy stack's leaves are stacked copies, never written through."""
         return "a lazy stack"
 
-    def set_at_(self, key, value, index):
+    def set_at_(self, key: NestedKey, value, index) -> TensorDictBase:
         """Writes ``value`` into the rows ``index`` of the entry at ``key``, in each member.
 
         A lazy stack's ``get`` stacks copies, so the rows are written member by member, as

@@ -67,7 +67,7 @@ class LazyShapeMixin:
             return self._restack([m.unsqueeze(d) for m in self.tensordicts], self._stack_dim + 1)
         return self._restack([m.unsqueeze(d - 1) for m in self.tensordicts], self._stack_dim)
 
-    def squeeze(self, dim: int | None = None):
+    def squeeze(self, dim: int | None = None) -> TensorDictBase:
         """Returns the stack without its batch dims of size 1, or without ``dim`` if its size is 1.
 
         Each member is squeezed and the members are stacked lazily again; squeezing the
@@ -187,7 +187,7 @@ class LazyShapeMixin:
             0,
         )
 
-    def reshape(self, *shape, inplace: bool = False):
+    def reshape(self, *shape: int, inplace: bool = False) -> TensorDictBase:
         """Returns the stack with its batch dims reshaped to ``shape`` (see :meth:`TensorDictBase.reshape`).
 
         The result is a lazy stack, so members of different shapes stay apart: of the
@@ -217,7 +217,7 @@ class LazyShapeMixin:
             return super().reshape(*shape, inplace=True)
         return self._lazy_reshape(shape, "reshape")
 
-    def view(self, *shape):
+    def view(self, *shape: int) -> TensorDictBase:
         """Returns the stack with its batch dims viewed as ``shape``; lazy as :meth:`reshape` is.
 
         Args:
@@ -239,7 +239,9 @@ class LazyShapeMixin:
         """
         return self._lazy_reshape(shape, "view")
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False):
+    def flatten(
+        self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False
+    ) -> TensorDictBase:
         """Merges the batch dims ``start_dim`` to ``end_dim``; merging them all stacks the rows lazily.
 
         Args:
@@ -269,7 +271,7 @@ class LazyShapeMixin:
             return self._stack_of(self._rows(), 0)
         return super().flatten(start_dim, end_dim, inplace=inplace)
 
-    def expand(self, *shape):
+    def expand(self, *shape: int) -> TensorDictBase:
         """Returns the stack with its batch dims expanded to ``shape`` (see :meth:`TensorDictBase.expand`).
 
         Members that can be made dense give a dense TensorDict. Members whose keys or

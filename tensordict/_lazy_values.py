@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 from tensordict._collection import is_non_tensor, is_tensor_collection
+from tensordict._keys import NestedKey
 from tensordict._ops.keys import inner_tensordict
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
@@ -96,7 +97,7 @@ class LazyValuesMixin:
         keys_to_update=None,
         non_blocking: bool = False,
         **kwargs,
-    ):
+    ) -> TensorDictBase:
         """Copies the entries of a mapping or tensordict into the existing entries, in place.
 
         A tensordict of the stack's batch size is cut along the stack dim and each part is
@@ -162,7 +163,7 @@ class LazyValuesMixin:
             return any(item is member for member in self.tensordicts)
         return super().__contains__(item)
 
-    def all(self, dim: int | None = None):
+    def all(self, dim: int | None = None) -> bool | TensorDictBase:
         """Returns True if every element of every member's tensor leaves is nonzero.
 
         Without ``dim`` each member answers for itself, so members whose leaves differ in
@@ -183,7 +184,7 @@ class LazyValuesMixin:
             return all(bool(m.all()) for m in self.tensordicts)
         return super().all(dim)
 
-    def any(self, dim: int | None = None):
+    def any(self, dim: int | None = None) -> bool | TensorDictBase:
         """Returns True if any element of any member's tensor leaves is nonzero.
 
         Without ``dim`` each member answers for itself, so members whose leaves differ in
@@ -235,7 +236,7 @@ class LazyValuesMixin:
         # a NonTensorStack (a subclass) and a stack without members take the generic path
         return bool(self.tensordicts) and not is_non_tensor(self)
 
-    def masked_fill(self, mask: torch.Tensor, value):
+    def masked_fill(self, mask: torch.Tensor, value) -> TensorDictBase:
         """Returns a lazy stack whose members have ``value`` where ``mask`` (their slice of it) is True.
 
         The mask is cut along the stack dim, so members whose leaves differ in shape are
@@ -261,7 +262,7 @@ class LazyValuesMixin:
             [m.masked_fill(p, value) for m, p in zip(self.tensordicts, parts)], self._stack_dim
         )
 
-    def masked_fill_(self, mask: torch.Tensor, value):
+    def masked_fill_(self, mask: torch.Tensor, value) -> TensorDictBase:
         """Writes ``value`` in place where ``mask`` is True, each member through its slice of the mask.
 
         See :meth:`TensorDictBase.masked_fill_`.
@@ -285,7 +286,7 @@ class LazyValuesMixin:
             member.masked_fill_(part, value)
         return self
 
-    def where(self, condition: torch.Tensor, other, *, out=None, pad=None):
+    def where(self, condition: torch.Tensor, other, *, out=None, pad=None) -> TensorDictBase:
         """Returns this stack's elements where ``condition`` is True and ``other``'s elsewhere, member by member.
 
         ``condition`` and a batch-shaped ``other`` are cut along the stack dim. See
@@ -321,7 +322,7 @@ class LazyValuesMixin:
             return out
         return result
 
-    def fill_(self, key, value):
+    def fill_(self, key: NestedKey, value) -> TensorDictBase:
         """Fills the entry at ``key`` of every member with ``value``, in place.
 
         See :meth:`TensorDictBase.fill_`.
