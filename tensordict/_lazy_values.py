@@ -44,17 +44,29 @@ class LazyValuesMixin:
             and source.batch_size[: len(self._batch_size)] == self._batch_size
         )
 
-    def _update(self, source, prefix: tuple, clone: bool, inplace: bool, wanted) -> None:
+    def _update(
+        self,
+        source,
+        prefix: tuple,
+        clone: bool,
+        inplace: bool,
+        wanted,
+        adopt: bool = False,
+        is_leaf=None,
+    ) -> None:
         """Hook of :meth:`update`: a tensordict of the stack's batch size is written member by member.
 
         It is cut along the stack dim (a lazy stack along the same dim gives its members
         as they are), so members whose entries differ in shape are never stacked.
         """
         if not self._takes_members_of(source):
-            super()._update(source, prefix, clone, inplace, wanted)
+            super()._update(source, prefix, clone, inplace, wanted, adopt, is_leaf)
             return
         for member, part in zip(self.tensordicts, source.unbind(self._stack_dim)):
-            inner_tensordict(member)._update(part, prefix, clone, inplace, wanted)
+            inner = inner_tensordict(member)
+            if adopt and part.batch_size != inner.batch_size:
+                inner._adopt_batch_size(part)
+            inner._update(part, prefix, clone, inplace, wanted, adopt, is_leaf)
 
     def _update_target(self, current):
         """Hook of :meth:`update`: a dense ``current`` that has the stack dim becomes a lazy stack.

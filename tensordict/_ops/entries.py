@@ -38,6 +38,34 @@ from tensordict.errors import (
 )
 
 
+def _keys_below(wanted, parts: tuple):
+    """The keys of ``wanted`` under ``parts``, relative to it: None for all, () for none."""
+    if wanted is None or any(parts[: len(w)] == w for w in wanted):
+        return None
+    return tuple(w[len(parts) :] for w in wanted if w[: len(parts)] == parts)
+
+
+def _check_batch_update(td, source, update_batch_size: bool, inplace: bool, keys) -> None:
+    """Refuses an update from a tensordict of another batch size that cannot be taken as asked."""
+    mine, theirs = td.batch_size, source.batch_size
+    if not update_batch_size:
+        n = min(len(mine), len(theirs))
+        if mine[:n] != theirs[:n]:
+            msg = (
+                f"cannot update a tensordict of batch size {list(mine)} from one of batch size "
+                f"{list(theirs)}; pass update_batch_size=True to take the source's batch size"
+            )
+            raise BatchSizeError(msg)
+        return
+    if inplace or keys is not None:
+        what = "inplace=True" if inplace else "keys_to_update"
+        msg = f"update(update_batch_size=True) replaces every entry: it cannot take {what}"
+        raise BatchSizeError(msg)
+    if td.is_locked:
+        msg = "update(update_batch_size=True) cannot change the batch size of a locked tensordict; unlock it first"
+        raise LockedError(msg)
+
+
 def _all_str(key: tuple) -> bool:
     for part in key:
         if type(part) is str:
@@ -733,20 +761,25 @@ class EntriesMixin:
             input_dict_or_td = kwargs
         if input_dict_or_td is None or input_dict_or_td is self:
             return self
-        if (
-            update_batch_size
-            and is_tensordict(input_dict_or_td)
-            and input_dict_or_td.batch_size != self.batch_size
-        ):
-            self._adopt_batch_size(input_dict_or_td)
+        source = inner_tensordict(input_dict_or_td)
+        if is_tensordict(source) and source.batch_size != self.batch_size:
+            _check_batch_update(self, source, update_batch_size, inplace, keys_to_update)
+            if update_batch_size:
+                self._adopt_batch_size(source)
         wanted = None
         if keys_to_update is not None:
             wanted = {_key_parts(k) for k in keys_to_update}
-        self._update(input_dict_or_td, (), clone, inplace, wanted)
+        self._update(
+            input_dict_or_td, (), clone, inplace, wanted, adopt=update_batch_size, is_leaf=is_leaf
+        )
         return self
 
     def _adopt_batch_size(self, source) -> None:
-        """Hook of ``update(update_batch_size=True)``: drops every entry and takes ``source``'s batch size.
+        """Hook of ``update(update_batch_size=True)``: takes ``source``'s batch size, keeping the sub-tensordicts.
+
+        A sub-tensordict that the source has too takes the batch size of the source's
+        (and keeps its identity); every other entry is dropped, to be written again
+        from the source.
 
         Raises:
             BatchSizeError: if a key of this tensordict is not a key of ``source``.
@@ -759,11 +792,32 @@ class EntriesMixin:
             )
             raise BatchSizeError(msg)
         for key in list(self.keys()):
-            self._del_str(key)
+            mine, theirs = self._get_str(key, None), source._get_str(key, None)
+            if is_subtree(mine) and is_subtree(theirs):
+                inner, other = inner_tensordict(mine), inner_tensordict(theirs)
+                if inner.batch_size != other.batch_size:
+                    inner._adopt_batch_size(other)
+            else:
+                self._del_str(key)
         self.batch_size = source.batch_size
 
-    def _update(self, source, prefix: tuple, clone: bool, inplace: bool, wanted) -> None:
-        """Writes the entries of ``source`` into this tensordict, the level ``prefix`` of the one updated."""
+    def _update(
+        self,
+        source,
+        prefix: tuple,
+        clone: bool,
+        inplace: bool,
+        wanted,
+        adopt: bool = False,
+        is_leaf=None,
+    ) -> None:
+        """Writes the entries of ``source`` into this tensordict, the level ``prefix`` of the one updated.
+
+        A sub-tensordict (or tensorclass instance) of the source is written into the one
+        already there, which keeps its identity; with ``adopt`` (``update_batch_size``) it
+        takes the source's batch size first. ``is_leaf`` says which classes are written
+        whole instead.
+        """
         for key, value in _source_items(source):
             rel = _key_parts(key)
             parts = prefix + rel
@@ -772,14 +826,19 @@ class EntriesMixin:
                     continue
             target_parent = self._walk_to_parent(rel, create=True) if len(rel) > 1 else self
             current = target_parent._get_str(rel[-1], None)
-            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
-                if current is not None and is_tensordict(current):
-                    target = (
-                        current if isinstance(value, Mapping) else value._update_target(current)
-                    )
-                    if target is not current:
-                        target_parent._set_str(rel[-1], target, inplace=False, validated=False)
-                    target._update(value, parts, clone, inplace, wanted)
+            nested = isinstance(value, Mapping) or is_subtree(value)
+            if nested and (is_leaf is None or not is_leaf(type(value))):
+                if current is not None and is_subtree(current):
+                    target = inner_tensordict(current)
+                    if not isinstance(value, Mapping):
+                        value = inner_tensordict(value)
+                        new = value._update_target(target)
+                        if new is not target:
+                            target_parent._set_str(rel[-1], new, inplace=False, validated=False)
+                            target = new
+                        if adopt and value.batch_size != target.batch_size:
+                            target._adopt_batch_size(value)
+                    target._update(value, parts, clone, inplace, wanted, adopt, is_leaf)
                     continue
             if clone and (isinstance(value, torch.Tensor) or is_tensordict(value)):
                 value = value.clone()
@@ -815,8 +874,8 @@ class EntriesMixin:
 
         Keyword Args:
             keys_to_update (sequence of NestedKey, optional): copy only the values at these keys
-                of ``input_dict_or_td``; nested mappings are entered whatever their key. Defaults
-                to None, which copies every value.
+                of ``input_dict_or_td`` (a key of a sub-tensordict copies all of it). Defaults to
+                None, which copies every value.
             non_blocking (bool, optional): accepted for compatibility; ignored.
             **kwargs: more values, copied after those of ``input_dict_or_td``.
 
@@ -838,18 +897,18 @@ class EntriesMixin:
             input_dict_or_td = kwargs
         if input_dict_or_td is None:
             return self
+        wanted = None if keys_to_update is None else [_key_parts(k) for k in keys_to_update]
         for key, value in _source_items(input_dict_or_td):
             parts = _key_parts(key)
-            if keys_to_update is not None and unravel_key(parts) not in {
-                unravel_key(k) for k in keys_to_update
-            }:
-                if not isinstance(value, Mapping) or is_tensordict(value):
-                    continue
+            below = _keys_below(wanted, parts)
+            if below == ():
+                continue  # no key asked for lies at or under this one
             if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
-                sub = self.get(parts, NO_DEFAULT)
-                sub.update_(value, clone=clone)
+                # the level there takes them (a lazy stack, member by member)
+                self.get(parts, NO_DEFAULT).update_(value, clone=clone, keys_to_update=below)
                 continue
-            self.set_(parts, value.clone() if clone else value)
+            if below is None:
+                self.set_(parts, value.clone() if clone else value)
         return self
 
     def set_at_(self, key: NestedKey, value, index):
