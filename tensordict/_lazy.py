@@ -289,7 +289,8 @@ class LazyStackedTensorDict(
         except (RuntimeError, KeyError):
             pass
         dense = _dense_where_possible(cls, tds, d)
-        return cls(*tds, stack_dim=d) if dense is None else dense
+        # lazy_stack keeps instances of one tensorclass an instance of that class
+        return lazy_stack(tds, d) if dense is None else dense
 
     # ------------------------------------------------------------------ properties
     @property

@@ -14,6 +14,7 @@ from tensordict import (
     assert_close,
     lazy_stack,
     set_list_to_stack,
+    tensorclass,
 )
 
 from conftest import ours_only
@@ -509,3 +510,26 @@ def test_load_state_dict_writes_into_the_members():
     target = stack.clone().zero_()
     target.load_state_dict(state)
     assert torch.equal(target["a"], stack["a"])
+
+
+@tensorclass
+class _Episode:
+    """A tensorclass whose field "r" may differ in length across instances."""
+
+    r: torch.Tensor
+
+
+def test_tensorclass_over_a_ragged_stack_reads_with_get_keywords():
+    """A tensorclass instance over a ragged lazy stack passes get's keywords on."""
+    stack = lazy_stack([TensorDict(r=torch.ones(3)), TensorDict(r=torch.ones(2) * 2)])
+    episode = _Episode.from_tensordict(stack)
+    assert [r.shape for r in episode.get("r", as_list=True)] == [(3,), (2,)]
+    assert episode.get("r", as_padded_tensor=True).shape == (2, 3)
+
+
+def test_maybe_dense_stack_of_ragged_tensorclass_instances_keeps_the_class():
+    """Instances that cannot be stacked densely give an instance of their class over a lazy stack."""
+    out = LazyStackedTensorDict.maybe_dense_stack(
+        [_Episode(r=torch.ones(3)), _Episode(r=torch.ones(2))]
+    )
+    assert type(out) is _Episode
