@@ -68,3 +68,16 @@ def test_where_cuts_the_condition_and_the_other_along_the_stack_dim():
     kept = target.tensordicts[0]["a"]
     assert torch.where(mask, ragged(), other, out=target) is target
     assert target.tensordicts[0]["a"] is kept and (kept[0] == 1).all() and (kept[1] == 7).all()
+
+
+def test_in_place_operators_reach_a_lazy_sub_stack():
+    """td += other writes a lazy sub-stack's members, keys only some members have included."""
+
+    def make():
+        stack = LazyStackedTensorDict(TensorDict({"a": -2}), TensorDict({"a": -1, "b": -2}))
+        return TensorDict({"super": stack})
+
+    td = make()
+    td += make()
+    assert td["super", "a"].tolist() == [-4, -2]
+    assert td["super"].tensordicts[1]["b"] == -4

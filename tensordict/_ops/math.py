@@ -13,6 +13,7 @@ from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
+from tensordict._ops.keys import inner_tensordict
 from tensordict.errors import DimensionError, DimTypeError, KeyMismatchError
 
 # ---------------------------------------------------------------------- shared with device.py
@@ -371,10 +372,12 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
 
         The lazy stack writes its members' tensors instead (``get`` gives stacked copies).
         """
-        for key in self.keys(True, True):
-            leaf = self.get(key)
-            if isinstance(leaf, torch.Tensor):
-                fn(leaf, other.get(key))
+        for key, value in self._items_level():
+            if isinstance(value, torch.Tensor):
+                fn(value, other.get(key))
+            elif is_tensor_collection(value) and not is_non_tensor(value):
+                # a sub-tensordict writes its own leaves (a lazy stack, its members')
+                inner_tensordict(value)._write_matching_leaves(fn, inner_tensordict(other.get(key)))
 
     def _as_dense(self):
         """This tensordict with its leaves stacked, for the ops along a batch dim: itself.
