@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tensordict.errors import DimensionError
+from tensordict.errors import DimensionError, IndexTypeError
 
 _SIMPLE = (int, slice)
 
@@ -30,7 +30,7 @@ def _dims_consumed(item) -> int:
     return 1
 
 
-def normalize_index(idx, batch_size: torch.Size):
+def normalize_index(idx, batch_size: torch.Size) -> tuple:
     """Returns ``(leaf_index, new_batch_size_or_None)`` for indexing the batch dims.
 
     The new batch size is computed here only when it is cheap and certain
@@ -129,7 +129,7 @@ def _numpy_scalar(item: np.generic) -> int:
         msg = f"a numpy bool scalar is not a valid index, got {item!r}; use a Python bool or a boolean tensor"
         raise IndexError(msg)
     msg = f"unsupported index item {item!r} of type {type(item).__name__}"
-    raise IndexError(msg)
+    raise IndexTypeError(msg)
 
 
 def _normalize_tuple(idx: tuple, batch_size: torch.Size):
@@ -161,7 +161,7 @@ def _normalize_tuple(idx: tuple, batch_size: torch.Size):
                 item = int(item)
             elif not is_first_class_dim(item):
                 msg = f"unsupported index item {item!r} of type {type(item).__name__}"
-                raise IndexError(msg)
+                raise IndexTypeError(msg)
         consumed += _dims_consumed(item)
         items.append(item)
     if consumed > batch_dims:

@@ -41,7 +41,8 @@ class LazyMembersMixin:
             raise MemberBatchSizeError(msg)
 
     def _members_changed(self) -> None:
-        size = self.tensordicts[0].batch_size if self.tensordicts else self._member_batch_size()
+        members = self.tensordicts
+        size = ragged_batch_size(members) if members else self._member_batch_size()
         d = self._stack_dim
         self._batch_size = size[:d] + torch.Size((len(self.tensordicts),)) + size[d:]
 
@@ -390,6 +391,30 @@ class LazyMembersMixin:
         for member in self.tensordicts:
             member.names = member_names if any(n is not None for n in member_names) else None
         self._stack_dim_name = names[self._stack_dim]
+
+
+def ragged_batch_size(members: list, strict: bool = False) -> torch.Size:
+    """The members' batch size, ``-1`` at the dims where they differ (a ragged stack).
+
+    Raises:
+        MemberBatchSizeError: if the members' numbers of batch dims differ, or, with
+            ``strict``, if their batch sizes differ at all (a ``RuntimeError``).
+    """
+    size = members[0].batch_size
+    for i, member in enumerate(members):
+        other = member.batch_size
+        if other != size and (strict or len(other) != len(size)):
+            msg = (
+                f"cannot stack tensordicts with different batch sizes: member 0 has {list(size)} "
+                f"and member {i} has {list(other)}"
+                + ("" if strict else "; lazy stacks take members of one number of batch dims")
+            )
+            raise MemberBatchSizeError(msg)
+    if all(m.batch_size == size for m in members):
+        return size
+    return torch.Size(
+        [d if all(m.batch_size[j] == d for m in members) else -1 for j, d in enumerate(size)]
+    )
 
 
 def _common_batch_size(members: list) -> None:

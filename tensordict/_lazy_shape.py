@@ -25,7 +25,7 @@ from tensordict._ops.batch_dims import (
 )
 from tensordict._options import lazy_legacy
 from tensordict.base import TensorDictBase
-from tensordict.errors import DimensionError
+from tensordict.errors import DimensionError, MemberBatchSizeError
 
 
 class LazyShapeMixin:
@@ -167,24 +167,42 @@ class LazyShapeMixin:
                 rows.append(part)
         return rows
 
-    def _lazy_reshape(self, shape):
-        """The lazy result of reshaping to ``shape``, or None when a dense one is due.
+    def _lazy_reshape(self, shape, method: str):
+        """The lazy stack that reshapes this one to ``shape`` (``method`` reshapes or views the members).
 
-        A reshape to one dim stacks the rows lazily, and one that only adds or removes
-        dims of size 1 moves the stack dim, as the well-known API does; others densify.
+        When the new shape keeps the stack dim whole (the dims before it and after it
+        keep their numbers of elements), each member is reshaped and the members are
+        stacked again; otherwise the rows (batch size ``[]``) are stacked lazily into
+        the new shape, one level of lazy stacks per dim.
         """
         new = _dummy(self._batch_size).reshape(shape_args(shape)).shape
         if new == self._batch_size:
             return self
-        if len(new) == 1:
-            return self._stack_of(self._rows(), 0)
-        if [s for s in new if s != 1] == [s for s in self._batch_size if s != 1]:
-            out = self.squeeze()
-            for d, size in enumerate(new):
-                if size == 1:
-                    out = out.unsqueeze(d)
-            return out
-        return None
+        d = self._stack_dim
+        before = self._batch_size[:d].numel()
+        after = self._batch_size[d + 1 :].numel()
+        count = self._batch_size[d]
+        elements = 1
+        for k, size in enumerate(new):
+            if elements == before and size == count and new[k + 1 :].numel() == after:
+                inner = (*new[:k], *new[k + 1 :])
+                return self._restack([getattr(m, method)(*inner) for m in self.tensordicts], k)
+            elements *= size
+        rows = self._rows()
+        return self._stack_nested(rows, list(new)) if new else rows[0]
+
+    def _stack_nested(self, parts: list, shape: list):
+        """``parts`` (in C order) stacked lazily into the dims ``shape``, one level per dim."""
+        if len(shape) == 1:
+            return self._stack_of(parts, 0)
+        step = len(parts) // shape[0]
+        return self._stack_of(
+            [
+                self._stack_nested(parts[i * step : (i + 1) * step], shape[1:])
+                for i in range(shape[0])
+            ],
+            0,
+        )
 
     def reshape(
         self,
@@ -194,9 +212,9 @@ class LazyShapeMixin:
     ) -> TensorDictBase:
         """Returns the stack with its batch dims reshaped to ``shape`` (see :meth:`TensorDictBase.reshape`).
 
-        A reshape to one dim gives a lazy stack of the rows, and one that only adds or
-        removes dims of size 1 a lazy stack with the stack dim moved, so members of
-        different shapes stay apart; another reshape gives a dense TensorDict.
+        The result is a lazy stack, so members of different shapes stay apart: of the
+        reshaped members when the stack dim stays whole (adding or removing dims of size
+        1, reshaping the other dims), else of the rows, stacked into the new shape.
 
         Args:
             *shape (int or sequence of int): the new batch size; one -1 is inferred.
@@ -207,7 +225,7 @@ class LazyShapeMixin:
             inplace (bool, optional): not supported by lazy stacks. Defaults to False.
 
         Returns:
-            A LazyStackedTensorDict, or a TensorDict.
+            A LazyStackedTensorDict.
 
         Raises:
             RuntimeError: if ``shape`` does not have the batch size's number of elements.
@@ -222,8 +240,7 @@ class LazyShapeMixin:
         shape = shape_arg(shape, size, "reshape")
         if inplace:
             return super().reshape(shape, inplace=True)
-        out = self._lazy_reshape(shape)
-        return super().reshape(shape) if out is None else out
+        return self._lazy_reshape(shape, "reshape")
 
     def view(
         self,
@@ -246,7 +263,7 @@ class LazyShapeMixin:
                 result. Defaults to None: the current one.
 
         Returns:
-            A LazyStackedTensorDict, or a TensorDict.
+            A LazyStackedTensorDict.
 
         Raises:
             RuntimeError: if ``shape`` does not have the batch size's number of elements.
@@ -255,12 +272,14 @@ class LazyShapeMixin:
             >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
             >>> stack.view(1, 2, 3).batch_size
             torch.Size([1, 2, 3])
+            >>> rows = lazy_stack([TensorDict(x=i) for i in range(6)]).view(2, 3)
+            >>> rows[1, 0]["x"]
+            tensor(3)
         """
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
             return super().view(shape[0], batch_size=batch_size)
         shape = shape_arg(shape, size, "view")
-        out = self._lazy_reshape(shape)
-        return super().view(shape) if out is None else reshaped_back(out, self)
+        return reshaped_back(self._lazy_reshape(shape, "view"), self)
 
     def flatten(
         self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False
@@ -297,14 +316,16 @@ class LazyShapeMixin:
     def expand(self, *shape: int | Sequence[int]) -> TensorDictBase:
         """Returns the stack with its batch dims expanded to ``shape`` (see :meth:`TensorDictBase.expand`).
 
-        In the legacy lazy mode (:func:`~tensordict.set_lazy_legacy`) each member is expanded
-        and the result stays a lazy stack; otherwise the result is a dense TensorDict.
+        Members that can be made dense give a dense TensorDict. Members whose keys or
+        entries' shapes differ, and every stack in the legacy lazy mode
+        (:func:`~tensordict.set_lazy_legacy`), are expanded one by one and stay a lazy
+        stack; a stack dim of size 1 expands to copies of its one member.
 
         Args:
             *shape (int or sequence of int): the new batch size.
 
         Returns:
-            A TensorDict, or a LazyStackedTensorDict in the legacy lazy mode.
+            A TensorDict, or a LazyStackedTensorDict.
 
         Raises:
             RuntimeError: if ``shape`` does not expand the batch size.
@@ -313,9 +334,15 @@ class LazyShapeMixin:
             >>> stack = lazy_stack([TensorDict({"x": torch.zeros(3)}, [3])] * 2)
             >>> type(stack.expand(4, 2, 3)).__name__
             'TensorDict'
+            >>> ragged = lazy_stack([TensorDict({"x": torch.zeros(3)}), TensorDict({"x": torch.zeros(2)})])
+            >>> out = ragged.expand(4, 2)
+            >>> type(out).__name__, out.batch_size, out.tensordicts[1]["x"].shape
+            ('LazyStackedTensorDict', torch.Size([4, 2]), torch.Size([4, 2]))
         """
         if not lazy_legacy():
-            return super().expand(*shape)
+            dense = self._dense_copy()
+            if dense is not None:
+                return dense.expand(*shape)
         sizes = (
             list(shape[0])
             if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size))
@@ -327,11 +354,91 @@ class LazyShapeMixin:
             raise RuntimeError(msg)
         lead = len(sizes) - ndim
         stack = self._stack_dim + lead
-        if sizes[stack] not in (-1, len(self.tensordicts)):
-            msg = f"cannot expand the stack dim of size {len(self.tensordicts)} to {sizes[stack]}"
-            raise RuntimeError(msg)
+        members = self.tensordicts
+        if sizes[stack] not in (-1, len(members)):
+            if len(members) != 1:
+                msg = f"cannot expand the stack dim of size {len(members)} to {sizes[stack]}"
+                raise RuntimeError(msg)
+            members = members * sizes[stack]
         inner = sizes[:stack] + sizes[stack + 1 :]
-        return self._restack([m.expand(*inner) for m in self.tensordicts], stack)
+        return self._restack([m.expand(*inner) for m in members], stack)
+
+    def _dense_copy(self):
+        """``contiguous()`` when it loses nothing: the members have the same keys and shapes; else None."""
+        members = self.tensordicts
+        if not members:
+            return None
+        keys = set(members[0].keys(True, True))
+        if any(set(m.keys(True, True)) != keys for m in members[1:]):
+            return None
+        try:
+            return self.contiguous()
+        except RuntimeError:
+            return None  # leaves of different shapes
+
+    def _split_op(self, fn, names, dim: int) -> tuple:
+        """Hook of :meth:`split` and :meth:`chunk`: each part is a slice of the stack, a lazy stack."""
+        lengths = [part.shape[dim] for part in fn(_dummy(self._batch_size))]
+        parts, start = [], 0
+        for length in lengths:
+            parts.append(self[(slice(None),) * dim + (slice(start, start + length),)])
+            start += length
+        return tuple(parts)
+
+    @classmethod
+    def _cat_members(cls, tds: list, dim: int, out=None):
+        """``torch.cat`` of tensordicts of which one at least is a lazy stack: a lazy stack.
+
+        Every tensordict is read as a lazy stack along the stack dim of the first lazy
+        one (a dense one is cut into its slices). Along that dim the member lists are
+        joined; along another dim the members at the same position are concatenated.
+        With ``out``, the result is written into it and ``out`` is returned.
+        """
+        first = next(t for t in tds if getattr(type(t), "_is_lazy", False))
+        size = first.batch_size
+        ndim = len(size)
+        if not -ndim <= dim < ndim:
+            msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"
+            raise DimensionError(msg)
+        d = dim + ndim if dim < 0 else dim
+        for i, td in enumerate(tds):
+            other = td.batch_size
+            if len(other) != ndim or other[:d] != size[:d] or other[d + 1 :] != size[d + 1 :]:
+                msg = (
+                    f"cannot concatenate tensordicts whose batch sizes differ outside dimension {d}: "
+                    f"tensordict 0 has {list(tds[0].batch_size)} and tensordict {i} has {list(other)}"
+                )
+                raise RuntimeError(msg)
+        sd = first.stack_dim
+        stacks = [
+            td
+            if getattr(type(td), "_is_lazy", False) and td.stack_dim == sd
+            else td.to_lazystack(sd)
+            for td in tds
+            if td.batch_size[sd]
+        ]
+        total = sum(td.batch_size[d] for td in tds)
+        if d == sd:
+            members = [m for stack in stacks for m in stack.tensordicts]
+        elif stacks:
+            inner = d if d < sd else d - 1
+            members = [
+                torch.cat([stack.tensordicts[i] for stack in stacks], inner)
+                for i in range(size[sd])
+            ]
+        else:
+            members = []
+        if members:
+            result = cls(*members, stack_dim=sd)
+        else:
+            member_size = list(size[:sd] + size[sd + 1 :])
+            if d != sd:
+                member_size[d if d < sd else d - 1] = total
+            result = cls(stack_dim=sd, batch_size=member_size, device=first.device)
+        if out is None:
+            return result
+        out.update_(result)
+        return out
 
     def unbind(self, dim: int = 0) -> tuple:
         """Removes batch dimension ``dim``, returning one tensordict per index along it.
@@ -360,6 +467,9 @@ class LazyShapeMixin:
         d = dim + ndim if dim < 0 else dim
         if d == self._stack_dim:
             return tuple(self.tensordicts)
+        if self._batch_size[d] == -1:
+            msg = f"cannot unbind dim {dim} of a lazy stack of batch size {list(self._batch_size)}: its members' sizes differ there"
+            raise MemberBatchSizeError(msg)
         inner = d if d < self._stack_dim else d - 1
         new_stack = self._stack_dim if d > self._stack_dim else self._stack_dim - 1
         parts = [m.unbind(inner) for m in self.tensordicts]

@@ -80,7 +80,7 @@ def stack(  # noqa: A002 - the well-known API's name
     tds = _collections(input, "stack")
     first = tds[0]
     if lazy_legacy() and out is None and not getattr(type(first), "_is_tensorclass", False):
-        return LazyStackedTensorDict._stack_members(tds, dim)
+        return LazyStackedTensorDict._stack_members(tds, dim, strict_shape=True)
     if out is None and getattr(type(first), "_is_typed", False):
         return type(first)._combine_members(stack, tds, dim)
     if out is not None and type(out) is not TensorDict:
@@ -99,7 +99,7 @@ def stack(  # noqa: A002 - the well-known API's name
             return out
         return stacked
     if any(getattr(type(t), "_is_lazy", False) for t in tds):
-        return LazyStackedTensorDict._stack_members(tds, dim, out=out)
+        return LazyStackedTensorDict._stack_members(tds, dim, out=out, strict_shape=True)
     batch_size = first.batch_size
     for i, td in enumerate(tds):
         if td.batch_size != batch_size:
@@ -133,13 +133,18 @@ def _stack_fast(tds, dim: int):
     except (KeyError, RuntimeError):
         return None
     new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
-    return TensorDict._new_unsafe(result, new_size, first._device, _stacked_names(first, d))
+    return TensorDict._new_unsafe(result, new_size, first._device, _stacked_names(tds, d))
 
 
-def _stacked_names(first, dim: int):
-    """The dimension names after stacking at ``dim``: the members' names with an unnamed dim."""
-    names = getattr(first, "_names", None)
-    return None if names is None else [*names[:dim], None, *names[dim:]]
+def _stacked_names(tds, dim: int):
+    """The dimension names after stacking at ``dim``: the members' names with an unnamed dim.
+
+    Members whose names differ give no names.
+    """
+    names = getattr(tds[0], "_names", None)
+    if names is None or any(getattr(td, "_names", None) != names for td in tds):
+        return None
+    return [*names[:dim], None, *names[dim:]]
 
 
 def _stack_dense(tds, d: int, out, prefix: tuple):
@@ -180,7 +185,7 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
             result[key] = stack(values, d, out=target)
     if out is not None:
         return out
-    return TensorDict._new_unsafe(result, new_size, first.device, _stacked_names(first, d))
+    return TensorDict._new_unsafe(result, new_size, first.device, _stacked_names(tds, d))
 
 
 @implements(torch.cat, torch.concat, torch.concatenate)
@@ -212,6 +217,8 @@ def cat(  # noqa: A002 - the well-known API's name
         return type(first)._cat_members(tds, dim, out=out)
     if is_non_tensor(first):
         return cat_entries(tds, dim)
+    if any(getattr(type(t), "_is_lazy", False) and not is_non_tensor(t) for t in tds):
+        return LazyStackedTensorDict._cat_members(tds, dim, out)
     ndim = first.batch_dims
     if not -ndim <= dim < ndim:
         msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"

@@ -37,6 +37,7 @@ __all__ = [
     "ForeignWriterError",
     "FieldCastError",
     "FirstClassDimError",
+    "IndexTypeError",
     "InvalidArgumentError",
     "InvalidSourceError",
     "KeyMismatchError",
@@ -325,6 +326,14 @@ class PermutationError(ShapeArgumentError, ValueError):
 
 class DensifyError(TensorDictError, NotImplementedError):
     """A lazy stack that ``densify`` cannot turn dense: its stack dim is not 0."""
+
+
+class IndexTypeError(TensorDictError, IndexError, TypeError):
+    """An index item of a type that no batch dim is indexed by (a set, a float, a string in a tuple).
+
+    torch refuses such items with an ``IndexError`` and the well-known API's lazy stacks
+    with a ``TypeError``; this is both.
+    """
 
 
 class FirstClassDimError(TensorDictError, ValueError):

@@ -257,6 +257,14 @@ def test_stack_and_cat_keep_dimension_names():
     assert torch.cat([td, td], 0).names == ["x", "y"]
 
 
+def test_stack_of_differently_named_tensordicts_has_no_names():
+    """Stacking tensordicts whose dim names differ gives no names."""
+    td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3], names=["x", "y"])
+    other = td.clone()
+    other.names = ["x", "z"]
+    assert torch.stack([td, other], 0).names == [None, None, None]
+
+
 def test_stack_class_methods():
     """TensorDict.lazy_stack, maybe_dense_stack, stack and cat build what their names say."""
     td = make_td()

@@ -850,7 +850,7 @@ class ConvertMixin(Contract):
         for key, value in wanted.items():
             current = self.get(key, None)
             if isinstance(current, torch.Tensor) and not assign:
-                current.copy_(value)
+                self.set_(key, value)  # into the stored tensor (a lazy stack's members' own)
             else:
                 self.set(key, value)
         return self

@@ -99,7 +99,7 @@ class DeviceMixin(CastOps):
     :meth:`data_ptr` and :meth:`is_contiguous`.
 
     Calls: ``_fast_apply``, ``_items_level``, ``_leafwise_operand``, ``_new_like``,
-        ``_propagate_lock``, ``_reset_device``, ``_set_str``, ``_shallow_copy``.
+        ``_propagate_lock``, ``_reset_device``, ``_set_str``, ``_shallow_copy``, ``_stored_tensors``.
     """
 
     __slots__ = ()
@@ -541,9 +541,8 @@ class DeviceMixin(CastOps):
             >>> td.detach_()["a"].requires_grad
             False
         """
-        for leaf in self.values(True, True):
-            if isinstance(leaf, torch.Tensor):
-                leaf.detach_()
+        for leaf in self._stored_tensors():  # a lazy stack's own, never stacked copies
+            leaf.detach_()
         return self
 
     def copy_(self: T, tensordict: TensorCollection | dict, non_blocking: bool = False) -> T:

@@ -15,11 +15,12 @@ from tensordict._collection import (
     is_non_tensor,
     is_tensor_collection,
 )
-from tensordict._keys import NestedKey
+from tensordict._keys import NestedKey, _key_parts
 from tensordict._nontensor import NonTensorData
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
+from tensordict._ops.keys import inner_tensordict
 from tensordict._typing import T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
@@ -30,8 +31,16 @@ from tensordict.errors import (
     KeyMismatchError,
 )
 
-
 # ---------------------------------------------------------------------- shared with device.py
+
+
+def _reducible(value: Any) -> bool:
+    """True for a tensor leaf or a sub-tensordict: what ``all()`` and ``any()`` look into."""
+    return isinstance(value, torch.Tensor) or (
+        is_tensor_collection(value) and not is_non_tensor(value)
+    )
+
+
 def leaf_keys(td: TensorCollection) -> set:
     """The keys of every leaf of ``td``, nested ones as tuples."""
     return set(td.keys(True, True))
@@ -576,12 +585,12 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         The walk is ``_fast_apply``'s, so a lazy stack nested anywhere gives its members' own
         tensors (``get`` would give stacked copies) and ``other`` is split along with it.
         """
-
-        def write(leaf, other_leaf):
-            fn(leaf, other_leaf)
-            return leaf  # nothing is rebound
-
-        self._fast_apply(write, other, inplace=True)
+        for key, value in self._items_level():
+            if isinstance(value, torch.Tensor):
+                fn(value, other.get(key))
+            elif is_tensor_collection(value) and not is_non_tensor(value):
+                # a sub-tensordict writes its own leaves (a lazy stack, its members')
+                inner_tensordict(value)._write_matching_leaves(fn, inner_tensordict(other.get(key)))
 
     def _as_dense(self):
         """This tensordict with its leaves stacked, for the ops along a batch dim: itself.
@@ -683,9 +692,8 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> td.zero_()["b", "c"]
             tensor([0., 0.])
         """
-        for leaf in self.values(True, True):
-            if isinstance(leaf, torch.Tensor):
-                leaf.zero_()
+        for leaf in self._stored_tensors():  # a lazy stack's own, never stacked copies
+            leaf.zero_()
         return self
 
     def fill_(self: T, key: NestedKey, value: float | torch.Tensor) -> T:
@@ -713,11 +721,16 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> td.fill_("b", 3.0)["b", "c"]
             tensor([3., 3.])
         """
+        parts = _key_parts(key)
+        if (
+            len(parts) > 1
+        ):  # the level that holds the entry fills it (a lazy stack, member by member)
+            self.get(parts[:-1], NO_DEFAULT).fill_(parts[-1], value)
+            return self
         target = self.get(key, NO_DEFAULT)
         if is_tensor_collection(target):
-            for leaf in target.values(True, True):
-                if isinstance(leaf, torch.Tensor):
-                    leaf.fill_(value)
+            for leaf in target._stored_tensors():
+                leaf.fill_(value)
         else:
             target.fill_(value)
         return self
@@ -905,9 +918,8 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             tensor([False,  True])
         """
         if dim is None:
-            return all(
-                bool(v.all()) for v in self.values(True, True) if isinstance(v, torch.Tensor)
-            )
+            # each sub-tensordict answers for itself: a lazy stack never stacks its leaves
+            return all(bool(v.all()) for v in self.values() if _reducible(v))
         return self._bool_reduce("all", dim)
 
     def any(self: T, dim: int | None = None) -> bool | T:
@@ -936,9 +948,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             tensor([False,  True])
         """
         if dim is None:
-            return any(
-                bool(v.any()) for v in self.values(True, True) if isinstance(v, torch.Tensor)
-            )
+            return any(bool(v.any()) for v in self.values() if _reducible(v))
         return self._bool_reduce("any", dim)
 
     def _bool_reduce(self, name: str, dim: int):
