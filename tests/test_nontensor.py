@@ -517,3 +517,16 @@ def test_entry_names():
     """An entry without names reports None per batch dim; names= names it."""
     assert NonTensorData("a", batch_size=[2]).names == [None]
     assert NonTensorData("a", batch_size=[2], names=["t"]).names == ["t"]
+
+
+@ours_only  # the reference gets this on a lazy stack only; a TensorDict's gives empty tensordicts
+def test_new_zeros_keeps_the_further_dims_of_a_stack_entry():
+    """new_zeros gives a stack entry the new batch size followed by its own further dims."""
+    td = TensorDict(
+        a=TensorDict(b=NonTensorStack("a", "b", "c").unsqueeze(-1), batch_size=(3,)),
+        batch_size=(3,),
+    )
+    zeros = td.new_zeros(4)
+    assert zeros.get(("a", "b")).batch_size == torch.Size([4, 1])
+    zeros[torch.tensor([True, True, False, True])] = td
+    assert zeros.get(("a", "b")).tolist() == [["a"], ["b"], ["a"], ["c"]]
