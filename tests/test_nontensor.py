@@ -530,3 +530,12 @@ def test_new_zeros_keeps_the_further_dims_of_a_stack_entry():
     assert zeros.get(("a", "b")).batch_size == torch.Size([4, 1])
     zeros[torch.tensor([True, True, False, True])] = td
     assert zeros.get(("a", "b")).tolist() == [["a"], ["b"], ["a"], ["c"]]
+
+
+def test_typed_metadata_pickles():
+    """MetaData[cls] entries pickle and unpickle as MetaData[cls], alone and in a tensordict."""
+    entry = MetaData[str]("a", batch_size=[2])
+    out = pickle.loads(pickle.dumps(entry))
+    assert type(out) is type(entry) and out.data == "a" and out.batch_size == torch.Size([2])
+    td = TensorDict(x=torch.zeros(2), m=MetaData[str]("b"), batch_size=[2])
+    assert pickle.loads(pickle.dumps(td))["m"] == "b"
