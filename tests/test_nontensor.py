@@ -539,3 +539,13 @@ def test_typed_metadata_pickles():
     assert type(out) is type(entry) and out.data == "a" and out.batch_size == torch.Size([2])
     td = TensorDict(x=torch.zeros(2), m=MetaData[str]("b"), batch_size=[2])
     assert pickle.loads(pickle.dumps(td))["m"] == "b"
+
+
+def test_metadata_goes_through_conversions():
+    """to_namedtuple and densify treat MetaData as the single value it holds, as NonTensorData."""
+    td = TensorDict(
+        a=torch.zeros(2), d={"n": NonTensorData("s"), "m": MetaData[str]("x")}, batch_size=[2]
+    )
+    named = td.to_namedtuple()
+    assert named.d.m == "x" and named.d.n == "s"
+    assert td.densify()["d", "m"] == "x"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_tensor_collection
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops._generated.casts import CastOps
 from tensordict._ops.convert import CONVERTERS
 from tensordict._ops.math import leaf_keys, leaf_tensors, tensors_only
@@ -25,7 +25,7 @@ def _rebind_leaves(td, fn) -> None:
     for key, value in list(td._items_level()):
         if isinstance(value, torch.Tensor):
             td._set_str(key, fn(value), inplace=False, validated=True)
-        elif is_tensor_collection(value) and not isinstance(value, NonTensorData):
+        elif is_tensor_collection(value) and not isinstance(value, NonTensorDataBase):
             _rebind_leaves(value, fn)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from tensordict._collection import NO_DEFAULT, is_leaf_nontensor, is_tensor_collection
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
@@ -35,7 +35,7 @@ def tensors_only(td):
 def _non_tensor_keys(td, prefix: tuple = ()) -> list:
     keys = []
     for key, value in td._items_level():
-        if isinstance(value, NonTensorData):
+        if isinstance(value, NonTensorDataBase):
             keys.append(prefix + (key,))
         elif is_tensor_collection(value):
             keys.extend(_non_tensor_keys(value, prefix + (key,)))
@@ -234,7 +234,7 @@ def _renamed(td, key_transform):
     """``td`` with each leaf renamed by ``key_transform`` at its own level."""
     source = {}
     for key, value in td._items_level():
-        if is_tensor_collection(value) and not isinstance(value, NonTensorData):
+        if is_tensor_collection(value) and not isinstance(value, NonTensorDataBase):
             source[key] = _renamed(value, key_transform)
         else:
             source[key_transform(key)] = value
