@@ -549,3 +549,11 @@ def test_metadata_goes_through_conversions():
     named = td.to_namedtuple()
     assert named.d.m == "x" and named.d.n == "s"
     assert td.densify()["d", "m"] == "x"
+
+
+def test_new_tensor_from_a_tensordict_with_entries():
+    """new_tensor(other) of tensordicts holding non-tensor entries keeps them, with the new batch size."""
+    td = TensorDict(a=torch.ones(4, 3), s=NonTensorData("x", batch_size=[4, 3]), batch_size=[4, 3])
+    with pytest.warns(UserWarning):
+        out = td.new_tensor(td[0] * 0)
+    assert out.batch_size == torch.Size([3]) and (out == 0).all() and out["s"] == "x"

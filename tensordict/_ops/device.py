@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, is_leaf_nontensor, is_tensor_collection
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops._generated.casts import CastOps
 from tensordict._ops.convert import CONVERTERS
@@ -634,7 +634,7 @@ class DeviceMixin(CastOps):
             if missing:
                 msg = f"new_tensor() got a tensordict without the keys {missing} of this one"
                 raise KeyMismatchError(msg)
-            source = data.select(*self.keys(True, True))
+            source = data.select(*self.keys(True, True, is_leaf=is_leaf_nontensor))
             return self._fast_apply(
                 make, source, batch_size=data.batch_size, names=None, device=data.device
             )
