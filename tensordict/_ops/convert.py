@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from tensordict._collection import NO_DEFAULT, TensorCollection, is_non_tensor, is_tensor_collection
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops._contract import Contract
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import (
@@ -59,16 +59,16 @@ def _converter(name: str) -> Callable:
 
 
 def _unwrap(value):
-    return value.data if isinstance(value, NonTensorData) else value
+    return value.data if isinstance(value, NonTensorDataBase) else value
 
 
 def _is_nested(value) -> bool:
-    return is_tensor_collection(value) and not isinstance(value, NonTensorData)
+    return is_tensor_collection(value) and not isinstance(value, NonTensorDataBase)
 
 
 def _field_dtype(key: str, value, batch_dims: int, batch_size: torch.Size):
     """The structured-array field of one leaf: ``(dtype, feature shape, numpy values)``."""
-    if isinstance(value, NonTensorData):
+    if isinstance(value, NonTensorDataBase):
         array = np.asarray(value.data)
         return array.dtype, array.shape, array
     try:

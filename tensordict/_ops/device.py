@@ -8,9 +8,14 @@ from typing import Any
 import torch
 
 from tensordict._blocks import update_back, written_back
-from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_leaf_nontensor,
+    is_tensor_collection,
+)
 from tensordict._helpers import contiguous_strides
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops._generated.casts import CastOps
 from tensordict._ops.convert import CONVERTERS
 from tensordict._ops.math import leaf_keys, leaf_tensors, tensors_only
@@ -42,7 +47,7 @@ def _rebind_leaves(td, fn, prefix: tuple = ()) -> None:
             new = fn(full, value)
             if new is not value:
                 td._set_str(key, new, inplace=False, validated=True)
-        elif is_tensor_collection(value) and not isinstance(value, NonTensorData):
+        elif is_tensor_collection(value) and not isinstance(value, NonTensorDataBase):
             _rebind_leaves(value, fn, prefix + (key,))
 
 
@@ -803,7 +808,7 @@ class DeviceMixin(CastOps):
             if missing:
                 msg = f"new_tensor() got a tensordict without the keys {missing} of this one"
                 raise KeyMismatchError(msg)
-            source = data.select(*self.keys(True, True))
+            source = data.select(*self.keys(True, True, is_leaf=is_leaf_nontensor))
             return self._fast_apply(
                 make, source, batch_size=data.batch_size, names=None, device=data.device
             )

@@ -16,7 +16,7 @@ from tensordict._collection import (
     is_tensor_collection,
 )
 from tensordict._keys import NestedKey, _key_parts
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
@@ -60,7 +60,7 @@ def tensors_only(td: T) -> T:
 def _non_tensor_keys(td, prefix: tuple = ()) -> list:
     keys = []
     for key, value in td._items_level():
-        if is_non_tensor(value):
+        if isinstance(value, NonTensorDataBase):
             keys.append(prefix + (key,))
         elif is_tensor_collection(value):
             # a tensorclass is walked through its tensordict
@@ -429,7 +429,7 @@ def _renamed(td, key_transform):
     """``td`` with each leaf renamed by ``key_transform`` at its own level."""
     source = {}
     for key, value in td._items_level():
-        if is_tensor_collection(value) and not isinstance(value, NonTensorData):
+        if is_tensor_collection(value) and not isinstance(value, NonTensorDataBase):
             source[key] = _renamed(value, key_transform)
         else:
             source[key_transform(key)] = value

@@ -20,7 +20,7 @@ import torch
 from tensordict import _dim_names as dimnames
 from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._keys import NestedKey, canonical_key
-from tensordict._nontensor import NonTensorData, _dummy
+from tensordict._nontensor import NonTensorDataBase, _dummy
 from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import norm_dim
 from tensordict._typing import T
@@ -562,7 +562,7 @@ class SplitStackMixin(Contract):
         """
         out, changed = {}, False
         for key, value in self._items_level():
-            if is_tensor_collection(value) and not isinstance(value, NonTensorData):
+            if is_tensor_collection(value) and not isinstance(value, NonTensorDataBase):
                 dense = value.densify(layout)
                 changed = changed or dense is not value
                 value = dense
