@@ -136,3 +136,15 @@ def test_lazy_stack_mapped_along_another_dim_stays_lazy():
     out = torch.vmap(lambda t: t.set("b", t["a"] * 2), in_dims=(1,), out_dims=1)(stack)
     assert isinstance(out, LazyStackedTensorDict) and out.batch_size == (2, 4)
     assert out["b"].tolist() == [[2.0] * 4, [0.0] * 4]
+
+
+@pytest.mark.parametrize("out_dim", [0, 1])
+def test_lazy_stack_mapped_along_its_stack_dim_gives_a_lazy_stack(out_dim):
+    """Mapping over the members of a lazy stack gives a lazy stack of the results."""
+    x = LazyStackedTensorDict.lazy_stack([TensorDict(a=torch.ones(1), batch_size=[1])] * 2, 0)
+    y = LazyStackedTensorDict.lazy_stack(
+        [TensorDict(a=torch.full((1,), 2.0), batch_size=[1])] * 2, 0
+    )
+    out = torch.vmap(lambda u, v: u.set("b", u["a"] + v["a"]), (0, 0), (out_dim,))(x, y)
+    assert isinstance(out, LazyStackedTensorDict) and out.shape[out_dim] == 2
+    assert (out["b"] == 3).all()
