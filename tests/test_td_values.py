@@ -712,6 +712,22 @@ def test_pytree_flatten_unflatten():
     assert out["b", "c"].tolist() == [1, 2]
 
 
+def test_pytree_unflatten_over_leaves_of_another_shape():
+    """tree_unflatten over leaves that lack the old batch size reads the batch size off them.
+
+    One extra leading dim (a basis, as torch.func builds) joins the batch; otherwise the batch
+    is the leading dims the leaves share, at most as many as before; the names are dropped.
+    """
+    td = TensorDict(a=torch.zeros(2, 3), b=torch.zeros(2, 4), batch_size=[2], names=["n"])
+    leaves, spec = pytree.tree_flatten(td)
+    basis = pytree.tree_unflatten([torch.zeros(5, *x.shape) for x in leaves], spec)
+    assert basis.batch_size == (5, 2) and basis.names == [None, None]
+    other = pytree.tree_unflatten([torch.zeros(3, 7), torch.zeros(3, 1)], spec)
+    assert other.batch_size == (3,)
+    same = pytree.tree_unflatten([x + 1 for x in leaves], spec)
+    assert same.batch_size == (2,) and same.names == ["n"]
+
+
 def test_pytree_inside_containers():
     """tree_map reaches tensordicts inside dicts and lists."""
     out = pytree.tree_map(lambda x: x + 1, {"k": [make_td()]})

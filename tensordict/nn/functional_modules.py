@@ -205,7 +205,7 @@ def _widen_batch(td, in_dim: int):
         return td
     widened = td.copy()
     try:
-        widened.batch_size = shapes[0][:common]
+        widened.batch_size = shapes[0][:needed]
     except RuntimeError:
         return td
     return widened
