@@ -25,6 +25,7 @@ from tensordict._typing import T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     BatchSizeError,
+    ConflictingArgumentsError,
     DimensionError,
     DimTypeError,
     InvalidArgumentError,
@@ -382,11 +383,14 @@ def _feature_wise(td, leaf_fn, sub_fn, batch_size=None, names=NO_DEFAULT):
     return src._fast_apply(one, call_on_nested=True, batch_size=batch_size, names=names)
 
 
-def _feature_reduction(td, name: str, dim: str, reduce, kwargs: dict):
+def _feature_reduction(td, name: str, dim: str, keepdim: bool, reduce, kwargs: dict):
     """``torch.<name>`` over the feature dims of each leaf (``dim="feature"``)."""
     if dim != "feature":
         msg = f"{name}(): dim must be an int, a tuple of ints, ... or 'feature', got {dim!r}"
         raise InvalidArgumentError(msg)
+    if keepdim:
+        msg = f"{name}(dim='feature') keeps the batch dims and reduces the others: keepdim=True does not apply"
+        raise ConflictingArgumentsError(msg)
     if reduce:
         batch = td.batch_size
         leaves = _joinable(name, leaf_tensors(td._as_dense()))
@@ -542,7 +546,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             )
             return whole if out is None else _into(out, whole)
         if isinstance(dim, str):
-            result = _feature_reduction(self, name, dim, reduce, kwargs)
+            result = _feature_reduction(self, name, dim, keepdim, reduce, kwargs)
             return result if out is None or reduce else _into(out, result)
         ndim = self.batch_dims
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
