@@ -29,8 +29,6 @@ NOT_YET_COVERED = frozenset(
     {
         "tensordict._api",
         "tensordict._indexing",
-        "tensordict._lazy",
-        "tensordict._lazy_members",
         "tensordict._nontensor",
         "tensordict._nontensor_stack",
         "tensordict._ops.memmap",
