@@ -10,11 +10,18 @@ splits the value across members. ``contiguous()`` makes a dense TensorDict.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_non_tensor,
+    is_tensor_collection,
+)
+from tensordict._keys import NestedKey
 from tensordict._lazy_index import LazyIndexMixin
 from tensordict._lazy_members import LazyMembersMixin, ragged_batch_size
 from tensordict._lazy_shape import LazyShapeMixin
@@ -29,6 +36,7 @@ from tensordict._ops.split_stack import STACKERS
 from tensordict._options import list_to_stack
 from tensordict._printing import RaggedLeaf, collection_repr
 from tensordict._td import TensorDict, _adopt_batch
+from tensordict._typing import DeviceType, ShapeType
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     BatchSizeError,
@@ -182,13 +190,13 @@ class LazyStackedTensorDict(
 
     def __init__(
         self,
-        *tensordicts,
+        *tensordicts: TensorCollection | Sequence[TensorCollection],
         stack_dim: int = 0,
         stack_dim_name: str | None = None,
-        batch_size=None,
-        device=None,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
         strict_shape: bool = False,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         if len(tensordicts) == 1 and isinstance(tensordicts[0], (list, tuple)):
             tensordicts = tuple(tensordicts[0])
@@ -231,7 +239,7 @@ class LazyStackedTensorDict(
         return stack
 
     @classmethod
-    def maybe_dense_stack(cls, tds, dim: int = 0) -> TensorDictBase:
+    def maybe_dense_stack(cls, tds: Sequence[TensorCollection], dim: int = 0) -> TensorDictBase:
         """Stacks densely what can be stacked densely, lazily the rest.
 
         Lazy stacks along one dim, with as many members each, are stacked member by
@@ -335,7 +343,7 @@ class LazyStackedTensorDict(
         return self._batch_size
 
     @batch_size.setter
-    def batch_size(self, value) -> None:
+    def batch_size(self, value: ShapeType) -> None:
         new = torch.Size(value)
         if new == self._batch_size:
             return
@@ -403,7 +411,7 @@ class LazyStackedTensorDict(
         return names
 
     @names.setter
-    def names(self, value) -> None:
+    def names(self, value: Sequence[str | None] | None) -> None:
         self._set_names([None] * len(self._batch_size) if value is None else list(value))
 
     @property
@@ -804,7 +812,7 @@ class LazyStackedTensorDict(
         """
         return plain_tree(self.contiguous(), retain_none)
 
-    def to_dict(self, **kwargs) -> dict:
+    def to_dict(self, **kwargs: Any) -> dict:
         """Returns a nested dict of the stacked entries, as ``contiguous().to_dict()``.
 
         Keyword Args:
@@ -837,7 +845,7 @@ class LazyStackedTensorDict(
         # ``get`` gives stacked copies: apply_ reaches each member's own tensors.
         self.apply_(fn, other)
 
-    def data_ptr(self, *, storage: bool = False):
+    def data_ptr(self, *, storage: bool = False) -> TensorDictBase:
         """Returns the data pointers of each member, in a sub-tensordict keyed by its index.
 
         A lazy stack's leaves have no single data pointer, so each member gives its own
@@ -981,7 +989,14 @@ class LazyStackedTensorDict(
         """
         return self._mm is not None and all(m.is_memmap() for m in self.tensordicts)
 
-    def make_memmap(self, key, shape, *, dtype=None, robust_key=None):
+    def make_memmap(
+        self,
+        key: NestedKey,
+        shape: ShapeType,
+        *,
+        dtype: torch.dtype | None = None,
+        robust_key: bool | None = None,
+    ) -> torch.Tensor:
         """Adds a zero-filled memory-mapped entry at ``key``: each member gets its slice in its own file.
 
         What differs from :meth:`TensorDictBase.make_memmap`: ``shape`` is the
@@ -1028,7 +1043,14 @@ class LazyStackedTensorDict(
         ]
         return torch.stack(parts, self._stack_dim)
 
-    def make_memmap_from_tensor(self, key, tensor, *, copy_data: bool = True, robust_key=None):
+    def make_memmap_from_tensor(
+        self,
+        key: NestedKey,
+        tensor: torch.Tensor,
+        *,
+        copy_data: bool = True,
+        robust_key: bool | None = None,
+    ) -> torch.Tensor:
         """Adds a memory-mapped copy of ``tensor`` at ``key``: each member gets its slice in its own file.
 
         What differs from :meth:`TensorDictBase.make_memmap_from_tensor`: the
@@ -1073,7 +1095,15 @@ class LazyStackedTensorDict(
         ]
         return torch.stack(parts, self._stack_dim)
 
-    def make_memmap_from_storage(self, key, storage, shape, *, dtype=None, robust_key=True):
+    def make_memmap_from_storage(
+        self,
+        key: NestedKey,
+        storage: torch.UntypedStorage | torch.TypedStorage,
+        shape: ShapeType,
+        *,
+        dtype: torch.dtype | None = None,
+        robust_key: bool | None = True,
+    ) -> MemoryMappedTensor:
         """Adds an entry at ``key`` over ``storage``: each member gets a view of its slice of it.
 
         What differs from :meth:`TensorDictBase.make_memmap_from_storage`: the
@@ -1185,7 +1215,12 @@ _archive.BUILDERS[fmt.KIND_LAZY] = _build_lazy
 
 
 def lazy_stack(
-    input, dim: int = 0, *, out=None, strict_shape: bool = False, **kwargs
+    input: Iterable[TensorCollection],
+    dim: int = 0,
+    *,
+    out: TensorDictBase | None = None,
+    strict_shape: bool = False,
+    **kwargs: Any,
 ) -> LazyStackedTensorDict:
     """Stacks tensordicts lazily along ``dim``: no copy, and the members may differ.
 
