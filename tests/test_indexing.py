@@ -337,6 +337,15 @@ def test_first_class_dims_on_memory_mapped_tensordict_raise(tmp_path):
         td[ftdim.dims(1)]
 
 
+@pytest.mark.parametrize("index", [{1, 2}, 1.5, (slice(None), {0})])
+def test_index_items_of_other_types_raise_index_and_type_errors(index):
+    """A set or a float index item is refused: an IndexError as torch says, a TypeError on a stack dim."""
+    with pytest.raises(IndexError):
+        make_td()[index]
+    with pytest.raises(TypeError):
+        make("lazy")[(slice(None), {0})]  # the stack dim of this lazy stack is 1
+
+
 def test_index_writes_from_threads_never_tear_a_row():
     """Threads writing whole rows at the same index leave every row from one write."""
     import sys
