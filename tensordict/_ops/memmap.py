@@ -718,7 +718,8 @@ class MemmapMixin(Contract):
 
         Args:
             prefix (str or Path): the folder to read.
-            *args, **kwargs: passed to :meth:`load_memmap_`.
+            *args: passed to :meth:`load_memmap_`.
+            **kwargs: passed to :meth:`load_memmap_`.
 
         Returns:
             What :meth:`load_memmap_` returns (the tensordict).

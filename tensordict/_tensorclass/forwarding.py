@@ -220,9 +220,9 @@ def _class_builder(holder: type, name: str, what: str, example: str) -> classmet
         f"Builds an instance of the class holding {what}.\n\n"
         f"Takes the arguments of :meth:`TensorDict.{name}`, builds that tensordict, and wraps "
         "it as this class:\nevery top-level key must be a field, and the fields it lacks are "
-        f"``None``.\n\nReturns:\n    An instance of this class.\n\nRaises:\n"
-        "    UnknownFieldError: (a ``ValueError``) if a key of the result is not a field.\n"
-        f"    Whatever :meth:`TensorDict.{name}` raises for its arguments.\n\n"
+        f"``None``. Arguments it refuses raise as in :meth:`TensorDict.{name}`.\n\n"
+        "Returns:\n    An instance of this class.\n\nRaises:\n"
+        "    UnknownFieldError: (a ``ValueError``) if a key of the result is not a field.\n\n"
         "Examples:\n    >>> @tensorclass\n    ... class Point:\n    ...     x: torch.Tensor\n"
         f"{lines}\n"
     )
