@@ -59,8 +59,15 @@ def _class_rows(base: type, concrete: list) -> list:
     return rows
 
 
-def render() -> str:
-    """The page's text, made from the package as it is imported now."""
+def index() -> dict:
+    """The one walk of the public API: every name, the file that defines it, and its object.
+
+    Returns a dict of lists of rows: ``"base"`` (name, file, classes with their own version)
+    for TensorDictBase, ``"tensorclass"`` (name, file) for the methods only tensorclasses
+    have, ``"memmap_tensor"`` (name, file) for MemoryMappedTensor's own methods, and
+    ``"functions"`` / ``"classes"`` (name, file) for the routines and classes of
+    ``tensordict.__all__``. ``scripts/api_pages.py`` writes the site's reference from it.
+    """
     sys.path.insert(0, str(ROOT))
     import tensordict
     from tensordict import (
@@ -74,6 +81,34 @@ def render() -> str:
     from tensordict._tensorclass.methods import _TensorClassMethods
 
     concrete = [TensorDict, LazyStackedTensorDict, NonTensorStack, TypedTensorDict]
+    return {
+        "base": _class_rows(TensorDictBase, concrete),
+        "tensorclass": [
+            (name, _file_of(vars(_TensorClassMethods)[name]))
+            for name in sorted(vars(_TensorClassMethods))
+            if not name.startswith("_") and name not in dir(TensorDictBase)
+        ],
+        "memmap_tensor": [
+            (name, _file_of(value))
+            for name, value in sorted(vars(MemoryMappedTensor).items())
+            if not name.startswith("_")
+        ],
+        "functions": [
+            (name, _file_of(obj))
+            for name in sorted(tensordict.__all__)
+            if inspect.isroutine(obj := getattr(tensordict, name))
+        ],
+        "classes": [
+            (name, _file_of(obj))
+            for name in sorted(tensordict.__all__)
+            if inspect.isclass(obj := getattr(tensordict, name))
+        ],
+    }
+
+
+def render() -> str:
+    """The page's text, made from the package as it is imported now."""
+    rows = index()
     out = [
         "<!-- Written by scripts/method_index.py (make generate). Do not edit by hand. -->",
         "# Where each method lives",
@@ -85,12 +120,7 @@ def render() -> str:
         "| method | defined in | own version in |",
         "| --- | --- | --- |",
     ]
-    out += [f"| `{n}` | `{w}` | {o} |" for n, w, o in _class_rows(TensorDictBase, concrete)]
-    tc_rows = [
-        (name, _file_of(vars(_TensorClassMethods)[name]))
-        for name in sorted(vars(_TensorClassMethods))
-        if not name.startswith("_") and name not in dir(TensorDictBase)
-    ]
+    out += [f"| `{n}` | `{w}` | {o} |" for n, w, o in rows["base"]]
     out += [
         "",
         "## Tensorclass methods that tensordicts do not have",
@@ -98,12 +128,7 @@ def render() -> str:
         "| method | defined in |",
         "| --- | --- |",
     ]
-    out += [f"| `{n}` | `{w}` |" for n, w in tc_rows]
-    mmt = [
-        (name, _file_of(value))
-        for name, value in sorted(vars(MemoryMappedTensor).items())
-        if not name.startswith("_")
-    ]
+    out += [f"| `{n}` | `{w}` |" for n, w in rows["tensorclass"]]
     out += [
         "",
         "## `MemoryMappedTensor`",
@@ -113,21 +138,11 @@ def render() -> str:
         "| method | defined in |",
         "| --- | --- |",
     ]
-    out += [f"| `{n}` | `{w}` |" for n, w in mmt]
-    functions = [
-        (name, _file_of(obj))
-        for name in sorted(tensordict.__all__)
-        if inspect.isroutine(obj := getattr(tensordict, name))
-    ]
-    classes = [
-        (name, _file_of(obj))
-        for name in sorted(tensordict.__all__)
-        if inspect.isclass(obj := getattr(tensordict, name))
-    ]
+    out += [f"| `{n}` | `{w}` |" for n, w in rows["memmap_tensor"]]
     out += ["", "## Functions of `tensordict`", "", "| function | defined in |", "| --- | --- |"]
-    out += [f"| `{n}` | `{w}` |" for n, w in functions]
+    out += [f"| `{n}` | `{w}` |" for n, w in rows["functions"]]
     out += ["", "## Classes of `tensordict`", "", "| class | defined in |", "| --- | --- |"]
-    out += [f"| `{n}` | `{w}` |" for n, w in classes]
+    out += [f"| `{n}` | `{w}` |" for n, w in rows["classes"]]
     return "\n".join(out) + "\n"
 
 
