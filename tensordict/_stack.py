@@ -61,6 +61,18 @@ def stack(
     Every tensordict must have the same keys and batch size; leaves with the same
     key are stacked with ``torch.stack``.
 
+    Args:
+        tds (sequence of TensorDictBase): the tensordicts (or tensorclass instances),
+            at least one.
+        dim (int, optional): where the new batch dimension goes. Defaults to 0.
+
+    Keyword Args:
+        out (TensorDictBase, optional): a tensordict to write the result into, and to
+            return. Defaults to ``None``: a new one.
+
+    Returns:
+        The stacked tensordict (a lazy stack under ``set_lazy_legacy(True)``).
+
     Raises:
         RuntimeError: if the batch sizes or the keys differ (naming them), or a leaf's
             shapes differ (naming the key).
@@ -182,7 +194,20 @@ def cat(
 ) -> TensorCollection:
     """Concatenates tensordicts along an existing batch dimension ``dim``.
 
+    Args:
+        tds (sequence of TensorDictBase): the tensordicts (or tensorclass instances),
+            at least one.
+        dim (int, optional): the batch dimension to concatenate along. Defaults to 0.
+
+    Keyword Args:
+        out (TensorDictBase, optional): a tensordict to write the result into, and to
+            return. Defaults to ``None``: a new one.
+
+    Returns:
+        The concatenated tensordict.
+
     Raises:
+        DimensionError: if ``dim`` is not a batch dimension (an ``IndexError``).
         RuntimeError: if the keys differ, or the batch sizes differ outside ``dim``.
 
     Examples:
