@@ -42,7 +42,7 @@ html_theme = "furo"
 html_title = f"tensordict {release}"
 html_static_path: list[str] = []
 
-autodoc_typehints = "both"
+autodoc_typehints = "signature"
 autodoc_typehints_format = "short"
 autodoc_member_order = "bysource"
 autodoc_class_signature = "separated"

@@ -129,6 +129,27 @@ def _own_members(cls) -> list[str]:
     return names
 
 
+def documented_callables() -> list[tuple[str, object]]:
+    """Every method and function that has a page, as (title, object); properties left out."""
+    rows = method_index.index()
+    found = [
+        (f"TensorDictBase.{name}", getattr(TensorDictBase, name))
+        for name, _, _ in rows["base"]
+        if _kind(TensorDictBase, name) == "automethod"
+    ]
+    for cname, _ in rows["classes"]:
+        cls = getattr(tensordict, cname)
+        members = _own_members(cls)
+        if cls is tensordict.MemoryMappedTensor:
+            members = [n for n, _ in rows["memmap_tensor"]]
+        found += [
+            (f"{cname}.{n}", getattr(cls, n)) for n in members if _kind(cls, n) == "automethod"
+        ]
+    found += [(f"tensordict.{n}", getattr(tensordict, n)) for n, _ in rows["functions"]]
+    found += [(f"tensordict.memmap.{n}", getattr(tensordict.memmap, n)) for n in MEMMAP_FUNCTIONS]
+    return found
+
+
 def pages() -> dict[str, str]:
     """Every page of the reference: file name (without ``.rst``) to its text."""
     rows = method_index.index()
