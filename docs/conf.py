@@ -45,7 +45,6 @@ html_static_path: list[str] = []
 autodoc_typehints = "signature"
 autodoc_typehints_format = "short"
 autodoc_member_order = "bysource"
-autodoc_class_signature = "separated"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_param = True
@@ -62,7 +61,10 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(concurrent|multiprocessing|threading|dataclasses|enum|types|abc|io|json)(\..*)?"),
     (r"py:.*", r"(safetensors|tqdm|functools|contextlib|argparse|weakref|queue|pickle)(\..*)?"),
     (r"py:.*", r"(int|float|str|bool|bytes|list|tuple|dict|set|type|object|callable)"),
-    (r"py:.*", r"(None|Ellipsis|slice|range|Any|Callable|Sequence|Iterator|Iterable|Mapping)"),
+    (
+        r"py:.*",
+        r"(None|Ellipsis|EllipsisType|slice|range|Any|Callable|Sequence|Iterator|Iterable|Mapping)",
+    ),
     (r"py:.*", r"(Exception|RuntimeError|ValueError|TypeError|KeyError|IndexError).*"),
     (r"py:.*", r"(OSError|FileNotFoundError|FileExistsError|AttributeError|NotImplementedError)"),
     (r"py:.*", r"(Warning|UserWarning|FutureWarning|DeprecationWarning|ImportError)"),
@@ -76,6 +78,8 @@ nitpick_ignore_regex = [
 ]
 # Our short names in docstrings (``DimensionError``, ``NestedKey``, ``keys``): where they
 # are documented on the site.
+CLASS_KINDS = ("class", "exception", "data")
+CALL_KINDS = ("method", "function", "property", "attribute", "classmethod", "staticmethod")
 SHORT_NAME_HOMES = (
     "tensordict.errors",
     "tensordict",
@@ -125,10 +129,13 @@ def _resolve_short_name(app, env, node, contnode):
         return None
     domain = env.get_domain("py")
     target = node["reftarget"]
+    if "." in target and not target.startswith("tensordict."):
+        return None  # another project's name (torch.dtype): plain text, never ours
+    kinds = CLASS_KINDS if node.get("reftype") in ("class", "exc", "data", "obj") else CALL_KINDS
     last = target.rsplit(".", 1)[-1]
     for home in SHORT_NAME_HOMES:
         found = domain.objects.get(f"{home}.{last}")
-        if found is not None:
+        if found is not None and found.objtype in kinds:
             return make_refnode(
                 app.builder, node["refdoc"], found.docname, found.node_id, contnode, target
             )

@@ -219,9 +219,6 @@ def by_task() -> str:
         "with the functions of ``tensordict`` that do the same job. Every tensordict class and",
         "every tensorclass has these methods, unless a method's page says otherwise.",
         "",
-        ".. contents:: Tasks",
-        "   :local:",
-        "",
     ]
     for title, about, methods, functions in task_table():
         lines += [title, "-" * len(title), "", about, ""]
