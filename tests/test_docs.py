@@ -162,3 +162,25 @@ def test_the_task_page_links_every_method():
         assert f"\n{title}\n{'-' * len(title)}\n" in page
     for name in ("make_memmap_from_storage", "cos_", "keys", "lock_", "float32"):
         assert f"<generated/tensordict.TensorDictBase.{name}>`" in page
+
+
+def test_a_method_page_has_the_seed_layout():
+    """The page of a TensorDictBase method: its qualified name as title, autodoc, the closing line."""
+    pages = _script("api_pages").pages()
+    page = pages["tensordict.TensorDictBase.make_memmap_from_storage"]
+    lines = page.splitlines()
+    title = lines.index("TensorDictBase.make_memmap_from_storage")
+    assert lines[title + 1] == "=" * len(lines[title])
+    assert ".. automethod:: TensorDictBase.make_memmap_from_storage" in lines
+    assert lines[-1].startswith("Every tensordict class and every tensorclass has this method.")
+    assert "tensordict.memmap.claim_writer" in pages
+    assert "tensordict.MemoryMappedTensor.from_filename" in pages
+
+
+def test_the_closing_line_is_written_only_where_it_is_true():
+    """A method some class lacks gets a line naming the classes that lack it instead."""
+    api_pages = _script("api_pages")
+    assert api_pages._closing("memmap") == api_pages.CLOSING
+    line = api_pages._closing("no_such_method")
+    assert line.startswith("Not every class has this method: TensorDict, ")
+    assert "tensorclasses do not" in line
