@@ -112,23 +112,6 @@ def _member_page(owner_name: str, owner, name: str, closing: str | None) -> str:
     return "\n".join(lines)
 
 
-def _own_members(cls) -> list[str]:
-    """The public names of ``cls`` that it defines itself and TensorDictBase does not have."""
-    names = []
-    for name in sorted(dir(cls)):
-        if name.startswith("_") or name in dir(TensorDictBase):
-            continue
-        definer = next((k for k in cls.__mro__ if name in vars(k)), None)
-        if definer is None or definer.__module__.split(".")[0] in ("torch", "builtins", "abc"):
-            continue
-        if definer is not cls and definer.__name__ in tensordict.__all__:
-            continue  # documented on the public class that defines it
-        if definer is object or definer.__module__ == "typing":
-            continue
-        names.append(name)
-    return names
-
-
 def documented_callables() -> list[tuple[str, object]]:
     """Every method and function that has a page, as (title, object); properties left out."""
     rows = method_index.index()
@@ -137,11 +120,8 @@ def documented_callables() -> list[tuple[str, object]]:
         for name, _, _ in rows["base"]
         if _kind(TensorDictBase, name) == "automethod"
     ]
-    for cname, _ in rows["classes"]:
+    for cname, members in rows["class_members"].items():
         cls = getattr(tensordict, cname)
-        members = _own_members(cls)
-        if cls is tensordict.MemoryMappedTensor:
-            members = [n for n, _ in rows["memmap_tensor"]]
         found += [
             (f"{cname}.{n}", getattr(cls, n)) for n in members if _kind(cls, n) == "automethod"
         ]
@@ -158,13 +138,9 @@ def pages() -> dict[str, str]:
         out[_page(f"TensorDictBase.{name}")] = _member_page(
             "TensorDictBase", TensorDictBase, name, _closing(name)
         )
-    class_members: dict[str, list[str]] = {}
-    for cname, _ in rows["classes"]:
+    class_members = rows["class_members"]
+    for cname, members in class_members.items():
         cls = getattr(tensordict, cname)
-        members = _own_members(cls)
-        if cls is tensordict.MemoryMappedTensor:
-            members = [n for n, _ in rows["memmap_tensor"]]
-        class_members[cname] = members
         for name in members:
             out[_page(f"{cname}.{name}")] = _member_page(cname, cls, name, None)
     for cname, members in class_members.items():

@@ -43,6 +43,27 @@ def _definer(cls: type, name: str) -> type:
     return next(klass for klass in cls.__mro__ if name in vars(klass))
 
 
+def _own_members(cls: type, base: type, public: list) -> list:
+    """The public names that ``cls`` defines itself (or through a private class) and ``base`` lacks.
+
+    A name that another public class defines is left to that class; torch's and Python's
+    own names are left out.
+    """
+    names = []
+    for name in sorted(dir(cls)):
+        if name.startswith("_") or name in dir(base):
+            continue
+        definer = next((k for k in cls.__mro__ if name in vars(k)), None)
+        if definer is None or definer is object:
+            continue
+        if definer.__module__.split(".")[0] in ("torch", "builtins", "abc", "typing"):
+            continue
+        if definer is not cls and definer.__name__ in public:
+            continue
+        names.append(name)
+    return names
+
+
 def _class_rows(base: type, concrete: list) -> list:
     rows = []
     for name in sorted(n for n in dir(base) if not n.startswith("_")):
@@ -66,7 +87,9 @@ def index() -> dict:
     for TensorDictBase, ``"tensorclass"`` (name, file) for the methods only tensorclasses
     have, ``"memmap_tensor"`` (name, file) for MemoryMappedTensor's own methods, and
     ``"functions"`` / ``"classes"`` (name, file) for the routines and classes of
-    ``tensordict.__all__``. ``scripts/api_pages.py`` writes the site's reference from it.
+    ``tensordict.__all__``, and ``"class_members"``: each of those classes' own public
+    names (MemoryMappedTensor's: the ones it adds to ``torch.Tensor``).
+    ``scripts/api_pages.py`` writes the site's reference from it.
     """
     sys.path.insert(0, str(ROOT))
     import tensordict
@@ -81,6 +104,19 @@ def index() -> dict:
     from tensordict._tensorclass.methods import _TensorClassMethods
 
     concrete = [TensorDict, LazyStackedTensorDict, NonTensorStack, TypedTensorDict]
+    classes = [
+        name for name in sorted(tensordict.__all__) if inspect.isclass(getattr(tensordict, name))
+    ]
+    memmap_tensor = [
+        (name, _file_of(value))
+        for name, value in sorted(vars(MemoryMappedTensor).items())
+        if not name.startswith("_")
+    ]
+    members = {
+        name: _own_members(getattr(tensordict, name), TensorDictBase, tensordict.__all__)
+        for name in classes
+    }
+    members["MemoryMappedTensor"] = [name for name, _ in memmap_tensor]
     return {
         "base": _class_rows(TensorDictBase, concrete),
         "tensorclass": [
@@ -88,21 +124,14 @@ def index() -> dict:
             for name in sorted(vars(_TensorClassMethods))
             if not name.startswith("_") and name not in dir(TensorDictBase)
         ],
-        "memmap_tensor": [
-            (name, _file_of(value))
-            for name, value in sorted(vars(MemoryMappedTensor).items())
-            if not name.startswith("_")
-        ],
+        "memmap_tensor": memmap_tensor,
         "functions": [
             (name, _file_of(obj))
             for name in sorted(tensordict.__all__)
             if inspect.isroutine(obj := getattr(tensordict, name))
         ],
-        "classes": [
-            (name, _file_of(obj))
-            for name in sorted(tensordict.__all__)
-            if inspect.isclass(obj := getattr(tensordict, name))
-        ],
+        "classes": [(name, _file_of(getattr(tensordict, name))) for name in classes],
+        "class_members": members,
     }
 
 
