@@ -259,7 +259,8 @@ def _unary_docs(name: str) -> tuple[str, str]:
             "the result; non-tensor entries are kept as they are, and this tensordict is left "
             f"unchanged.{dtype_note}"
         )
-        + "\n\nReturns:\n    A new tensordict with the same keys, batch size, names and device.\n\n"
+        + "\n\nReturns:\n    A new tensordict with the same keys, batch size, names and device,\n"
+        "    locked if this one is.\n\n"
         + _section("Raises", ("RuntimeError", refused and refused + "."))
         + f'Examples:\n{setup}    >>> td.{name}()["a"]\n    {out}\n'
     )
@@ -285,24 +286,43 @@ def _binary_docs(name: str) -> tuple[str, str]:
     what, other_type, extra, data, call, out = _BINARY_DOCS[name]
     hint = dict([extra]) if extra else {}
     needs_tensor = other_type == _TENSOR_ONLY
-    args = _section(
-        "Args",
-        (
-            f"other ({other_type})",
-            f"the second operand. {'A tensor' if needs_tensor else 'A number or tensor'} is "
-            "combined with every leaf and broadcasts by torch's rules, aligned on the trailing "
-            "dims (the ``+``-style operators align a tensor on the leading batch dims instead); "
-            "a tensordict or tensorclass gives each leaf its own leaf at the same key.",
-        ),
-        (
-            "*args",
-            f"passed on to ``torch.{name}`` after ``other``: {hint.get('args', 'it takes none')}.",
-        ),
-        ("**kwargs", f"passed on to ``torch.{name}``: {hint.get('kwargs', 'it takes none')}."),
-    )
+
+    def arguments(inplace: bool) -> str:
+        return _section(
+            "Args",
+            (
+                f"other ({other_type})",
+                "the second operand. "
+                + ("" if needs_tensor else "A number or a 0-dim tensor meets every leaf as it is; ")
+                + "a tensor with dims is batch-shaped: aligned with the batch dims from the right, "
+                "as torch broadcasts shapes, and spread over each leaf's feature dims"
+                + (
+                    " (it must fit the batch size)"
+                    if inplace
+                    else " (the result takes the broadcast batch size)"
+                )
+                + "; a tensordict or tensorclass gives each leaf its own leaf at the same key.",
+            ),
+            (
+                "*args",
+                f"passed on to ``torch.{name}`` after ``other``"
+                + ("" if inplace else ", each met as ``other`` is")
+                + f": {hint.get('args', 'it takes none')}.",
+            ),
+            (
+                "**kwargs",
+                f"passed on to ``torch.{name}``: {hint.get('kwargs', 'it takes none')}; and "
+                "``default``, for a tensordict ``other`` whose leaf keys differ: None (the default) "
+                'raises, ``"intersection"`` keeps the keys they share, and any other value stands in '
+                "for the leaves that one side lacks."
+                if not inplace
+                else f"passed on to ``torch.{name}``: {hint.get('kwargs', 'it takes none')}.",
+            ),
+        )
+
     mismatch = (
         "KeyMismatchError",
-        "if ``other`` is a tensordict whose leaf keys differ from these.",
+        "if ``other`` is a tensordict whose leaf keys differ from these (and no ``default``).",
     )
     type_error = (
         "TypeError",
@@ -314,15 +334,17 @@ def _binary_docs(name: str) -> tuple[str, str]:
     doc = (
         f"Returns a tensordict of ``torch.{name}(leaf, other)``, {what}, for every leaf.\n\n"
         "Non-tensor entries are kept as they are, and this tensordict is left unchanged.\n\n"
-        + args
-        + "Returns:\n    A new tensordict with the same keys, batch size, names and device.\n\n"
+        + arguments(inplace=False)
+        + "Returns:\n    A new tensordict with the same keys, names and device, and the batch size\n"
+        "    broadcast with that of a tensor ``other``; locked if this one is.\n\n"
         + _section(
             "Raises",
             mismatch,
             type_error,
             (
                 "RuntimeError",
-                "if a leaf and its operand do not broadcast, or torch refuses their dtypes.",
+                "if a leaf and its operand do not broadcast, or torch refuses their dtypes; "
+                "BatchSizeError if a tensor ``other`` does not broadcast with the batch size.",
             ),
         )
         + f'Examples:\n{setup}    >>> td.{name}({call})["a"]\n    {out}\n'
@@ -337,7 +359,7 @@ def _binary_docs(name: str) -> tuple[str, str]:
                 "rebound, so a locked tensordict accepts it too."
             )
             + "\n\n"
-            + args
+            + arguments(inplace=True)
             + "Returns:\n    This tensordict.\n\n"
             + _section(
                 "Raises",
@@ -362,7 +384,7 @@ def _binary_docs(name: str) -> tuple[str, str]:
                 "other))`` writes the same result in place."
             )
             + "\n\n"
-            + args
+            + arguments(inplace=True)
             + "Returns:\n    Nothing, since every call raises; once fixed, this tensordict.\n\n"
             + _section(
                 "Raises", ("AttributeError", f"always: ``torch.Tensor`` has no ``{name}_``.")
@@ -406,13 +428,17 @@ def _reduction_doc(name: str) -> str:
         + _section(
             "Args",
             (
-                "dim (int, tuple of int or Ellipsis, optional)",
+                "dim (int, tuple of int, Ellipsis or str, optional)",
                 "the batch dims to reduce; negative values count from the last batch dim. "
                 + (
-                    "Defaults to None, which (like ``...``) reduces every batch dim."
+                    "Defaults to None, which (like ``...``) reduces every batch dim. "
                     if name == "logsumexp"
-                    else "Defaults to None, which (like ``...``) reduces each leaf over all its dims."
-                ),
+                    else "Defaults to None, which (like ``...``) reduces each leaf over all its "
+                    "dims. "
+                )
+                + '``"feature"`` reduces each leaf over its feature dims instead (those after '
+                "the batch dims of its own level), keeping the batch size"
+                + (", and returns the values only." if indices else "."),
             ),
             (
                 "keepdim (bool, optional)",
@@ -423,10 +449,11 @@ def _reduction_doc(name: str) -> str:
             "Keyword Args",
             (
                 "reduce (bool, optional)",
-                "without ``dim``, reduce all the leaves together into one tensor; ignored with "
-                "``dim``. Defaults to None (off)."
-                if name != "logsumexp"
-                else "ignored: the leaves are always reduced one by one.",
+                "reduce all the tensor leaves together into one tensor: "
+                + ("" if name == "logsumexp" else "without ``dim``, all their elements; ")
+                + "with batch dims, the leaves joined along the first of them (they must have "
+                'as many dims); with ``"feature"``, all the features of each batch element. '
+                "Defaults to None (off).",
             ),
             (
                 "return_indices (bool, optional)",
@@ -452,11 +479,9 @@ def _reduction_doc(name: str) -> str:
         + "Returns:\n"
         + (
             f"    A ``torch.return_types.{name}`` pair of tensordicts for an int ``dim`` with\n"
-            "    ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.\n\n"
+            "    ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.\n\n"
             if indices
-            else "    A tensordict.\n\n"
-            if name == "logsumexp"
-            else "    A tensordict, or a 0-dim tensor with ``reduce=True``.\n\n"
+            else "    A tensordict, or a tensor with ``reduce=True``.\n\n"
         )
         + _section(
             "Raises",
@@ -469,7 +494,12 @@ def _reduction_doc(name: str) -> str:
                 "InvalidArgumentError",
                 indices and "if ``out`` is given for the pair of values and indices.",
             ),
-            ("RuntimeError", floats_only or summed and empty),
+            (
+                "RuntimeError",
+                (floats_only + " " if floats_only else "")
+                + "With ``reduce=True`` and batch dims, if the leaves do not join"
+                + (", or if there is no tensor leaf." if summed else "."),
+            ),
             ("ValueError", not summed and name != "logsumexp" and empty),
         )
         + f"Examples:\n{setup}    >>> td.{name}{call1}\n    {out1}\n"
@@ -486,7 +516,7 @@ def _predicate_doc(name: str) -> str:
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({{"a": torch.tensor({data})}}, [2])
@@ -554,7 +584,7 @@ def _pairwise_doc(name: str) -> str:
         """
             default (str or number, optional): with a tensordict ``other`` whose leaf keys
                 differ: None (the default) raises, ``"intersection"`` keeps the keys they
-                share, and any other value stands in for the leaves ``other`` lacks."""
+                share, and any other value stands in for the leaves that one side lacks."""
         if takes_default
         else ""
     )
@@ -615,6 +645,7 @@ from __future__ import annotations
 PRIMITIVES = (
     "_fast_apply",
     "_stored_tensors",
+    "_pointwise",
     "_leafwise",
     "_pairwise",
     "_write_each_leaf",
@@ -640,12 +671,13 @@ from tensordict._typing import T
 
 
 class ElementwiseOps(Contract):
-    """The out-of-place methods made from tables; ``MathMixin`` defines the primitives.
-
-    Calls: ``_fast_apply``.
-    """
+    """The out-of-place methods made from tables; ``MathMixin`` defines the primitives."""
 
     __slots__ = ()
+
+    def _pointwise(self, fn):
+        """``fn(leaf)`` for every leaf, into a new tensordict (locked if this one is)."""
+        raise NotImplementedError
 
     def _leafwise(self, fn, other, args: tuple, kwargs: dict, name: str):
         """``fn(leaf, operand, *args, **kwargs)`` for every leaf, into a new tensordict."""
@@ -785,7 +817,7 @@ def _elementwise() -> str:
         doc = _unary_docs(name)[0]
         out.append(
             _method(
-                _signature(name, ["self: T"], "T"), doc, f"return self._fast_apply(torch.{name})"
+                _signature(name, ["self: T"], "T"), doc, f"return self._pointwise(torch.{name})"
             )
         )
     out.append(_comment("binary"))
@@ -803,7 +835,7 @@ def _elementwise() -> str:
             _method(
                 _signature(name, ["self: T"], "T"),
                 _predicate_doc(name),
-                f"return self._fast_apply(torch.{name})",
+                f"return self._pointwise(torch.{name})",
             )
         )
     out.append(_comment("pairwise operations"))

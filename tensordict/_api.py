@@ -7,10 +7,15 @@ functions live with their classes. These are the ones that need :class:`TensorDi
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
 
+from tensordict._collection import TensorCollection
+from tensordict._keys import NestedKey
 from tensordict._td import TensorDict
+from tensordict._typing import ShapeType
 from tensordict.memmap import _append, memmap
 
 __all__ = [
@@ -25,7 +30,7 @@ __all__ = [
 
 
 def save(
-    data,
+    data: TensorCollection,
     prefix: str | os.PathLike | None = None,
     copy_existing: bool = False,
     *,
@@ -36,7 +41,7 @@ def save(
     archive: bool | None = None,
     compression: str | int | None = None,
     atomic: bool = False,
-):
+) -> TensorCollection:
     """Saves a tensordict to a folder, as :func:`tensordict.memmap` does; returns the mapped copy.
 
     Args:
@@ -88,13 +93,13 @@ def load_memmap(
     device: torch.device | str | None = None,
     non_blocking: bool = False,
     *,
-    out=None,
+    out: TensorCollection | None = None,
     robust_key: bool | None = None,
-    subpath=None,
+    subpath: NestedKey | None = None,
     mode: str | None = None,
     num_threads: int = 0,
     allow_pickle: bool = False,
-):
+) -> TensorCollection:
     """Loads a memory-mapped folder (or ``.tdz`` archive) written by this library or the well-known one.
 
     The same as :meth:`TensorDict.load_memmap <tensordict.TensorDictBase.load_memmap>`: the
@@ -149,7 +154,9 @@ def load_memmap(
 load = load_memmap
 
 
-def append_memmap(prefix: str | os.PathLike, rows, *, allow_pickle: bool | None = None) -> None:
+def append_memmap(
+    prefix: str | os.PathLike, rows: TensorCollection, *, allow_pickle: bool | None = None
+) -> None:
     """Appends rows to a tensordict saved in a folder, along its first batch dimension, in one step.
 
     Every leaf grows by the rows given, and so does the first batch dimension of every
@@ -205,14 +212,14 @@ def append_memmap(prefix: str | os.PathLike, rows, *, allow_pickle: bool | None 
 
 
 def from_dict(
-    d,
+    d: Mapping,
     *,
     auto_batch_size: bool | None = None,
     batch_dims: int | None = None,
     device: torch.device | str | None = None,
-    batch_size=None,
-    names=None,
-):
+    batch_size: ShapeType | None = None,
+    names: Sequence[str | None] | None = None,
+) -> TensorDict:
     """Builds a TensorDict from a nested dict, as :meth:`TensorDict.from_dict` does.
 
     Args:
@@ -247,7 +254,7 @@ def from_dict(
     )
 
 
-def fromkeys(keys, value=0):
+def fromkeys(keys: Iterable[NestedKey], value: Any = 0) -> TensorDict:
     """Builds a TensorDict with one entry per key, each holding ``value``.
 
     Args:
@@ -265,7 +272,9 @@ def fromkeys(keys, value=0):
     return TensorDict.fromkeys(keys, value)
 
 
-def from_consolidated(filename):
+def from_consolidated(
+    filename: str | os.PathLike | torch.Tensor | torch.UntypedStorage,
+) -> TensorCollection:
     """Reads a tensordict from a file written by ``consolidate(filename=...)``.
 
     The same as :meth:`TensorDict.from_consolidated

@@ -65,11 +65,11 @@ class TensorCollection:
         raise AbstractClassError(msg)
 
 
-def is_tensor_collection(obj: Any) -> bool:
-    """Returns True if ``obj`` (an instance or a class) is a tensordict, a tensorclass or a non-tensor entry.
+def is_tensor_collection(datatype: Any) -> bool:
+    """Returns True if ``datatype`` (a class or an instance) is a tensordict, a tensorclass or a non-tensor entry.
 
     Args:
-        obj: an object or a class.
+        datatype: a class, or an object whose class is checked.
 
     Returns:
         True for tensor collections, False for everything else (tensors included).
@@ -80,9 +80,9 @@ def is_tensor_collection(obj: Any) -> bool:
         >>> is_tensor_collection(torch.zeros(2))
         False
     """
-    if isinstance(obj, torch.Tensor):  # the common case, and a failed getattr is slow
+    if isinstance(datatype, torch.Tensor):  # the common case, and a failed getattr is slow
         return False
-    cls = obj if isinstance(obj, type) else type(obj)
+    cls = datatype if isinstance(datatype, type) else type(datatype)
     return getattr(cls, "_is_tensor_collection", False) is True
 
 
@@ -105,14 +105,14 @@ def default_is_leaf(cls: type) -> bool:
     return getattr(cls, "_is_tensor_collection", False) is not True
 
 
-def is_non_tensor(obj: Any) -> bool:
-    """Returns True if ``obj`` is a non-tensor entry: a NonTensorData, a MetaData or a NonTensorStack.
+def is_non_tensor(data: Any) -> bool:
+    """Returns True if ``data`` is a non-tensor entry: a NonTensorData, a MetaData or a NonTensorStack.
 
     Each of these classes sets the class flag ``_is_non_tensor``; the flag is read
     from the object's type, so a class passed here is not itself non-tensor data.
 
     Args:
-        obj: any object, typically a value read with ``td.get(key)``.
+        data: any object, typically a value read with ``td.get(key)``.
 
     Returns:
         True for non-tensor entries, False for everything else (tensors,
@@ -123,9 +123,9 @@ def is_non_tensor(obj: Any) -> bool:
         >>> is_non_tensor(td.get("name")), is_non_tensor(td.get("x")), is_non_tensor("a")
         (True, False, False)
     """
-    if isinstance(obj, torch.Tensor):  # the common case, and a failed getattr is slow
+    if isinstance(data, torch.Tensor):  # the common case, and a failed getattr is slow
         return False
-    return getattr(type(obj), "_is_non_tensor", False) is True
+    return getattr(type(data), "_is_non_tensor", False) is True
 
 
 def is_leaf_nontensor(cls: type) -> bool:

@@ -60,68 +60,75 @@ def unflatten(names: Sequence[str | None] | None, dim: int, count: int) -> list 
     return clean([*names[:dim], *[None] * (count - 1), *names[dim:]])
 
 
+_BLOCK = object()  # stands for the tensor indices among the labels of ``index``
+
+
 def index(names: Sequence[str | None] | None, leaf_index: IndexType, new_ndim: int) -> list | None:
     """The names after indexing with ``leaf_index`` (a normalised index), for ``new_ndim`` dims.
 
-    Slices keep the name of their dim and ints remove theirs. One tensor index keeps
-    the name of the dim it indexes when it is one-dim (a long tensor or a mask); a
-    long tensor of ``k`` dims gives ``k`` unnamed dims, except on the first dim,
-    where the last of them keeps the name; a mask over several dims gives one
-    unnamed dim. Several tensor indices (ints counting among
-    them, as in torch) give unnamed dims, placed where they stand when they are
-    adjacent and first otherwise.
+    Slices keep the name of their dim; ints (and first-class dims) remove theirs. The
+    tensor indices give one block of dims, named by :func:`_block_names`. As torch
+    places the block, it stands where the tensor indices stand when they are adjacent
+    (ints, removed first, do not separate them) and first otherwise.
     """
     if names is None:
         return None
     items = leaf_index if isinstance(leaf_index, tuple) else (leaf_index,)
-    tensors = [i for i, item in enumerate(items) if isinstance(item, torch.Tensor)]
-    advanced = [i for i, item in enumerate(items) if i in tensors or type(item) is int]
-    adjacent = not tensors or advanced == list(range(advanced[0], advanced[-1] + 1))
-    out: list = []
+    labels: list = []  # one per result dim outside the block, and a marker per tensor index
+    tensors: list = []  # (position among the labels, item, first dim it indexes)
     dim = 0
-    if len(tensors) <= 1 and adjacent:
-        for item in items:
-            if item is None:
-                out.append(None)
-            elif type(item) is int or is_first_class_dim(item):
-                dim += 1
-            elif type(item) is slice:
-                out.append(names[dim])
-                dim += 1
-            elif item.dtype is torch.bool:
-                out.append(names[dim] if item.ndim == 1 else None)
-                dim += item.ndim
-            elif item.ndim == 1:
-                out.append(names[dim])
-                dim += 1
-            else:
-                # several dims from one long index: the well-known API keeps the name
-                # (on the last of them) only for an index on the first dim
-                keep = [names[dim]] if dim == 0 and item.ndim else []
-                out.extend([None] * (item.ndim - len(keep)) + keep)
-                dim += 1
-        out.extend(names[dim:])
-    else:
-        kept: list = []  # (position among the items, name) of the dims that survive as they are
-        for i, item in enumerate(items):
-            if item is None:
-                kept.append((i, None))
-            elif is_first_class_dim(item):
-                dim += 1
-            elif i in advanced:
-                dim += (
-                    item.ndim if isinstance(item, torch.Tensor) and item.dtype is torch.bool else 1
-                )
-            else:
-                kept.append((i, names[dim]))
-                dim += 1
-        kept.extend((len(items), n) for n in names[dim:])
-        unnamed = [None] * (new_ndim - len(kept))
-        if adjacent:
-            out = [n for i, n in kept if i < advanced[0]] + unnamed
-            out += [n for i, n in kept if i > advanced[0]]
+    for item in items:
+        if item is None or type(item) is bool:
+            labels.append(None)
+        elif type(item) is int or is_first_class_dim(item):
+            dim += 1
+        elif isinstance(item, torch.Tensor):
+            if item.dtype is torch.bool and item.ndim == 0:
+                labels.append(None)
+                continue
+            if item.dtype is not torch.bool and item.ndim == 0:
+                dim += 1  # read as an int
+                continue
+            tensors.append((len(labels), item, dim))
+            labels.append(_BLOCK)
+            dim += item.ndim if item.dtype is torch.bool else 1
         else:
-            out = unnamed + [n for _, n in kept]
+            labels.append(names[dim])
+            dim += 1
+    rest = list(names[dim:])
+    if not tensors:
+        out = labels + rest
+    else:
+        block = _block_names(names, tensors)
+        positions = [t[0] for t in tensors]
+        plain = [n for n in labels if n is not _BLOCK]
+        if positions == list(range(positions[0], positions[-1] + 1)):
+            first = positions[0]
+            out = labels[:first] + block + labels[positions[-1] + 1 :] + rest
+        else:
+            out = block + plain + rest
     if len(out) != new_ndim:
         return None
     return clean(out)
+
+
+def _block_names(names, tensors: list) -> list:
+    """The names of the dims the tensor indices give.
+
+    One one-dim index keeps its dim's name; one long index of several dims gives it
+    to its only dim of size other than 1, when it has exactly one (as the well-known
+    API does); anything else is unnamed.
+    """
+    if len(tensors) == 1:
+        _, item, dim = tensors[0]
+        if item.ndim == 1:
+            return [names[dim]]
+        if item.dtype is torch.bool:
+            return [None]
+        wide = [i for i, size in enumerate(item.shape) if size != 1]
+        out = [None] * item.ndim
+        if len(wide) == 1:
+            out[wide[0]] = names[dim]
+        return out
+    ndim = max(1 if t.dtype is torch.bool else t.ndim for _, t, _ in tensors)
+    return [None] * ndim

@@ -247,8 +247,8 @@ def assert_close(
     """Asserts that two tensordicts hold the same keys and close values; returns True.
 
     Each pair of tensors goes through :func:`torch.testing.assert_close` (dtype, shape and
-    device must match); nested levels are compared entry by entry; non-tensor entries are
-    not compared.
+    device must match); nested levels are compared entry by entry, a lazy stack member by
+    member (its members' leaves may differ in shape); non-tensor entries are not compared.
 
     Args:
         actual (TensorDictBase): the tensordict to check (a tensorclass is accepted).
@@ -282,6 +282,33 @@ def assert_close(
             text = f"assert_close compares tensordicts; {name} is a {type(value).__name__}"
             raise TypeError(text)
     prefix = unravel_key_to_tuple(prefix) if prefix != () else ()
+    stack = next((v for v in (actual, expected) if getattr(type(v), "_is_lazy", False)), None)
+    if (
+        stack is not None
+        and not getattr(type(stack), "_is_non_tensor", False)
+        and actual.batch_size == expected.batch_size
+    ):
+        # member by member: the members of a lazy stack may hold leaves of different shapes
+        keys = set(actual.keys())
+        if keys != set(expected.keys()) and not intersection:
+            text = (
+                f"the keys differ: only in actual {sorted(keys - set(expected.keys()))}, only in "
+                f"expected {sorted(set(expected.keys()) - keys)}"
+            )
+            raise KeyError(text)
+        keys &= set(expected.keys())
+        for left, right in zip(actual.unbind(stack.stack_dim), expected.unbind(stack.stack_dim)):
+            assert_close(
+                left.select(*keys),
+                right.select(*keys),
+                rtol,
+                atol,
+                equal_nan,
+                intersection,
+                msg,
+                prefix,
+            )
+        return True
     mine, theirs = _leaf_items(actual, prefix), _leaf_items(expected, prefix)
     if set(mine) != set(theirs) and not intersection:
         text = (

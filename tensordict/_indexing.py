@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tensordict.errors import DimensionError
+from tensordict._typing import IndexType
+from tensordict.errors import DimensionError, IndexTypeError
 
 _SIMPLE = (int, slice)
 
@@ -30,7 +31,7 @@ def _dims_consumed(item) -> int:
     return 1
 
 
-def normalize_index(idx, batch_size: torch.Size):
+def normalize_index(idx: IndexType, batch_size: torch.Size) -> tuple[IndexType, torch.Size | None]:
     """Returns ``(leaf_index, new_batch_size_or_None)`` for indexing the batch dims.
 
     The new batch size is computed here only when it is cheap and certain
@@ -106,7 +107,7 @@ def _check_tensor_index(item: torch.Tensor, batch_size: torch.Size, dim: int) ->
         raise IndexError(msg)
 
 
-def is_first_class_dim(item) -> bool:
+def is_first_class_dim(item: object) -> bool:
     """True for a first-class dimension of ``functorch.dim``: it binds a batch dim and removes it.
 
     The class is recognised by name, so that ``functorch.dim`` is imported only by
@@ -116,7 +117,7 @@ def is_first_class_dim(item) -> bool:
     return klass.__name__ == "Dim" and klass.__module__.startswith("functorch")
 
 
-def has_first_class_dim(leaf_index) -> bool:
+def has_first_class_dim(leaf_index: IndexType) -> bool:
     """True when a normalised index holds a first-class dim."""
     items = leaf_index if type(leaf_index) is tuple else (leaf_index,)
     return any(is_first_class_dim(item) for item in items)
@@ -129,7 +130,7 @@ def _numpy_scalar(item: np.generic) -> int:
         msg = f"a numpy bool scalar is not a valid index, got {item!r}; use a Python bool or a boolean tensor"
         raise IndexError(msg)
     msg = f"unsupported index item {item!r} of type {type(item).__name__}"
-    raise IndexError(msg)
+    raise IndexTypeError(msg)
 
 
 def _normalize_tuple(idx: tuple, batch_size: torch.Size):
@@ -161,7 +162,7 @@ def _normalize_tuple(idx: tuple, batch_size: torch.Size):
                 item = int(item)
             elif not is_first_class_dim(item):
                 msg = f"unsupported index item {item!r} of type {type(item).__name__}"
-                raise IndexError(msg)
+                raise IndexTypeError(msg)
         consumed += _dims_consumed(item)
         items.append(item)
     if consumed > batch_dims:
@@ -208,12 +209,12 @@ def batch_size_from_leaf(
     return leaf_after.shape[: leaf_after.ndim - feature_dims]
 
 
-def batch_size_from_dummy(batch_size: torch.Size, index) -> torch.Size:
+def batch_size_from_dummy(batch_size: torch.Size, index: IndexType) -> torch.Size:
     """The batch size after indexing, computed on a zero-memory stand-in."""
     return torch.zeros((), dtype=torch.uint8).expand(batch_size)[index].shape
 
 
-def index_items(leaf_index, batch_dims: int) -> list | None:
+def index_items(leaf_index: IndexType, batch_dims: int) -> list | None:
     """The items of a normalised index, each covering one batch dim or adding one (``None``).
 
     For indexes that are routed to parts of a tensordict (the members of a lazy

@@ -10,23 +10,41 @@ splits the value across members. ``contiguous()`` makes a dense TensorDict.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_non_tensor,
+    is_tensor_collection,
+)
+from tensordict._keys import NestedKey
 from tensordict._lazy_index import LazyIndexMixin
-from tensordict._lazy_members import LazyMembersMixin
+from tensordict._lazy_members import LazyMembersMixin, ragged_batch_size
 from tensordict._lazy_shape import LazyShapeMixin
+from tensordict._lazy_values import LazyValuesMixin
 from tensordict._nested_tensors import combine_leaves
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, stack_entries
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.entries import _as_value, _check_batch, plain_tree
+from tensordict._ops.keys import inner_tensordict
 from tensordict._ops.memmap import check_storage, warn_storage_without_file
 from tensordict._ops.split_stack import STACKERS
+from tensordict._options import list_to_stack
 from tensordict._printing import RaggedLeaf, collection_repr
-from tensordict._td import TensorDict
+from tensordict._td import TensorDict, _adopt_batch
+from tensordict._typing import DeviceType, ShapeType
 from tensordict.base import TensorDictBase
-from tensordict.errors import BatchSizeError, DensifyError, DimensionError, LockedError
+from tensordict.errors import (
+    BatchSizeError,
+    DensifyError,
+    DimensionError,
+    LockedError,
+    TooFewInputsError,
+)
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap.tensor import MemoryMappedTensor
@@ -44,6 +62,60 @@ def _stack_leaves(key, values: list, dim: int):
     return torch.stack(values, dim)
 
 
+def _split_list(value: list, size: torch.Size, dim: int) -> list | None:
+    """The parts of a nested list (of shape ``size``) along ``dim``, or None if its lengths differ."""
+    if type(value) is not list or not size or len(value) != size[0]:
+        return None
+    if dim == 0:
+        return list(value)
+    columns = [_split_list(v, size[1:], dim - 1) for v in value]
+    if any(c is None for c in columns):
+        return None
+    return [[c[k] for c in columns] for k in range(size[dim])]
+
+
+def _stacks_alike(tds: list) -> bool:
+    """True for lazy stacks along one dim with as many members each, and one batch size."""
+    first = tds[0]
+    return all(
+        getattr(type(t), "_is_lazy", False)
+        and not is_non_tensor(t)
+        and t.stack_dim == first.stack_dim
+        and len(t.tensordicts) == len(first.tensordicts)
+        and t.batch_size == first.batch_size
+        for t in tds
+    ) and bool(first.tensordicts)
+
+
+def _dense_where_possible(cls, tds: list, d: int):
+    """A dense stack of tensordicts with the same keys whose sub-tensordicts may stack lazily.
+
+    None when the tensordicts are not plain TensorDicts of one batch size and one set of
+    keys, or a leaf's shapes differ, or a key holds tensors in some and not in others.
+    """
+    first = tds[0]
+    if any(type(t) is not TensorDict or t.batch_size != first.batch_size for t in tds):
+        return None
+    keys = first._keys_level()
+    if any(set(t._keys_level()) != set(keys) for t in tds):
+        return None
+    out = {}
+    for key in keys:
+        values = [t._get_str(key, None) for t in tds]
+        if all(isinstance(v, torch.Tensor) for v in values):
+            if any(v.shape != values[0].shape for v in values):
+                return None
+            out[key] = torch.stack(values, d)
+        elif all(is_non_tensor(v) for v in values):
+            out[key] = stack_entries(values, d)
+        elif all(_is_subtree_class(type(v)) for v in values):
+            out[key] = cls.maybe_dense_stack(values, d)
+        else:
+            return None
+    size = first.batch_size
+    return TensorDict(out, size[:d] + torch.Size((len(tds),)) + size[d:], device=first.device)
+
+
 def _is_subtree_class(klass: type) -> bool:
     """True for the class of a nested tensordict or tensorclass, False for leaves and non-tensor data."""
     return getattr(klass, "_is_tensor_collection", False) and not getattr(
@@ -51,7 +123,9 @@ def _is_subtree_class(klass: type) -> bool:
     )
 
 
-class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, TensorDictBase):
+class LazyStackedTensorDict(
+    LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, LazyValuesMixin, TensorDictBase
+):
     """Tensordicts stacked along a new batch dimension without copying; members may differ.
 
     The stack keeps its members (in :attr:`tensordicts`) and reads and writes
@@ -116,32 +190,28 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
 
     def __init__(
         self,
-        *tensordicts,
+        *tensordicts: TensorCollection | Sequence[TensorCollection],
         stack_dim: int = 0,
         stack_dim_name: str | None = None,
-        batch_size=None,
-        device=None,
-        **kwargs,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
+        strict_shape: bool = False,
+        **kwargs: Any,
     ) -> None:
         if len(tensordicts) == 1 and isinstance(tensordicts[0], (list, tuple)):
             tensordicts = tuple(tensordicts[0])
         members = list(tensordicts)
-        if members:
-            size = members[0].batch_size
-        else:
-            size = torch.Size(() if batch_size is None else batch_size)
         for i, member in enumerate(members):
             if not is_tensor_collection(member):
                 msg = (
                     f"member {i} of a lazy stack must be a tensordict, got {type(member).__name__}"
                 )
                 raise TypeError(msg)
-            if member.batch_size != size:
-                msg = (
-                    f"cannot stack tensordicts with different batch sizes: member 0 has {list(size)} "
-                    f"and member {i} has {list(member.batch_size)}"
-                )
-                raise RuntimeError(msg)
+        if members:
+            # a NonTensorStack (a subclass) keeps one batch size for all its values
+            size = ragged_batch_size(members, strict_shape or is_non_tensor(self))
+        else:
+            size = torch.Size(() if batch_size is None else batch_size)
         ndim = len(size)
         if not -ndim - 1 <= stack_dim <= ndim:
             msg = f"stack_dim {stack_dim} is out of range for members with {ndim} batch dimensions"
@@ -161,20 +231,24 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             raise BatchSizeError(msg)
 
     @classmethod
-    def _stack_members(cls, tds, dim: int = 0, out=None):
+    def _stack_members(cls, tds, dim: int = 0, out=None, strict_shape: bool = False):
+        stack = cls(*tds, stack_dim=dim, strict_shape=strict_shape)
         if out is not None:
-            out.update_(cls(*tds, stack_dim=dim))
+            out.update_(stack)
             return out
-        return cls(*tds, stack_dim=dim)
+        return stack
 
     @classmethod
-    def maybe_dense_stack(cls, tds, dim: int = 0):
-        """Stacks densely when the members allow it, lazily otherwise.
+    def maybe_dense_stack(cls, tds: Sequence[TensorCollection], dim: int = 0) -> TensorDictBase:
+        """Stacks densely what can be stacked densely, lazily the rest.
 
-        Lazy members are made dense first, then ``torch.stack`` is tried: when it
-        succeeds (the members have the same keys and the same shapes) its dense
-        :class:`TensorDict` is returned. When it raises a ``RuntimeError`` or a
-        ``KeyError``, a lazy stack of the members as given is returned.
+        Lazy stacks along one dim, with as many members each, are stacked member by
+        member: when every such stack is dense, the result is a lazy stack of them (its
+        stack dim moved past ``dim``). Other tensordicts are stacked with
+        ``torch.stack`` (lazy ones made dense first); when that fails, tensordicts with
+        the same keys give a dense :class:`TensorDict` whose sub-tensordicts are stacked
+        the same way (a sub-tensordict whose members differ becomes a lazy stack).
+        Otherwise the result is a lazy stack of the tensordicts as given.
 
         Args:
             tds (sequence of TensorDictBase): the members, with one batch size.
@@ -194,13 +268,37 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             'TensorDict'
             >>> type(LazyStackedTensorDict.maybe_dense_stack([a, TensorDict({}, [2])])).__name__
             'LazyStackedTensorDict'
+            >>> c = TensorDict({"x": torch.zeros(2), "sub": {"y": torch.zeros(2)}}, [2])
+            >>> d = TensorDict({"x": torch.zeros(2), "sub": {"z": torch.zeros(2)}}, [2])
+            >>> out = LazyStackedTensorDict.maybe_dense_stack([c, d])
+            >>> type(out).__name__, type(out.get("sub")).__name__
+            ('TensorDict', 'LazyStackedTensorDict')
         """
+        tds = list(tds)
+        if not tds:
+            msg = "maybe_dense_stack needs at least one tensordict"
+            raise TooFewInputsError(msg)
+        ndim = tds[0].batch_dims
+        if not -ndim - 1 <= dim <= ndim:
+            msg = f"stack dimension {dim} is out of range for {ndim} batch dimensions"
+            raise DimensionError(msg)
+        d = dim + ndim + 1 if dim < 0 else dim
+        if _stacks_alike(tds):
+            sd = tds[0].stack_dim
+            columns = zip(*(t.tensordicts for t in tds))
+            members = [cls.maybe_dense_stack(list(col), d if d <= sd else d - 1) for col in columns]
+            if not any(getattr(type(m), "_is_lazy", False) for m in members):
+                return cls(*members, stack_dim=sd + 1 if d <= sd else sd)
+            return cls(*tds, stack_dim=d)
         try:
             return torch.stack(
-                [t.contiguous() if getattr(type(t), "_is_lazy", False) else t for t in tds], dim
+                [t.contiguous() if getattr(type(t), "_is_lazy", False) else t for t in tds], d
             )
         except (RuntimeError, KeyError):
-            return cls(*tds, stack_dim=dim)
+            pass
+        dense = _dense_where_possible(cls, tds, d)
+        # lazy_stack keeps instances of one tensorclass an instance of that class
+        return lazy_stack(tds, d) if dense is None else dense
 
     # ------------------------------------------------------------------ properties
     @property
@@ -245,7 +343,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         return self._batch_size
 
     @batch_size.setter
-    def batch_size(self, value) -> None:
+    def batch_size(self, value: ShapeType) -> None:
         new = torch.Size(value)
         if new == self._batch_size:
             return
@@ -259,7 +357,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         self._batch_size = new
 
     @property
-    def device(self):
+    def device(self) -> torch.device | None:
         """The members' common device, or ``None`` when they differ (or have none).
 
         Returns:
@@ -281,7 +379,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         return devices.pop() if len(devices) == 1 else None
 
     @property
-    def names(self):
+    def names(self) -> list:
         """The names of the batch dimensions: the first member's, with the stack dim's inserted.
 
         The stack dimension is named ``stack_dim_name`` (``None`` by default); the other
@@ -313,7 +411,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         return names
 
     @names.setter
-    def names(self, value) -> None:
+    def names(self, value: Sequence[str | None] | None) -> None:
         self._set_names([None] * len(self._batch_size) if value is None else list(value))
 
     @property
@@ -413,10 +511,12 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         Walking keys never stacks leaves, so members whose leaves differ in shape list
         their keys too.
         """
+        first = self.tensordicts[0] if self.tensordicts else None
+        while getattr(type(first), "_is_lazy", False) and first.tensordicts:
+            first = first.tensordicts[0]  # down to a member whose leaves are its own
         items = []
         for key in self._keys_level():
-            first = self.tensordicts[0]
-            value = first._get_str(key, None)
+            value = inner_tensordict(first)._get_str(key, None)
             if isinstance(value, torch.Tensor) or is_non_tensor(value):
                 items.append((key, value))
             else:
@@ -453,6 +553,8 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         first dim, whatever the stack dim, by :func:`~tensordict._nested_tensors.combine_leaves`;
         sub-tensordicts and non-tensor entries are stacked as :meth:`get` stacks them.
         """
+        if is_non_tensor(self):  # a NonTensorStack (a subclass) has no keys to read
+            return super()._read_str(key, how)
         values = [m._read_str(key, how) for m in self.tensordicts]
         if not values or any(v is None for v in values):
             return None
@@ -495,12 +597,23 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         return self._restack(members, self._stack_dim)
 
     def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
+        if not validated and type(value) is list and list_to_stack():
+            parts = _split_list(value, self._batch_size, self._stack_dim)
+            if parts is not None:
+                # one item per member: members may take values of different shapes
+                for member, part in zip(self.tensordicts, parts):
+                    member._set_str(key, part, inplace=inplace, validated=False)
+                return
         if not validated:
-            value = _as_value(key, value, None)
-            if isinstance(value, dict):
+            if isinstance(value, Mapping) and not is_tensor_collection(value):
                 value = TensorDict(value, self._batch_size)
-            elif isinstance(value, NonTensorDataBase) and not value.batch_size:
+            value = _as_value(key, value, None)
+            if isinstance(value, NonTensorDataBase) and not value.batch_size:
                 value = value._with(self._batch_size)  # one value for every element
+            elif is_tensor_collection(value) and not is_non_tensor(value):
+                shape, size = value.batch_size, self._batch_size
+                if len(shape) < len(size) and size[: len(shape)] == shape:
+                    value = _adopt_batch(key, value, size)  # as a dense tensordict takes it
             _check_batch(key, value, self._batch_size)
         if isinstance(value, NonTensorDataBase):
             parts = [
@@ -627,7 +740,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
                 out[key] = self.get(key)
         return self._new_like(out, self.batch_size)
 
-    def contiguous(self) -> TensorDict:
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> TensorDict:
         """Returns a dense TensorDict with every key the members share stacked.
 
         ``to_tensordict`` is the same method. Every tensor is a new one, sub-stacks
@@ -635,12 +748,19 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         The new tensordict has the stack's batch size, device and :attr:`names`,
         and is neither locked nor memory-mapped.
 
+        Keyword Args:
+            canonical (bool, optional): every stacked tensor has row-major strides
+                already. Defaults to False.
+            inplace (bool, optional): not supported: a stack stays a stack. Defaults to
+                False.
+
         Returns:
             A new :class:`TensorDict`.
 
         Raises:
             RuntimeError: if the members' tensors of one key differ in shape (naming
                 the key).
+            NotImplementedError: with ``inplace=True``.
 
         Examples:
             >>> a = TensorDict({"x": torch.zeros(2), "only_a": torch.zeros(2)}, [2])
@@ -648,6 +768,9 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             >>> type(dense).__name__, dense["x"].tolist(), list(dense.keys())
             ('TensorDict', [[0.0, 0.0], [1.0, 1.0]], ['x'])
         """
+        if inplace:
+            msg = "contiguous(inplace=True) is not supported on a lazy stack: use contiguous()"
+            raise NotImplementedError(msg)
         source = {}
         for key in self._keys_level():
             value = self._get_str(key, NO_DEFAULT)
@@ -689,7 +812,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         """
         return plain_tree(self.contiguous(), retain_none)
 
-    def to_dict(self, **kwargs) -> dict:
+    def to_dict(self, **kwargs: Any) -> dict:
         """Returns a nested dict of the stacked entries, as ``contiguous().to_dict()``.
 
         Keyword Args:
@@ -722,7 +845,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         # ``get`` gives stacked copies: apply_ reaches each member's own tensors.
         self.apply_(fn, other)
 
-    def data_ptr(self, *, storage: bool = False):
+    def data_ptr(self, *, storage: bool = False) -> TensorDictBase:
         """Returns the data pointers of each member, in a sub-tensordict keyed by its index.
 
         A lazy stack's leaves have no single data pointer, so each member gives its own
@@ -832,9 +955,7 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
             else:
                 members.append(_io.load_child(path, options))
         del members[len(paths) :]
-        size = members[0].batch_size
-        d = self._stack_dim
-        self._batch_size = size[:d] + torch.Size((len(paths),)) + size[d:]
+        self._members_changed()
         self._mm.meta, self._mm.stat = meta, stat
         return True
 
@@ -868,7 +989,14 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         """
         return self._mm is not None and all(m.is_memmap() for m in self.tensordicts)
 
-    def make_memmap(self, key, shape, *, dtype=None, robust_key=None):
+    def make_memmap(
+        self,
+        key: NestedKey,
+        shape: ShapeType,
+        *,
+        dtype: torch.dtype | None = None,
+        robust_key: bool | None = None,
+    ) -> torch.Tensor:
         """Adds a zero-filled memory-mapped entry at ``key``: each member gets its slice in its own file.
 
         What differs from :meth:`TensorDictBase.make_memmap`: ``shape`` is the
@@ -915,7 +1043,14 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         ]
         return torch.stack(parts, self._stack_dim)
 
-    def make_memmap_from_tensor(self, key, tensor, *, copy_data: bool = True, robust_key=None):
+    def make_memmap_from_tensor(
+        self,
+        key: NestedKey,
+        tensor: torch.Tensor,
+        *,
+        copy_data: bool = True,
+        robust_key: bool | None = None,
+    ) -> torch.Tensor:
         """Adds a memory-mapped copy of ``tensor`` at ``key``: each member gets its slice in its own file.
 
         What differs from :meth:`TensorDictBase.make_memmap_from_tensor`: the
@@ -960,7 +1095,15 @@ class LazyStackedTensorDict(LazyMembersMixin, LazyIndexMixin, LazyShapeMixin, Te
         ]
         return torch.stack(parts, self._stack_dim)
 
-    def make_memmap_from_storage(self, key, storage, shape, *, dtype=None, robust_key=True):
+    def make_memmap_from_storage(
+        self,
+        key: NestedKey,
+        storage: torch.UntypedStorage | torch.TypedStorage,
+        shape: ShapeType,
+        *,
+        dtype: torch.dtype | None = None,
+        robust_key: bool | None = True,
+    ) -> MemoryMappedTensor:
         """Adds an entry at ``key`` over ``storage``: each member gets a view of its slice of it.
 
         What differs from :meth:`TensorDictBase.make_memmap_from_storage`: the
@@ -1071,13 +1214,23 @@ _io.LOADERS[fmt.LAZY_TYPE] = _load_lazy
 _archive.BUILDERS[fmt.KIND_LAZY] = _build_lazy
 
 
-def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
+def lazy_stack(
+    input: Iterable[TensorCollection],
+    dim: int = 0,
+    *,
+    out: TensorDictBase | None = None,
+    strict_shape: bool = False,
+    **kwargs: Any,
+) -> LazyStackedTensorDict:
     """Stacks tensordicts lazily along ``dim``: no copy, and the members may differ.
 
-    The members are kept as they are; see :class:`LazyStackedTensorDict`.
+    The members are kept as they are; see :class:`LazyStackedTensorDict`. Their
+    batch sizes may differ too, if not their number of dims: the stack's batch
+    size reads ``-1`` at the dims where they differ (a ragged stack, indexed
+    through its members).
 
     Args:
-        tds (iterable of TensorDictBase): the members; they must share their batch size.
+        input (iterable of TensorDictBase): the members.
         dim (int, optional): the position of the new batch dimension; a negative one
             counts from the end. Defaults to 0.
 
@@ -1085,14 +1238,19 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
         out (TensorDictBase, optional): if given, the stacked values are written
             into it in place (it must already have every key, with the stacked
             shapes) and it is returned. Defaults to ``None``.
+        strict_shape (bool, optional): refuse members whose batch sizes differ.
+            Defaults to False.
+        **kwargs: accepted for compatibility and ignored.
 
     Returns:
         A new :class:`LazyStackedTensorDict`, or ``out``.
 
     Raises:
-        RuntimeError: if ``tds`` is empty, the batch sizes differ, or a value does
-            not fit its entry of ``out``.
-        TypeError: if a member after the first is not a tensordict.
+        RuntimeError: if the members' numbers of batch dims differ (or, with
+            ``strict_shape``, their batch sizes), or a value does not fit its
+            entry of ``out``.
+        TooFewInputsError: if ``input`` is empty (a ``RuntimeError``).
+        TypeError: if a member is not a tensordict.
         IndexError: if ``dim`` is out of range.
         KeyError: if ``out`` lacks a key of the stack.
 
@@ -1101,17 +1259,24 @@ def lazy_stack(tds, dim: int = 0, *, out=None) -> LazyStackedTensorDict:
         >>> stack = lazy_stack(episodes)
         >>> stack.batch_size, stack.get("r", as_nested_tensor=True).is_nested
         (torch.Size([2]), True)
+        >>> lazy_stack([TensorDict({}, [3]), TensorDict({}, [5])]).batch_size
+        torch.Size([2, -1])
     """
-    tds = list(tds)
-    cls = type(tds[0]) if tds else None
+    tds = list(input)
+    if not tds:
+        msg = "lazy_stack needs at least one tensordict; LazyStackedTensorDict(batch_size=...) builds an empty stack"
+        raise TooFewInputsError(msg)
+    cls = type(tds[0])
     if getattr(cls, "_is_tensorclass", False) and out is None:
         # instances of one tensorclass: their tensordicts stacked lazily, as the class
         if any(type(td) is not cls for td in tds):
             msg = f"cannot lazy-stack a {cls.__name__} with instances of other classes"
             raise TypeError(msg)
-        inner = LazyStackedTensorDict._stack_members([td._tensordict for td in tds], dim)
+        inner = LazyStackedTensorDict._stack_members(
+            [td._tensordict for td in tds], dim, strict_shape=strict_shape
+        )
         return cls._from_tensordict(inner)
-    return LazyStackedTensorDict._stack_members(tds, dim, out=out)
+    return LazyStackedTensorDict._stack_members(tds, dim, out=out, strict_shape=strict_shape)
 
 
 STACKERS["lazy_stack"] = lazy_stack

@@ -85,7 +85,11 @@ def _value_parts(value, rows: torch.Size, full: list, target: list, k: int, n: i
 
 
 class LazyIndexMixin:
-    """Reading and writing the rows of a lazy stack through its members."""
+    """Reading and writing the rows of a lazy stack through its members.
+
+    It needs the stack's ``_restack`` and ``_empty_stack`` (declared below), and
+    ``_stack_nested`` of :class:`~tensordict._lazy_shape.LazyShapeMixin`.
+    """
 
     __slots__ = ()
 
@@ -96,6 +100,25 @@ class LazyIndexMixin:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ routing
+    def _index_size(self) -> torch.Size:
+        """The batch size an index is checked against: a ragged dim counts its largest size.
+
+        The members check the index again against their own sizes.
+        """
+        size = self._batch_size
+        if -1 not in size:
+            return size
+        d = self._stack_dim
+        out = list(size)
+        for j, n in enumerate(size):
+            if n == -1:
+                k = j if j < d else j - 1
+                out[j] = max(
+                    (m._index_size() if getattr(type(m), "_is_lazy", False) else m.batch_size)[k]
+                    for m in self.tensordicts
+                )
+        return torch.Size(out)
+
     def _route(self, index):
         """``(items, pos)``: the index cut into :func:`index_items`, and the item on the stack dim.
 
@@ -104,7 +127,7 @@ class LazyIndexMixin:
         Raises:
             FirstClassDimError: if a first-class dim reaches the stack dim (a ``ValueError``).
         """
-        leaf_index, _ = normalize_index(index, self._batch_size)
+        leaf_index, _ = normalize_index(index, self._index_size())
         items = index_items(leaf_index, len(self._batch_size))
         if items is None:
             return None
@@ -176,7 +199,7 @@ class LazyIndexMixin:
                 return self._restack(parts, at)
             out = self._restack(parts, 0)
         else:
-            out = _nest(self, parts, list(shape))
+            out = self._stack_nested(parts, list(shape))
         if inner != full:
             out = out.permute(*[inner.index(label) for label in full])
         return out
@@ -197,7 +220,7 @@ class LazyIndexMixin:
         a stack without members gives one without entries.
         """
         if not self.tensordicts:
-            return TensorDict({}, batch_size_from_dummy(self._batch_size, index), self.device)
+            return TensorDict({}, batch_size_from_dummy(self._index_size(), index), self.device)
         first = self.tensordicts[0].select(*self._keys_level())
         if getattr(type(first), "_is_lazy", False):
             first = first.contiguous()
@@ -252,7 +275,7 @@ class LazyIndexMixin:
             rest = _rest(items, pos)
             members[stack_item][rest or Ellipsis] = value
             return
-        rows = batch_size_from_dummy(self._batch_size, index)
+        rows = batch_size_from_dummy(self._index_size(), index)
         full = result_layout(items)
         if type(stack_item) is slice:
             targets = members[stack_item]
@@ -293,13 +316,3 @@ def _scalar_bool(index):
     if isinstance(index, torch.Tensor) and index.dtype is torch.bool and index.ndim == 0:
         return bool(index)
     return None
-
-
-def _nest(stack, parts: list, shape: list):
-    """``parts`` (in C order) stacked lazily into the dims ``shape``."""
-    if len(shape) == 1:
-        return stack._restack(parts, 0)
-    step = len(parts) // shape[0]
-    return stack._restack(
-        [_nest(stack, parts[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])], 0
-    )

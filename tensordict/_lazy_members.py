@@ -7,12 +7,17 @@ name the stack's dims (``refine_names``, ``rename``), each through the members.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import EllipsisType
+from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
+from tensordict._keys import NestedKey
+from tensordict._ops.keys import _KeysView
 from tensordict._td import TensorDict, _check_names
+from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import LockedError, MemberBatchSizeError
 
 
@@ -41,11 +46,12 @@ class LazyMembersMixin:
             raise MemberBatchSizeError(msg)
 
     def _members_changed(self) -> None:
-        size = self.tensordicts[0].batch_size if self.tensordicts else self._member_batch_size()
+        members = self.tensordicts
+        size = ragged_batch_size(members) if members else self._member_batch_size()
         d = self._stack_dim
         self._batch_size = size[:d] + torch.Size((len(self.tensordicts),)) + size[d:]
 
-    def append(self, tensordict) -> None:
+    def append(self, tensordict: TensorCollection) -> None:
         """Adds a member at the end of the stack, like ``list.append``.
 
         The stack dimension grows by one; the member is kept as it is (not copied).
@@ -66,7 +72,7 @@ class LazyMembersMixin:
         """
         self._add_member(len(self.tensordicts), tensordict, "append")
 
-    def insert(self, index: int, tensordict) -> None:
+    def insert(self, index: int, tensordict: TensorCollection) -> None:
         """Adds a member before position ``index`` of the stack, like ``list.insert``.
 
         Args:
@@ -94,7 +100,7 @@ class LazyMembersMixin:
         self.tensordicts.insert(index, tensordict)
         self._members_changed()
 
-    def extend(self, tensordict) -> None:
+    def extend(self, tensordict: TensorCollection | Iterable[TensorCollection]) -> None:
         """Adds several members at the end of the stack, like ``list.extend``.
 
         Args:
@@ -120,7 +126,9 @@ class LazyMembersMixin:
         self.tensordicts.extend(members)
         self._members_changed()
 
-    def get_nestedtensor(self, key, default=NO_DEFAULT, *, layout: torch.layout | None = None):
+    def get_nestedtensor(
+        self, key: NestedKey, default: Any = NO_DEFAULT, *, layout: torch.layout | None = None
+    ) -> torch.Tensor | Any:
         """Returns the entry ``key`` of every member as one nested tensor, ragged dims allowed.
 
         Args:
@@ -157,10 +165,10 @@ class LazyMembersMixin:
         self,
         include_nested: bool = False,
         leaves_only: bool = False,
-        is_leaf=None,
+        is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ):
+    ) -> _KeysView:
         """The keys every member has: the same as :meth:`keys`.
 
         Args:
@@ -180,7 +188,7 @@ class LazyMembersMixin:
         return self.keys(include_nested, leaves_only, is_leaf, sort=sort)
 
     @property
-    def hook_in(self):
+    def hook_in(self) -> Callable | None:
         """Called on the values written through the stack before they reach the members.
 
         ``None``: this implementation writes values as they come.
@@ -192,7 +200,7 @@ class LazyMembersMixin:
         return None
 
     @property
-    def hook_out(self):
+    def hook_out(self) -> Callable | None:
         """Called on the values read through the stack before they are returned.
 
         ``None``: this implementation returns the values as the members give them.
@@ -206,17 +214,17 @@ class LazyMembersMixin:
     # ------------------------------------------------------------------ building
     @classmethod
     def from_dict(
-        cls,
-        input_dict,
+        cls: type[T],
+        input_dict: Sequence[Mapping] | Mapping[str, Mapping],
         *,
         auto_batch_size: bool = False,
-        batch_size=None,
-        device=None,
-        batch_dims=None,
-        stack_dim_name=None,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
+        batch_dims: int | None = None,
+        stack_dim_name: str | None = None,
         stack_dim: int = 0,
-        names=None,
-    ):
+        names: Sequence[str | None] | None = None,
+    ) -> T:
         """Builds a lazy stack with one member per dict.
 
         Args:
@@ -279,7 +287,7 @@ class LazyMembersMixin:
         return cls(*members, stack_dim=stack_dim, stack_dim_name=stack_dim_name)
 
     @classmethod
-    def fromkeys(cls, keys, value=0):
+    def fromkeys(cls, keys: Iterable[NestedKey], value: Any = 0) -> TensorDict:
         """A :class:`TensorDict` with ``value`` under every key, like ``dict.fromkeys``.
 
         Args:
@@ -295,7 +303,9 @@ class LazyMembersMixin:
         """
         return TensorDict.fromkeys(keys, value)
 
-    def auto_batch_size_(self, batch_dims: int | None = None):
+    def auto_batch_size_(
+        self: T, batch_dims: int | None = None, keep_compliant_size: bool = False
+    ) -> T:
         """Grows the batch size to the leading dims that every entry of every member shares.
 
         Each member's batch size grows to what its own entries share, then every member
@@ -304,6 +314,8 @@ class LazyMembersMixin:
         Args:
             batch_dims (int, optional): keep at most this many batch dims, the stack dim
                 included. Defaults to ``None``: as many as the entries share.
+            keep_compliant_size (bool, optional): passed to each member's own
+                ``auto_batch_size_`` (for its sub-tensordicts). Defaults to False.
 
         Returns:
             The lazy stack itself.
@@ -314,13 +326,15 @@ class LazyMembersMixin:
             torch.Size([2, 2])
         """
         for member in self.tensordicts:
-            member.auto_batch_size_(None if batch_dims is None else max(batch_dims - 1, 0))
+            member.auto_batch_size_(
+                None if batch_dims is None else max(batch_dims - 1, 0), keep_compliant_size
+            )
         _common_batch_size(self.tensordicts)
         self._members_changed()
         return self
 
     # ------------------------------------------------------------------ dim names
-    def refine_names(self, *names):
+    def refine_names(self: T, *names: str | EllipsisType | None) -> T:
         """Names the batch dims in place: the stack dim's name and the members' dims.
 
         One ``...`` stands for as many unnamed dims as the other names leave.
@@ -346,7 +360,7 @@ class LazyMembersMixin:
         self._set_names(names)
         return self
 
-    def rename(self, *names, **rename_map):
+    def rename(self: T, *names: str | None, **rename_map: str) -> T:
         """A new lazy stack over the same members' entries, its batch dims carrying new names.
 
         Args:
@@ -386,6 +400,30 @@ class LazyMembersMixin:
         for member in self.tensordicts:
             member.names = member_names if any(n is not None for n in member_names) else None
         self._stack_dim_name = names[self._stack_dim]
+
+
+def ragged_batch_size(members: list, strict: bool = False) -> torch.Size:
+    """The members' batch size, ``-1`` at the dims where they differ (a ragged stack).
+
+    Raises:
+        MemberBatchSizeError: if the members' numbers of batch dims differ, or, with
+            ``strict``, if their batch sizes differ at all (a ``RuntimeError``).
+    """
+    size = members[0].batch_size
+    for i, member in enumerate(members):
+        other = member.batch_size
+        if other != size and (strict or len(other) != len(size)):
+            msg = (
+                f"cannot stack tensordicts with different batch sizes: member 0 has {list(size)} "
+                f"and member {i} has {list(other)}"
+                + ("" if strict else "; lazy stacks take members of one number of batch dims")
+            )
+            raise MemberBatchSizeError(msg)
+    if all(m.batch_size == size for m in members):
+        return size
+    return torch.Size(
+        [d if all(m.batch_size[j] == d for m in members) else -1 for j, d in enumerate(size)]
+    )
 
 
 def _common_batch_size(members: list) -> None:

@@ -1250,6 +1250,11 @@ class MetaData(NonTensorDataBase):
             MetaData._typed[expected] = typed
         return typed
 
+    def __reduce__(self):
+        # MetaData[cls] is made on demand, so pickle cannot find it by name: the entry is
+        # rebuilt from the expected class, which pickle finds.
+        return (_new_metadata, (type(self)._expected,), self.__getstate__())
+
     @classmethod
     def _stack(cls, items: list, dim: int):
         first = items[0]
@@ -1276,3 +1281,9 @@ class MetaData(NonTensorDataBase):
         return type(self)(
             copy.deepcopy(self.data), self._batch_size, self._device, metadata=self._metadata
         )
+
+
+def _new_metadata(expected: type | None) -> MetaData:
+    """An empty MetaData (or ``MetaData[expected]``) that unpickling fills (see ``__reduce__``)."""
+    cls = MetaData if expected is None else MetaData[expected]
+    return cls.__new__(cls)

@@ -31,6 +31,7 @@ from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, nest_values, same_value
 from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.classes import CLASSES
+from tensordict._ops.convert import CONVERTERS
 from tensordict.errors import BatchSizeError, MemmapFormatError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
@@ -903,5 +904,6 @@ _nontensor.STACK_BUILDERS["from_list"] = NonTensorStack.from_list
 _nontensor.STACK_BUILDERS["from_entry"] = NonTensorStack.from_nontensordata
 _io.LOADERS[fmt.NONTENSOR_STACK_CLASS] = _load_stack
 CLASSES["NonTensorStack"] = NonTensorStack
+CONVERTERS["linked_list"] = LinkedList  # tolist(as_linked_list=True)
 _io.LOADERS[fmt.NONTENSOR_STACK_TYPE] = _load_stack
 _archive.BUILDERS[fmt.KIND_NONTENSOR_STACK] = NonTensorStack.from_list

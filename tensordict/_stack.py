@@ -53,8 +53,8 @@ def _collections(items, what: str) -> list:
 
 
 @implements(torch.stack)
-def stack(
-    tds: Sequence[TensorCollection], dim: int = 0, *, out: TensorCollection | None = None
+def stack(  # noqa: A002 - the well-known API's name
+    input: Sequence[TensorCollection], dim: int = 0, *, out: TensorCollection | None = None
 ) -> TensorCollection:
     """Stacks tensordicts along a new batch dimension ``dim``.
 
@@ -62,13 +62,11 @@ def stack(
     key are stacked with ``torch.stack``.
 
     Args:
-        tds (sequence of TensorDictBase): the tensordicts (or tensorclass instances),
-            at least one.
-        dim (int, optional): where the new batch dimension goes. Defaults to 0.
+        input (sequence of TensorDictBase): the tensordicts (or tensorclass instances).
+        dim (int, optional): the position of the new batch dim. Defaults to 0.
 
     Keyword Args:
-        out (TensorDictBase, optional): a tensordict to write the result into, and to
-            return. Defaults to ``None``: a new one.
+        out (TensorDictBase, optional): written into in place and returned. Defaults to None.
 
     Returns:
         The stacked tensordict (a lazy stack under ``set_lazy_legacy(True)``).
@@ -82,10 +80,10 @@ def stack(
         >>> torch.stack(tds, 0).batch_size
         torch.Size([4, 3])
     """
-    tds = _collections(tds, "stack")
+    tds = _collections(input, "stack")
     first = tds[0]
     if lazy_legacy() and out is None and not getattr(type(first), "_is_tensorclass", False):
-        return LazyStackedTensorDict._stack_members(tds, dim)
+        return LazyStackedTensorDict._stack_members(tds, dim, strict_shape=True)
     if out is None and getattr(type(first), "_is_typed", False):
         return type(first)._combine_members(stack, tds, dim)
     if out is not None and type(out) is not TensorDict:
@@ -104,7 +102,7 @@ def stack(
             return out
         return stacked
     if any(getattr(type(t), "_is_lazy", False) for t in tds):
-        return LazyStackedTensorDict._stack_members(tds, dim, out=out)
+        return LazyStackedTensorDict._stack_members(tds, dim, out=out, strict_shape=True)
     batch_size = first.batch_size
     for i, td in enumerate(tds):
         if td.batch_size != batch_size:
@@ -138,13 +136,18 @@ def _stack_fast(tds, dim: int):
     except (KeyError, RuntimeError):
         return None
     new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
-    return TensorDict._new_unsafe(result, new_size, first._device, _stacked_names(first, d))
+    return TensorDict._new_unsafe(result, new_size, first._device, _stacked_names(tds, d))
 
 
-def _stacked_names(first, dim: int):
-    """The dimension names after stacking at ``dim``: the members' names with an unnamed dim."""
-    names = getattr(first, "_names", None)
-    return None if names is None else [*names[:dim], None, *names[dim:]]
+def _stacked_names(tds, dim: int):
+    """The dimension names after stacking at ``dim``: the members' names with an unnamed dim.
+
+    Members whose names differ give no names.
+    """
+    names = getattr(tds[0], "_names", None)
+    if names is None or any(getattr(td, "_names", None) != names for td in tds):
+        return None
+    return [*names[:dim], None, *names[dim:]]
 
 
 def _stack_dense(tds, d: int, out, prefix: tuple):
@@ -185,23 +188,21 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
             result[key] = stack(values, d, out=target)
     if out is not None:
         return out
-    return TensorDict._new_unsafe(result, new_size, first.device, _stacked_names(first, d))
+    return TensorDict._new_unsafe(result, new_size, first.device, _stacked_names(tds, d))
 
 
 @implements(torch.cat, torch.concat, torch.concatenate)
-def cat(
-    tds: Sequence[TensorCollection], dim: int = 0, *, out: TensorCollection | None = None
+def cat(  # noqa: A002 - the well-known API's name
+    input: Sequence[TensorCollection], dim: int = 0, *, out: TensorCollection | None = None
 ) -> TensorCollection:
     """Concatenates tensordicts along an existing batch dimension ``dim``.
 
     Args:
-        tds (sequence of TensorDictBase): the tensordicts (or tensorclass instances),
-            at least one.
-        dim (int, optional): the batch dimension to concatenate along. Defaults to 0.
+        input (sequence of TensorDictBase): the tensordicts (or tensorclass instances).
+        dim (int, optional): the batch dim to concatenate along. Defaults to 0.
 
     Keyword Args:
-        out (TensorDictBase, optional): a tensordict to write the result into, and to
-            return. Defaults to ``None``: a new one.
+        out (TensorDictBase, optional): written into in place and returned. Defaults to None.
 
     Returns:
         The concatenated tensordict.
@@ -215,7 +216,7 @@ def cat(
         >>> torch.cat([a, a]).batch_size
         torch.Size([4])
     """
-    tds = _collections(tds, "concatenate")
+    tds = _collections(input, "concatenate")
     first = tds[0]
     if out is None and getattr(type(first), "_is_typed", False):
         return type(first)._combine_members(cat, tds, dim)
@@ -223,6 +224,8 @@ def cat(
         return type(first)._cat_members(tds, dim, out=out)
     if is_non_tensor(first):
         return cat_entries(tds, dim)
+    if any(getattr(type(t), "_is_lazy", False) and not is_non_tensor(t) for t in tds):
+        return LazyStackedTensorDict._cat_members(tds, dim, out)
     ndim = first.batch_dims
     if not -ndim <= dim < ndim:
         msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"

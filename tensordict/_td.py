@@ -31,6 +31,7 @@ from tensordict._unbatched import is_unbatched
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     BatchSizeError,
+    EntryShapeError,
     FirstClassDimError,
     LockedError,
     UnbatchedMemmapError,
@@ -498,7 +499,7 @@ class TensorDict(TensorDictBase):
                     msg = (
                         f"cannot write into the entry {key!r} of shape {list(current.shape)}: {err}"
                     )
-                    raise BatchSizeError(msg) from err
+                    raise EntryShapeError(msg) from err
             return
         if not validated:
             value = self._validate(key, value)
@@ -847,6 +848,9 @@ class TensorDict(TensorDictBase):
         result = TensorDict._new_unsafe(out, batch_size, self._device, names)
         if self._mm is not None:
             _mark_view(result, self._locked)
+        elif self._locked:
+            # the batch dims of a locked tensordict rearranged are locked as it is
+            result._propagate_lock(True)
         return result
 
     def _batch_op_multi(self, op, batch_sizes: list, names=None) -> tuple:
@@ -866,9 +870,11 @@ class TensorDict(TensorDictBase):
             TensorDict._new_unsafe(part, size, self._device, None if names is None else list(names))
             for part, size in zip(parts, batch_sizes)
         )
-        if self._mm is not None:
-            for result in results:
+        for result in results:
+            if self._mm is not None:
                 _mark_view(result, self._locked)
+            elif self._locked:
+                result._propagate_lock(True)
         return results
 
     def _become(self, other, method: str) -> None:
@@ -1008,19 +1014,24 @@ class TensorDict(TensorDictBase):
             td.set(key, value.clone() if isinstance(value, _Tensor) else value)
         return td
 
-    def auto_batch_size_(self: T, batch_dims: int | None = None) -> T:
+    def auto_batch_size_(
+        self: T, batch_dims: int | None = None, keep_compliant_size: bool = False
+    ) -> T:
         """Sets the batch size to the longest leading shape every entry shares, and returns the tensordict.
 
         Each sub-:class:`TensorDict` first gets its own inferred batch size (with
-        no limit), then counts with it. Tensors, sub-:class:`TensorDict` entries and
+        the same limit), then counts with it. Tensors, sub-:class:`TensorDict` entries and
         the non-tensor entries that have batch dims are looked at; a
         :class:`NonTensorData` whose batch size does not start with the new one
         takes it. The new size replaces the old one without checking the lock, and
         clears :attr:`names`. Without any tensor, the batch size becomes empty.
 
         Args:
-            batch_dims (int, optional): keep at most this many leading dimensions.
-                Defaults to ``None``: no limit.
+            batch_dims (int, optional): keep at most this many leading dimensions, here
+                and in every sub-tensordict. Defaults to ``None``: no limit.
+            keep_compliant_size (bool, optional): with ``batch_dims``, a sub-tensordict
+                that has ``batch_dims`` batch dimensions or more already keeps its batch
+                size. Defaults to False.
 
         Returns:
             The tensordict itself.
@@ -1036,7 +1047,9 @@ class TensorDict(TensorDictBase):
         shapes = []
         for value in self._tensordict.values():
             if isinstance(value, TensorDict):
-                value.auto_batch_size_()
+                compliant = batch_dims is not None and value.batch_dims >= batch_dims
+                if not (keep_compliant_size and compliant):
+                    value.auto_batch_size_(batch_dims, keep_compliant_size)
                 shapes.append(value.batch_size)
             elif is_non_tensor(value):
                 if value.batch_size:  # one value for the whole batch sets no size

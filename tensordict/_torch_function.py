@@ -179,8 +179,12 @@ for _func in (
 
 
 def _like(factory):
+    # A device given to the factory is the device of the new tensordict too.
     def impl(td, *args, **kwargs):
-        return td._fast_apply(lambda x: factory(x, *args, **kwargs))
+        device = kwargs.get("device")
+        if device is None:
+            return td._fast_apply(lambda x: factory(x, *args, **kwargs))
+        return td._fast_apply(lambda x: factory(x, *args, **kwargs), device=torch.device(device))
 
     return impl
 

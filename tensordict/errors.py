@@ -31,11 +31,13 @@ __all__ = [
     "DimTypeError",
     "DimensionError",
     "EntryExistsError",
+    "EntryShapeError",
     "EntryTypeError",
     "ExistingFileError",
     "ForeignWriterError",
     "FieldCastError",
     "FirstClassDimError",
+    "IndexTypeError",
     "InvalidArgumentError",
     "InvalidSourceError",
     "KeyMismatchError",
@@ -53,6 +55,7 @@ __all__ = [
     "NotTensorCollectionError",
     "PaddingError",
     "PathThroughLeafError",
+    "PermutationError",
     "ProcessGroupNotInitializedError",
     "ReadOnlyMemmapError",
     "RenameDestinationError",
@@ -92,6 +95,14 @@ class LockedError(TensorDictError, RuntimeError):
 
 class BatchSizeError(TensorDictError, RuntimeError):
     """A value's leading dimensions do not match the batch size."""
+
+
+class EntryShapeError(BatchSizeError, ValueError):
+    """A value written in place (``set_``, ``update_``) does not fit the shape of its entry.
+
+    A ``ValueError`` as in the well-known API's ``set_``, and a ``RuntimeError`` as in its
+    ``update_``.
+    """
 
 
 class MemberBatchSizeError(BatchSizeError, ValueError):
@@ -305,8 +316,24 @@ class ShapeArgumentError(TensorDictError, RuntimeError):
     """
 
 
+class PermutationError(ShapeArgumentError, ValueError):
+    """``permute`` dims that do not name each batch dim once (one repeated, or too few or many).
+
+    A ``ValueError`` as the well-known API's ``permute`` raises, and a ``RuntimeError`` as
+    its legacy lazy ``permute`` does.
+    """
+
+
 class DensifyError(TensorDictError, NotImplementedError):
     """A lazy stack that ``densify`` cannot turn dense: its stack dim is not 0."""
+
+
+class IndexTypeError(TensorDictError, IndexError, TypeError):
+    """An index item of a type that no batch dim is indexed by (a set, a float, a string in a tuple).
+
+    torch refuses such items with an ``IndexError`` and the well-known API's lazy stacks
+    with a ``TypeError``; this is both.
+    """
 
 
 class FirstClassDimError(TensorDictError, ValueError):

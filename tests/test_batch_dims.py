@@ -6,7 +6,7 @@ from batch_kinds import KINDS, Frame, assert_leaves, make, make_td, shapes_and_d
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensordict import LazyStackedTensorDict, TensorDict
+from tensordict import LazyStackedTensorDict, TensorDict, set_lazy_legacy
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
@@ -390,3 +390,26 @@ def test_movedim_narrow_property(shape_dim, data):
     start = data.draw(st.integers(0, shape[d]))
     length = data.draw(st.integers(0, shape[d] - start))
     assert_leaves(td.narrow(dim, start, length), td, lambda x, e: x.narrow(d, start, length))
+
+
+def test_permute_in_place_order_is_the_tensordict():
+    """permute (and movedim) keeping every dim in place returns the tensordict itself."""
+    td = make_td()
+    assert td.permute(0, 1) is td
+    assert td.movedim(1, 1) is td
+
+
+@pytest.mark.parametrize("dims", [(1, 1), (2, 0), (2, 1, 0)])
+def test_permute_errors_are_value_errors(dims):
+    """permute dims that do not name each batch dim once raise ValueError."""
+    with pytest.raises(ValueError):
+        make_td().permute(*dims)
+
+
+@pytest.mark.parametrize(
+    "dims, exc", [((1, 1), RuntimeError), ((2, 1, 0), RuntimeError), ((2, 0), IndexError)]
+)
+def test_permute_errors_in_legacy_mode(dims, exc):
+    """In the legacy lazy mode a repeated or missing dim is a RuntimeError, one out of range an IndexError."""
+    with set_lazy_legacy(True), pytest.raises(exc):
+        make_td().permute(*dims)

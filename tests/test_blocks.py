@@ -234,6 +234,15 @@ def test_the_permutation_that_undoes_gives_the_source_in_legacy_mode():
     assert td.permute(2, 0, 1).permute(0, 2, 1) is not td
 
 
+@set_lazy_legacy(True)
+def test_the_view_back_gives_the_source_in_legacy_mode():
+    """In the legacy lazy mode viewing a result back to its source's batch size returns the source."""
+    td = TensorDict(a=torch.zeros(3, 4), batch_size=[3, 4])
+    assert td.view(-1).view(-1, 4) is td
+    assert td.view(-1).view(3, 4) is td
+    assert td.view(-1).view(4, 3) is not td
+
+
 def test_the_permutation_that_undoes_is_new_otherwise():
     """Outside the legacy mode, permuting back gives a new tensordict."""
     td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3])
@@ -247,3 +256,30 @@ def test_a_pickled_result_has_no_record():
     with copy:
         pass
     assert copy.batch_size == stack.batch_size
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        lambda s: s.permute(1, 0),
+        lambda s: s.transpose(0, 1),
+        lambda s: s.unsqueeze(1),
+        lambda s: s.flatten(),
+        lambda s: s.view(-1),
+    ],
+    ids=["permute", "transpose", "unsqueeze", "flatten", "view"],
+)
+def test_a_lazy_stack_block_writes_back_into_the_members(method):
+    """The shape methods of a lazy stack write a new entry back into its members too."""
+    stack = lazy_stack([TensorDict({"a": torch.zeros(3, 4)}, [3]) for _ in range(2)])
+    with method(stack) as result:
+        result["new"] = torch.ones(result.batch_size)
+    assert stack["new"].shape == torch.Size([2, 3])
+    assert all(member["new"].shape == torch.Size([3]) for member in stack.tensordicts)
+
+
+@set_lazy_legacy(True)
+def test_the_permutation_that_undoes_gives_the_stack_in_legacy_mode():
+    """In the legacy lazy mode a lazy stack permuted back is the stack itself."""
+    stack = lazy_stack([TensorDict({"a": torch.zeros(3, 4)}, [3]) for _ in range(2)])
+    assert stack.permute(1, 0).permute(1, 0) is stack

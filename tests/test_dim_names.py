@@ -280,3 +280,36 @@ def test_a_locked_tensordict_may_change_its_batch_size():
     td = TensorDict(a=torch.zeros(3, 2), batch_size=[3]).lock_()
     td.batch_size = [3, 2]
     assert td.batch_size == (3, 2) and td.is_locked
+
+
+_I1 = torch.tensor([0, 1])
+_I2 = torch.tensor([[0, 1, 2], [1, 2, 0]])
+_M2 = torch.ones(3, 3, dtype=torch.bool)
+
+
+@pytest.mark.parametrize(
+    "index, names",
+    [
+        ((slice(None), _I2), ["a", None, None, "c", "d"]),
+        ((0, _I2), [None, None, "c", "d"]),
+        (_I2, [None, None, "b", "c", "d"]),
+        (_I1, ["a", "b", "c", "d"]),
+        ((slice(None), _I1), ["a", "b", "c", "d"]),
+        ((_I1, _I1), [None, "c", "d"]),
+        ((slice(None), _I1, _I1), ["a", None, "d"]),
+        ((_I1, slice(None), _I1), [None, "b", "d"]),
+        ((0, slice(None), _I1), ["b", "c", "d"]),
+        ((slice(None), 0, _I1), ["a", "c", "d"]),
+        (_M2, [None, "c", "d"]),
+        ((slice(None), _M2), ["a", None, "d"]),
+        ((slice(None), _I2, 0), ["a", None, None, "d"]),
+        ((None, _I1), [None, "a", "b", "c", "d"]),
+        ((_I1, None), ["a", None, "b", "c", "d"]),
+        (torch.tensor([[0, 1]]), [None, "a", "b", "c", "d"]),
+        ((slice(None), torch.tensor([[0], [1]])), ["a", "b", None, "c", "d"]),
+    ],
+)
+def test_names_after_tensor_indices(index, names):
+    """A lone tensor index keeps its dim's name on its one wide dim; others give unnamed dims where torch puts them."""
+    td = TensorDict({"x": torch.zeros(3, 3, 3, 3)}, [3, 3, 3, 3], names=["a", "b", "c", "d"])
+    assert td[index].names == names

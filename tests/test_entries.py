@@ -294,6 +294,83 @@ def test_update_from_tensordict():
     assert td["n"].sum() == 3
 
 
+def test_update_and_update_take_keyword_entries():
+    """update(**entries) and update_(**entries) write the keyword arguments as entries."""
+    td = TensorDict(a=torch.zeros(3), batch_size=[3])
+    td.update({"x": torch.ones(3)}, b=torch.ones(3))
+    assert td.sorted_keys == ["a", "b", "x"]
+    td.update_(a=torch.ones(3))
+    assert (td["a"] == 1).all()
+    stack = lazy_stack([TensorDict(a=torch.zeros(())) for _ in range(3)])
+    stack.update(b=torch.ones(3))
+    assert (stack["b"] == 1).all()
+
+
+def test_update_batch_size_keeps_the_sub_tensordicts():
+    """update_batch_size=True takes the source's batch sizes, level by level, keeping the objects there."""
+    dest = TensorDict(
+        td=TensorDict(
+            foo=torch.ones(3),
+            nested=TensorDict(bar=torch.ones(3, 5), batch_size=[3, 5]),
+            batch_size=[3],
+        ),
+        stack=lazy_stack([TensorDict(r=torch.ones(n), batch_size=[n]) for n in (3, 4, 5)], -1),
+    )
+    source = TensorDict(
+        td=TensorDict(
+            foo=torch.zeros(2),
+            nested=TensorDict(bar=torch.zeros(2, 4), batch_size=[2, 4]),
+            batch_size=[2],
+        ),
+        stack=lazy_stack([TensorDict(r=torch.zeros(n), batch_size=[n]) for n in (3, 4)], -1),
+    )
+    nested, stack = dest["td", "nested"], dest["stack"]
+    dest.update(source, update_batch_size=True)
+    assert dest["td", "nested"] is nested and nested.batch_size == (2, 4)
+    assert dest["stack"] is stack and stack.batch_size == (-1, 2)
+    assert (dest["td", "foo"] == 0).all()
+
+
+def test_update_from_another_batch_size_needs_update_batch_size():
+    """Updating from a tensordict of another batch size is refused unless update_batch_size=True, which
+    refuses inplace=, keys_to_update= and a locked destination."""
+    small, large = (
+        TensorDict(a=torch.zeros(3), batch_size=[3]),
+        TensorDict(a=torch.ones(4), batch_size=[4]),
+    )
+    with pytest.raises(RuntimeError, match="update_batch_size"):
+        small.update(large)
+    with pytest.raises(RuntimeError, match="inplace"):
+        small.update(large, update_batch_size=True, inplace=True)
+    with pytest.raises(RuntimeError, match="keys_to_update"):
+        small.update(large, update_batch_size=True, keys_to_update=["a"])
+    with pytest.raises(RuntimeError, match="lock"):
+        small.clone().lock_().update(large, update_batch_size=True)
+    assert small.update(large, update_batch_size=True).batch_size == (4,)
+
+
+def test_update_is_leaf_writes_sub_tensordicts_whole():
+    """With is_leaf saying so, a sub-tensordict of the source replaces the one there."""
+    dest = TensorDict(b=TensorDict(c=torch.zeros(2, 3), batch_size=[2, 3]), batch_size=[2])
+    source = TensorDict(b=TensorDict(c=torch.zeros(2, 2, 4), batch_size=[2, 2]), batch_size=[2])
+    dest.update(source, is_leaf=lambda cls: True)
+    assert dest["b"].batch_size == (2, 2)
+
+
+@pytest.mark.parametrize("key", [("a",), "a", ("a", "b"), (("a",), (("b",),))])
+def test_update__keys_to_update_reaches_nested_keys(key):
+    """update_(keys_to_update=) copies the values at or under the keys asked for, nested ones too."""
+
+    def make(value):
+        return TensorDict({"a": {"b": value, "c": {"x": value}}, "d": {"e": value}}, [])
+
+    for source in (make(2), make(2).to_dict()):
+        dest = make(1)
+        dest.update_(source, keys_to_update=[key])
+        assert (dest["a", "b"] == 2).all() and (dest["d", "e"] == 1).all()
+        assert (dest["a", "c", "x"] == 2) == (key in (("a",), "a"))
+
+
 def test_update_keys_to_update():
     """update(keys_to_update=...) only touches the given keys."""
     td = make_td()
@@ -608,3 +685,51 @@ def test_to_tensordict_plain_copies():
     stack = lazy_stack([TensorDict(x=torch.zeros(3)), TensorDict(x=torch.ones(3))])
     dense = stack.to_tensordict(retain_none=True)
     assert type(dense) is TensorDict and dense["x"].shape == torch.Size([2, 3])
+
+
+# --- the keyword arguments of the well-known API --------------------------------------
+
+
+def test_set__and_set_at__take_non_blocking():
+    """set_(..., non_blocking=) and set_at_(..., non_blocking=) write as without it."""
+    td = make_td()
+    td.set_("a", torch.ones(3, 4), non_blocking=True)
+    td.set_at_(("b", "c"), 5.0, 1, non_blocking=True)
+    assert (td["a"] == 1).all()
+    assert td["b", "c"].tolist() == [1.0, 5.0, 1.0]
+
+
+def test_setdefault_passes_inplace_to_set():
+    """setdefault(key, default, inplace=True) stores a missing key as set(..., inplace=True) does."""
+    td = make_td()
+    assert (td.setdefault("new", torch.ones(3), inplace=True) == 1).all()
+    kept = td["a"]
+    assert td.setdefault("a", torch.ones(3, 4), inplace=True) is kept
+
+
+def test_update_at__takes_idx_and_keys_to_update():
+    """update_at_(source, idx=..., keys_to_update=[...]) writes only those keys at idx."""
+    td = make_td()
+    source = {"a": torch.ones(4), "b": {"c": torch.zeros(()), "d": {"e": torch.tensor(9)}}}
+    td.update_at_(source, idx=1, keys_to_update=[("b", "d")], non_blocking=True)
+    assert (td["a"] == 0).all()
+    assert td["b", "c"].tolist() == [1.0, 1.0, 1.0]
+    assert td["b", "d", "e"].tolist() == [0, 9, 2]
+    assert td.update_at_(source, 0, keys_to_update=[]) is td
+    assert td["b", "d", "e"].tolist() == [0, 9, 2]
+
+
+def test_update_at__with_the_empty_index_writes_whole_entries():
+    """update_at_(source, ()) writes each entry whole, as update_ does."""
+    td = make_td()
+    td.update_at_({"a": torch.ones(3, 4)}, ())
+    assert (td["a"] == 1).all()
+
+
+def test_set__of_a_value_that_does_not_fit_is_a_value_error():
+    """set_ of a value that does not broadcast to the entry raises ValueError (also RuntimeError)."""
+    td = TensorDict({"a": torch.zeros(())}, [])
+    with pytest.raises(ValueError):
+        td.set_("a", torch.zeros(2))
+    with pytest.raises(RuntimeError):
+        td.update_({"a": torch.zeros(2)})

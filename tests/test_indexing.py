@@ -335,3 +335,12 @@ def test_first_class_dims_on_memory_mapped_tensordict_raise(tmp_path):
     td = make_td().memmap(tmp_path)
     with pytest.raises(ValueError):
         td[ftdim.dims(1)]
+
+
+@pytest.mark.parametrize("index", [{1, 2}, 1.5, (slice(None), {0})])
+def test_index_items_of_other_types_raise_index_and_type_errors(index):
+    """A set or a float index item is refused: an IndexError as torch says, a TypeError on a stack dim."""
+    with pytest.raises(IndexError):
+        make_td()[index]
+    with pytest.raises(TypeError):
+        make("lazy")[(slice(None), {0})]  # the stack dim of this lazy stack is 1

@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensordict import TensorDict, lazy_stack, unravel_key
+from tensordict import TensorDict, lazy_stack, tensorclass, unravel_key
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
@@ -469,3 +469,29 @@ def test_unflatten_keys_conflict_raises():
     td = TensorDict({"a.b": torch.zeros(3, 2), "a": torch.zeros(3)}, [3])
     with pytest.raises(KeyError):
         td.unflatten_keys()
+
+
+def test_flatten_keys_is_leaf_keeps_a_sub_tensordict_whole():
+    """flatten_keys(is_leaf=...) keeps the entries of the classes it accepts whole, and only them."""
+    td = TensorDict({"a": torch.zeros(2), ("b", "c"): torch.zeros(2)}, [2])
+    flat = td.flatten_keys(is_leaf=lambda cls: issubclass(cls, (TensorDict, torch.Tensor)))
+    assert list(flat.keys()) == ["a", "b"]
+    assert flat["b"] is td["b"]
+    assert list(td.flatten_keys(is_leaf=lambda cls: issubclass(cls, TensorDict)).keys()) == ["b"]
+    assert list(td.flatten_keys(is_leaf=None).keys()) == ["a", "b.c"]
+
+
+def test_select_as_tensordict_gives_a_tensordict_for_a_tensorclass():
+    """select(..., as_tensordict=True) on a tensorclass instance returns a TensorDict."""
+
+    @tensorclass
+    class Pair:
+        x: torch.Tensor
+        y: torch.Tensor
+
+    pair = Pair(x=torch.zeros(2), y=torch.ones(2), batch_size=[2])
+    selected = pair.select("x", as_tensordict=True)
+    assert type(selected) is TensorDict and list(selected.keys()) == ["x"]
+    assert type(pair.select("x")) is Pair
+    td = TensorDict(x=torch.zeros(2), batch_size=[2])
+    assert type(td.select("x", as_tensordict=True)) is TensorDict

@@ -8,7 +8,14 @@ import os
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack
+from tensordict import (
+    LazyStackedTensorDict,
+    TensorDict,
+    assert_close,
+    lazy_stack,
+    set_list_to_stack,
+    tensorclass,
+)
 
 from conftest import ours_only
 
@@ -195,10 +202,42 @@ def test_torch_stack_with_a_lazy_member_is_lazy():
     assert out.batch_size == torch.Size([2, 3])
 
 
-def test_members_with_different_batch_sizes_are_refused():
-    """Members must share their batch size: RuntimeError naming both."""
-    with pytest.raises(RuntimeError, match=r"\[3\].*\[2\]"):
-        lazy_stack([TensorDict({}, [3]), TensorDict({}, [2])])
+def test_members_with_different_batch_sizes_make_a_ragged_stack():
+    """Members of different batch sizes give -1 where they differ; strict_shape refuses them."""
+    assert lazy_stack([TensorDict({}, [3, 5]), TensorDict({}, [4, 5])], -1).batch_size == (-1, 5, 2)
+    with pytest.raises(RuntimeError):
+        lazy_stack([TensorDict({}, [3]), TensorDict({}, [2])], strict_shape=True)
+    with pytest.raises(RuntimeError):
+        LazyStackedTensorDict(TensorDict({}, [3]), TensorDict({}, [2]), strict_shape=True)
+
+
+def test_members_with_different_numbers_of_batch_dims_are_refused():
+    """Members must share their number of batch dims: RuntimeError naming both batch sizes."""
+    with pytest.raises(RuntimeError):
+        lazy_stack([TensorDict({}, [3]), TensorDict({}, [])])
+
+
+def test_a_ragged_stack_indexes_through_its_members():
+    """Indices of a ragged stack reach each member, which checks them against its own size."""
+    stack = LazyStackedTensorDict(
+        TensorDict(a=torch.zeros(3, 4), batch_size=[3, 4]),
+        TensorDict(a=torch.ones(3, 5), batch_size=[3, 5]),
+        stack_dim=1,
+    )
+    assert stack.batch_size == (3, 2, -1)
+    assert stack[0].batch_size == (2, -1)
+    assert stack[:, :, 0].batch_size == (3, 2)
+    assert stack[:, :, -2:].batch_size == (3, 2, 2)
+    assert stack[:, 1]["a"].shape == (3, 5)
+    assert [a.shape for a in stack.get("a", as_list=True)] == [(3, 4), (3, 5)]
+    with pytest.raises(ValueError):
+        stack.unbind(2)
+
+
+def test_torch_stack_of_lazy_stacks_of_different_batch_sizes_raises():
+    """torch.stack needs one batch size, lazy stacks included: RuntimeError."""
+    with pytest.raises(RuntimeError):
+        torch.stack([lazy_stack([TensorDict({}, [3])]), lazy_stack([TensorDict({}, [4])])])
 
 
 def test_lock_locks_every_member():
@@ -308,3 +347,203 @@ def test_torch_stack_into_a_lazy_stack_writes_its_members():
     out = lazy_stack([a.clone() * 0, a.clone() * 0])
     torch.stack([a, a], 0, out=out)
     assert (out.tensordicts[1]["x"] == 1).all()
+
+
+def test_lazy_stack_takes_input_by_name():
+    """lazy_stack(input=...) names its sequence as the well-known API does."""
+    parts = [TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)]
+    assert lazy_stack(input=parts).batch_size == torch.Size([2, 3])
+
+
+def test_lazy_reshape_and_view_take_the_keywords():
+    """A lazy stack takes reshape(size=) and view(dtype, batch_size=) too."""
+    stack = lazy_stack([TensorDict({"x": torch.zeros(3, 2)}, [3]) for _ in range(2)])
+    assert stack.reshape(size=(6,)).batch_size == torch.Size([6])
+    viewed = stack.view(torch.uint8, batch_size=[])
+    assert viewed.batch_size == torch.Size([]) and viewed["x"].dtype == torch.uint8
+
+
+def hetero(offset: float = 0.0) -> LazyStackedTensorDict:
+    """Two members whose "a" differ in feature shape, and a "b" they share."""
+    return lazy_stack(
+        [
+            TensorDict({"a": torch.full((3, 4), offset), "b": torch.zeros(3)}, [3]),
+            TensorDict({"a": torch.full((3, 5), offset), "b": torch.zeros(3)}, [3]),
+        ]
+    )
+
+
+def test_update_and_update_from_a_stack_of_different_shapes():
+    """update and update_ with a lazy stack of ragged members write member by member."""
+    target, source = hetero(), hetero(1.0)
+    target.update(source)
+    assert [m["a"].sum().item() for m in target.tensordicts] == [12.0, 15.0]
+    target = hetero()
+    kept = target.tensordicts[1]["a"]
+    target.update_(hetero(2.0))
+    assert target.tensordicts[1]["a"] is kept
+    assert (kept == 2).all()
+
+
+def test_update_of_a_dense_entry_with_a_lazy_stack_makes_it_lazy():
+    """A dense sub-tensordict updated from a lazy stack of ragged members becomes a lazy stack of its slices."""
+    dense = TensorDict({"sub": {"a": torch.zeros(2, 3, 4), "only": torch.ones(2, 3)}}, [2])
+    dense.update(TensorDict({"sub": hetero(1.0)}, [2]))
+    sub = dense.get("sub")
+    assert isinstance(sub, LazyStackedTensorDict)
+    assert [m["a"].shape for m in sub.tensordicts] == [(3, 4), (3, 5)]
+    assert (sub["only"] == 1).all()
+
+
+def test_update_batch_size_takes_the_source_batch_size():
+    """update(update_batch_size=True) takes a source of another batch size, dense or lazy."""
+    for make in (lambda td: td, lambda td: td.to_lazystack(0)):
+        td = TensorDict(a=torch.zeros(3, 4), b=torch.zeros(3, 4), batch_size=[3, 4])
+        td = make(td)
+        source = TensorDict(a=torch.ones(2, 4), b=torch.ones(2, 4), batch_size=[2, 4])
+        td.update(source, update_batch_size=True)
+        assert td.batch_size == (2, 4)
+        assert (td["a"] == 1).all()
+
+
+def test_update_batch_size_refuses_to_leave_entries_behind():
+    """update_batch_size with a source that lacks one of the keys is a RuntimeError."""
+    td = TensorDict(a=torch.zeros(3), c=torch.zeros(3), batch_size=[3])
+    with pytest.raises(RuntimeError):
+        td.update(TensorDict(a=torch.ones(2), batch_size=[2]), update_batch_size=True)
+
+
+def test_comparisons_of_ragged_stacks():
+    """== of lazy stacks of ragged members compares member by member; all() and any() answer."""
+    stack = hetero()
+    assert (stack == stack.clone()).all()
+    assert not (stack.exclude("b") == hetero(1.0).exclude("b")).any()
+
+
+def test_assert_close_compares_lazy_stacks_member_by_member():
+    """assert_close compares lazy stacks of ragged members member by member."""
+    assert assert_close(hetero(), hetero())
+    with pytest.raises(AssertionError):
+        assert_close(hetero(), hetero(1.0))
+
+
+def test_select_keeps_the_members_leaves():
+    """select on a lazy stack selects in each member: the leaves are shared, not stacked copies."""
+    members = same_shape()
+    selected = lazy_stack(members).select("a")
+    assert isinstance(selected, LazyStackedTensorDict)
+    assert selected.tensordicts[1]["a"] is members[1]["a"]
+    members[1].zero_()
+    assert (selected["a"][1] == 0).all()
+
+
+def test_copy_copies_the_members():
+    """copy() of a lazy stack of ragged members copies each member, sharing the leaves."""
+    stack = lazy_stack([lazy_stack(episodes()), lazy_stack(episodes())])
+    copy = stack.copy()
+    assert copy.tensordicts[0] is not stack.tensordicts[0]
+    assert copy.tensordicts[0].tensordicts[1]["r"] is stack.tensordicts[0].tensordicts[1]["r"]
+    assert set(copy.keys(True, True)) == {"obs", "r"}
+
+
+def test_membership_of_a_tensordict_is_by_identity():
+    """`td in stack` is True for a member itself, False for an equal copy; `key in stack` checks keys."""
+    members = same_shape()
+    stack = lazy_stack(members)
+    assert members[1] in stack and members[1].clone() not in stack
+    assert "a" in stack and "missing" not in stack
+
+
+def test_maybe_dense_stack_stacks_densely_what_it_can():
+    """Equal keys give a dense tensordict whose differing sub-tensordicts stack lazily."""
+    a = TensorDict({"x": 1, "sub": TensorDict({"c": 2}, [])}, [])
+    b = TensorDict({"x": 1, "sub": TensorDict({"d": 2}, [])}, [])
+    out = LazyStackedTensorDict.maybe_dense_stack([a, b])
+    assert type(out) is TensorDict
+    assert isinstance(out.get("sub"), LazyStackedTensorDict)
+    ragged_a = LazyStackedTensorDict.maybe_dense_stack(episodes()[:2])
+    assert isinstance(ragged_a, LazyStackedTensorDict)
+    of_stacks = LazyStackedTensorDict.maybe_dense_stack([ragged_a, ragged_a.clone()])
+    assert of_stacks.stack_dim == 1  # stacked member by member: each column is dense
+    assert all(type(m) is TensorDict for m in of_stacks.tensordicts)
+
+
+def test_setting_a_list_gives_each_member_its_item():
+    """With list_to_stack, a (nested) list of the batch shape gives each member its items, shapes may differ."""
+    with set_list_to_stack(True):
+        stack = LazyStackedTensorDict(TensorDict(), TensorDict())
+        stack["name"] = ["first", "second"]
+        stack["r"] = [torch.ones(2), torch.ones(1)]
+        assert stack[1]["name"] == "second"
+        assert [r.shape for r in stack.get("r", as_list=True)] == [(2,), (1,)]
+        grid = lazy_stack([lazy_stack([TensorDict() for _ in range(2)]) for _ in range(3)], 1)
+        grid["x"] = [[torch.ones(3 * i + j + 1) for j in range(3)] for i in range(2)]
+        assert [[grid[i, j]["x"].shape[0] for j in range(3)] for i in range(2)] == [
+            [1, 2, 3],
+            [4, 5, 6],
+        ]
+
+
+def test_all_of_a_tensordict_holding_a_ragged_stack():
+    """all()/any() of a dense tensordict look into a ragged lazy sub-stack member by member."""
+    outer = TensorDict({"lazy": hetero(1.0)}, [2]).exclude(("lazy", "b"))
+    assert outer.all() and outer.any()
+    assert not (outer == 0).any()
+
+
+def test_expand_of_members_with_different_keys_stays_lazy():
+    """Members whose keys differ are expanded one by one: no key is lost."""
+    stack = lazy_stack([TensorDict({"a": [1]}, []), TensorDict({"b": [1]}, [])])
+    out = stack.expand(10, 2)
+    assert isinstance(out, LazyStackedTensorDict)
+    assert "a" in out.tensordicts[0].keys() and "b" in out.tensordicts[1].keys()
+
+
+def test_setting_a_dict_or_a_shorter_batch_tensordict_in_a_stack():
+    """A dict, or a tensordict whose batch size starts the stack's, is set as a dense tensordict would set it."""
+    stack = lazy_stack(same_shape(), 1)
+    stack["d"] = {"e": torch.ones(4, 3, 2)}
+    assert stack["d", "e"].shape == (4, 3, 2)
+    inner = TensorDict({"x": torch.ones(4, 3)}, [])
+    stack["inner"] = inner
+    assert stack["inner"].batch_size == (4, 3) and inner.batch_size == ()
+
+
+def test_create_nested_through_a_stack_reaches_the_members():
+    """create_nested of a nested key in a lazy stack creates every level in every member."""
+    stack = lazy_stack(same_shape())
+    stack.create_nested(("some", "nested", "key"))
+    assert stack.get(("some", "nested", "key")).batch_size == (3, 4)
+    assert all(("some", "nested", "key") in m.keys(True) for m in stack.tensordicts)
+
+
+def test_load_state_dict_writes_into_the_members():
+    """load_state_dict writes a lazy stack's members' own tensors."""
+    stack = lazy_stack(same_shape())
+    state = stack.state_dict()
+    target = stack.clone().zero_()
+    target.load_state_dict(state)
+    assert torch.equal(target["a"], stack["a"])
+
+
+@tensorclass
+class _Episode:
+    """A tensorclass whose field "r" may differ in length across instances."""
+
+    r: torch.Tensor
+
+
+def test_tensorclass_over_a_ragged_stack_reads_with_get_keywords():
+    """A tensorclass instance over a ragged lazy stack passes get's keywords on."""
+    stack = lazy_stack([TensorDict(r=torch.ones(3)), TensorDict(r=torch.ones(2) * 2)])
+    episode = _Episode.from_tensordict(stack)
+    assert [r.shape for r in episode.get("r", as_list=True)] == [(3,), (2,)]
+    assert episode.get("r", as_padded_tensor=True).shape == (2, 3)
+
+
+def test_maybe_dense_stack_of_ragged_tensorclass_instances_keeps_the_class():
+    """Instances that cannot be stacked densely give an instance of their class over a lazy stack."""
+    out = LazyStackedTensorDict.maybe_dense_stack(
+        [_Episode(r=torch.ones(3)), _Episode(r=torch.ones(2))]
+    )
+    assert type(out) is _Episode

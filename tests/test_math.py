@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tensordict import TensorDict, UnbatchedTensor, tensorclass
+from tensordict import TensorDict, UnbatchedTensor, lazy_stack, tensorclass
 
 from conftest import ours_only
 
@@ -150,3 +150,172 @@ def test_max_with_indices_refuses_out():
     td = _td()
     with pytest.raises(ValueError):
         td.max(0, out=td.amax(0))
+
+
+# ---------------------------------------------------------------------- operands
+def _grid():
+    return TensorDict(
+        a=torch.randn(3, 4), b=torch.zeros(3, 4, 5), c=torch.ones(3, 4, 5, 6), batch_size=(3, 4)
+    )
+
+
+@pytest.mark.parametrize("shape", [(4,), (3, 4), (1, 4), (3, 1), (2, 3, 4)])
+def test_a_tensor_operand_is_batch_shaped(shape):
+    """A tensor operand with dims is aligned with the batch dims from the right and spread over
+    each leaf's feature dims; the result takes the broadcast batch size."""
+    td = _grid()
+    t = torch.arange(1.0, torch.Size(shape).numel() + 1).reshape(shape)
+    expected = torch.broadcast_shapes(shape, td.batch_size)
+    for out in (td * t, t * td, td.add(t), td - t, td.maximum(t), td.clamp(-t, t), td.lerp(t, t)):
+        assert out.batch_size == expected
+        for key in ("a", "b", "c"):
+            assert out[key].shape == expected + td[key].shape[2:]
+        assert torch.equal((td * t)["c"], td["c"] * t.reshape(shape + (1, 1)))
+
+
+def test_a_tensor_operand_that_does_not_fit_the_batch_raises():
+    """A tensor whose shape does not broadcast with the batch size raises RuntimeError."""
+    with pytest.raises(RuntimeError):
+        _grid() * torch.ones(3)
+
+
+def test_an_in_place_operation_spreads_a_batch_shaped_tensor():
+    """add_ with a batch-shaped tensor writes each leaf in place, the operand spread over its
+    feature dims."""
+    td = _grid().zero_()
+    leaf = td["c"]
+    td.add_(torch.arange(4.0))
+    assert td["c"] is leaf
+    assert torch.equal(leaf[1, 2], torch.full((5, 6), 2.0))
+
+
+def test_tensordict_operands_broadcast_their_batch_sizes():
+    """Two tensordicts whose batch sizes broadcast give a result of the broadcast batch size."""
+    td = _grid()
+    other = td.new_ones((2, 3, 4))
+    out = td * other
+    assert out.batch_size == torch.Size([2, 3, 4])
+    assert torch.equal(out["b"], td["b"].expand(2, 3, 4, 5))
+    assert td.clamp(-other, other).batch_size == torch.Size([2, 3, 4])
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow", "clamp_min", "clamp_max"])
+def test_default_fills_the_leaves_one_side_lacks(name):
+    """default= a value stands in for a leaf only one side has; "intersection" keeps the shared
+    keys; without it, different keys raise KeyError."""
+    td0 = TensorDict(a=2.0, b=2.0, c=2.0)
+    td1 = TensorDict(b=3.0, c=3.0, d=3.0)
+    fn = getattr(torch, name)
+    with pytest.raises(KeyError):
+        getattr(td0, name)(td1)
+    out = getattr(td0, name)(td1, default=torch.tensor(5.0))
+    assert out["a"] == fn(torch.tensor(2.0), torch.tensor(5.0))
+    assert out["d"] == fn(torch.tensor(5.0), torch.tensor(3.0))
+    assert out["b"] == fn(torch.tensor(2.0), torch.tensor(3.0))
+    shared = getattr(td0, name)(td1, default="intersection")
+    assert set(shared.keys()) == {"b", "c"}
+
+
+def test_the_result_of_arithmetic_is_locked_like_its_first_operand():
+    """td + other, td.add(other), -td, td.exp() and td.isnan() are locked when td is;
+    comparisons and clamp are not."""
+    td = TensorDict(a=torch.ones(3), batch_size=[3]).lock_()
+    assert (td + 1).is_locked and td.add(td).is_locked and (-td).is_locked
+    assert td.exp().is_locked and td.isnan().is_locked
+    assert not (td == td).is_locked and not td.clamp(0, 1).is_locked
+    assert not (TensorDict(a=torch.ones(3), batch_size=[3]) + td).is_locked
+
+
+def test_reflected_logical_operators_give_tensordicts():
+    """False | td, tensor ^ td and True & td give tensordicts."""
+    td = TensorDict(a=True)
+    for out in (False | td, torch.zeros((), dtype=torch.bool) ^ td, True & td):
+        assert isinstance(out, TensorDict) and out["a"].dtype == torch.bool
+
+
+# ---------------------------------------------------------------------- clamp
+def test_clamp_takes_tensordict_bounds():
+    """clamp with tensordict bounds gives each leaf its own bounds."""
+    td = TensorDict(a=torch.arange(6.0).reshape(2, 3), batch_size=[2, 3])
+    lo = TensorDict(a=torch.full((2, 3), 1.0), batch_size=[2, 3])
+    assert td.clamp(lo, lo + 2)["a"].tolist() == [[1.0, 1.0, 2.0], [3.0, 3.0, 3.0]]
+
+
+@ours_only  # the reference has no clamp_
+def test_clamp_in_place_takes_tensordict_bounds():
+    """clamp_ with tensordict bounds clamps each leaf in place to its own bounds."""
+    td = TensorDict(a=torch.arange(6.0).reshape(2, 3), batch_size=[2, 3])
+    lo = TensorDict(a=torch.full((2, 3), 1.0), batch_size=[2, 3])
+    td.clamp_(lo, lo + 1)
+    assert td["a"].tolist() == [[1.0, 1.0, 2.0], [2.0, 2.0, 2.0]]
+
+
+def test_clamp_writes_into_out():
+    """clamp(out=td) writes into the leaves out holds and returns out."""
+    td = TensorDict(a=torch.arange(6.0).reshape(2, 3), batch_size=[2, 3])
+    out = td.clone().zero_()
+    leaf = out["a"]
+    assert td.clamp(1, 4, out=out) is out
+    assert out["a"] is leaf and leaf.tolist() == [[1.0, 1.0, 2.0], [3.0, 4.0, 4.0]]
+
+
+def test_in_place_arithmetic_reaches_a_nested_lazy_stack():
+    """td += other writes into the members of a lazy stack nested in td, keys only one member
+    has included."""
+
+    def make():
+        return TensorDict(
+            s=lazy_stack(
+                [TensorDict(a=torch.tensor(-2)), TensorDict(a=torch.tensor(-1), b=torch.tensor(-2))]
+            )
+        )
+
+    td = make()
+    td += make()
+    members = td["s"].tensordicts
+    assert members[0]["a"] == -4 and members[1]["b"] == -4
+
+
+# ---------------------------------------------------------------------- feature reductions
+def _levels():
+    return TensorDict(
+        a=torch.arange(60.0).reshape(3, 4, 5),
+        b=TensorDict(c=torch.ones(3, 4, 5, 6), d=torch.ones(3, 4, 5, 2), batch_size=(3, 4, 5)),
+        batch_size=(3, 4),
+    )
+
+
+@pytest.mark.parametrize("name", ["sum", "nansum", "mean", "nanmean", "std", "var", "prod"])
+def test_a_feature_reduction_reduces_each_leaf_over_the_features_of_its_level(name):
+    """dim="feature" reduces each leaf over the dims after the batch dims of its own level; the
+    batch sizes (a nested one included) are kept."""
+    td = _levels()
+    out = getattr(td, name)(dim="feature")
+    assert out.batch_size == td.batch_size and out["b"].batch_size == td["b"].batch_size
+    assert torch.allclose(out["a"], getattr(torch, name)(td["a"], -1))
+    assert torch.allclose(out["b", "c"], getattr(torch, name)(td["b", "c"], -1), equal_nan=True)
+    assert out["b", "d"].shape == td["b"].batch_size
+
+
+def test_a_feature_reduction_of_all_leaves_gives_one_tensor():
+    """dim="feature" with reduce=True reduces all the features of each batch element together."""
+    td = _levels()
+    out = td.sum(dim="feature", reduce=True)
+    assert out.shape == td.batch_size
+    assert out[0, 0] == td["a"][0, 0].sum() + 30 + 10
+    assert td.quantile(0.5, dim="feature", reduce=True).shape == td.batch_size
+
+
+def test_reduce_with_a_dim_joins_the_leaves_along_it():
+    """reduce=True with a batch dim joins the leaves along it, then reduces the one tensor."""
+    td = TensorDict(a=torch.ones(3, 4, 5), b={"c": torch.ones(3, 4, 5)}, batch_size=(3, 4))
+    out = td.sum(dim=1, reduce=True)
+    assert out.shape == torch.Size([3, 5]) and (out == 8).all()
+    assert td.mean(dim=1, reduce=True).shape == torch.Size([3, 5])
+
+
+def test_all_and_any_along_a_dim_keep_the_other_names():
+    """all(dim) and any(dim) keep the names of the batch dims they do not reduce."""
+    td = TensorDict(a=torch.ones(3, 4, 1, 6), batch_size=[3, 4, 1, 6], names=["a", "b", "c", "d"])
+    assert td.all(2).names == ["a", "b", "d"]
+    assert td.any(-2).names == ["a", "b", "d"]

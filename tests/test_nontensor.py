@@ -517,3 +517,43 @@ def test_entry_names():
     """An entry without names reports None per batch dim; names= names it."""
     assert NonTensorData("a", batch_size=[2]).names == [None]
     assert NonTensorData("a", batch_size=[2], names=["t"]).names == ["t"]
+
+
+@ours_only  # the reference gets this on a lazy stack only; a TensorDict's gives empty tensordicts
+def test_new_zeros_keeps_the_further_dims_of_a_stack_entry():
+    """new_zeros gives a stack entry the new batch size followed by its own further dims."""
+    td = TensorDict(
+        a=TensorDict(b=NonTensorStack("a", "b", "c").unsqueeze(-1), batch_size=(3,)),
+        batch_size=(3,),
+    )
+    zeros = td.new_zeros(4)
+    assert zeros.get(("a", "b")).batch_size == torch.Size([4, 1])
+    zeros[torch.tensor([True, True, False, True])] = td
+    assert zeros.get(("a", "b")).tolist() == [["a"], ["b"], ["a"], ["c"]]
+
+
+def test_typed_metadata_pickles():
+    """MetaData[cls] entries pickle and unpickle as MetaData[cls], alone and in a tensordict."""
+    entry = MetaData[str]("a", batch_size=[2])
+    out = pickle.loads(pickle.dumps(entry))
+    assert type(out) is type(entry) and out.data == "a" and out.batch_size == torch.Size([2])
+    td = TensorDict(x=torch.zeros(2), m=MetaData[str]("b"), batch_size=[2])
+    assert pickle.loads(pickle.dumps(td))["m"] == "b"
+
+
+def test_metadata_goes_through_conversions():
+    """to_namedtuple and densify treat MetaData as the single value it holds, as NonTensorData."""
+    td = TensorDict(
+        a=torch.zeros(2), d={"n": NonTensorData("s"), "m": MetaData[str]("x")}, batch_size=[2]
+    )
+    named = td.to_namedtuple()
+    assert named.d.m == "x" and named.d.n == "s"
+    assert td.densify()["d", "m"] == "x"
+
+
+def test_new_tensor_from_a_tensordict_with_entries():
+    """new_tensor(other) of tensordicts holding non-tensor entries keeps them, with the new batch size."""
+    td = TensorDict(a=torch.ones(4, 3), s=NonTensorData("x", batch_size=[4, 3]), batch_size=[4, 3])
+    with pytest.warns(UserWarning):
+        out = td.new_tensor(td[0] * 0)
+    assert out.batch_size == torch.Size([3]) and (out == 0).all() and out["s"] == "x"

@@ -6,7 +6,7 @@ from batch_kinds import KINDS, Frame, assert_leaves, make, make_td, shapes_and_d
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensordict import TensorDict
+from tensordict import TensorDict, lazy_stack
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
@@ -209,3 +209,90 @@ def test_rot90_tile_property(shape, k, reps):
     assert_leaves(td.rot90(k), td, lambda x, e: x.rot90(k, (0, 1)))
     full = (1,) * (len(shape) - len(reps)) + tuple(reps)
     assert_leaves(td.tile(tuple(reps)), td, lambda x, e: x.tile(full + (1,) * e))
+
+
+# ---------------------------------------------------------------------- where, masks
+def test_where_pads_the_leaves_one_side_lacks():
+    """where(pad=) stands the pad value in for a leaf that only one side has; the result has the
+    leaves of both."""
+    td = make_td()
+    empty = td.empty()
+    out = td.where(MASK, empty, pad=-1)
+    assert out["b", "c"].tolist() == [[0, -1, 2], [-1, -1, 5]]
+    out = empty.where(MASK, td, pad=-1)
+    assert out["b", "c"].tolist() == [[-1, 1, -1], [3, 4, -1]]
+    with pytest.raises(KeyError):
+        td.where(MASK, empty)
+    with pytest.raises(KeyError):
+        empty.where(MASK, td)
+
+
+def test_where_writes_into_out():
+    """where(out=) replaces the entries of out, adds the missing ones, and returns out; so does
+    torch.where(..., out=)."""
+    td = make_td()
+    out = td.empty()
+    assert td.where(MASK, td.empty(), pad=0, out=out) is out
+    assert out["b", "c"].tolist() == [[0, 0, 2], [0, 0, 5]]
+    out = td.clone()
+    assert torch.where(MASK, td, torch.ones_like(td), out=out) is out
+    assert out["b", "c"].tolist() == [[0, 1, 2], [1, 1, 5]]
+
+
+def test_where_and_masked_fill_on_a_lazy_stack_cover_its_stacked_leaves():
+    """On a lazy stack the condition covers the batch dims of the stacked leaves; masked_fill_
+    writes into the members."""
+    td = make_td()
+    stack = lazy_stack(list(td.unbind(1)), 1)
+    assert torch.equal(stack.where(MASK, -1)["a"], td.where(MASK, -1)["a"])
+    assert torch.equal(stack.masked_fill(MASK, -1)["a"], td.masked_fill(MASK, -1)["a"])
+    stack.masked_fill_(MASK, -1)
+    assert torch.equal(stack["a"], td.masked_fill(MASK, -1)["a"])
+    assert stack.tensordicts[2]["b", "c"].tolist() == [-1, -1]
+
+
+def test_masked_select_in_place():
+    """masked_select(inplace=True) turns the tensordict into the selection and returns it."""
+    td = make_td()
+    expected = td[MASK]
+    assert td.masked_select(MASK, inplace=True) is td
+    assert td.batch_size == torch.Size([3])
+    assert torch.equal(td["a"], expected["a"])
+
+
+def test_repeat_interleave_without_dim_flattens_the_batch():
+    """repeat_interleave without dim flattens the batch dims first, as torch does."""
+    td = make_td()
+    out = td.repeat_interleave(2)
+    assert out.batch_size == torch.empty(td.batch_size).repeat_interleave(2).shape
+    assert out["b", "c"].tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert out["a"].shape == torch.Size([12, 4])
+
+
+def test_repeat_interleave_takes_output_size():
+    """output_size is passed on to torch: the size of the repeated dim."""
+    td = make_td()
+    out = td.repeat_interleave(torch.tensor([1, 2, 0]), dim=1, output_size=3)
+    assert out["b", "c"].tolist() == [[0, 1, 1], [3, 4, 4]]
+
+
+def test_gather_refuses_out_and_inplace_together():
+    """gather with both out= and inplace=True raises ValueError: the result goes to one place."""
+    td = make_td()
+    with pytest.raises(ValueError):
+        td.gather(0, torch.zeros(2, 3, dtype=torch.long), out=td.clone(), inplace=True)
+
+
+def test_gather_spreads_the_index_over_a_sub_tensordicts_extra_batch_dims():
+    """A sub-tensordict with more batch dims than its parent gathers with the index expanded
+    over its extra dims, as the leaves' features are."""
+    td = TensorDict(
+        a=torch.arange(12).reshape(3, 4),
+        s={"x": torch.arange(60).reshape(3, 4, 5)},
+        batch_size=[3, 4],
+    )
+    td["s"].batch_size = [3, 4, 5]
+    index = torch.tensor([[0, 2], [1, 3], [2, 0]])
+    out = td.gather(1, index)
+    assert out["s"].batch_size == torch.Size([3, 2, 5])
+    assert torch.equal(out["s", "x"], td["s", "x"].gather(1, index.unsqueeze(-1).expand(3, 2, 5)))

@@ -257,6 +257,14 @@ def test_stack_and_cat_keep_dimension_names():
     assert torch.cat([td, td], 0).names == ["x", "y"]
 
 
+def test_stack_of_differently_named_tensordicts_has_no_names():
+    """Stacking tensordicts whose dim names differ gives no names."""
+    td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3], names=["x", "y"])
+    other = td.clone()
+    other.names = ["x", "z"]
+    assert torch.stack([td, other], 0).names == [None, None, None]
+
+
 def test_stack_class_methods():
     """TensorDict.lazy_stack, maybe_dense_stack, stack and cat build what their names say."""
     td = make_td()
@@ -406,3 +414,10 @@ def test_tensor_split_property(shape_dim, sections):
     assert len(parts) == sections
     for i, part in enumerate(parts):
         assert_leaves(part, td, lambda x, e, i=i: x.tensor_split(sections, d)[i])
+
+
+def test_stack_and_cat_take_input_by_name():
+    """tensordict.stack(input=...) and tensordict.cat(input=...) name their sequence as torch does."""
+    parts = [TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)]
+    assert tensordict.stack(input=parts, dim=1).batch_size == torch.Size([3, 2])
+    assert tensordict.cat(input=parts).batch_size == torch.Size([6])

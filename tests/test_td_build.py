@@ -359,6 +359,18 @@ def test_torch_like_factories(fn, fill):
     assert out["a"].data_ptr() != td["a"].data_ptr()
 
 
+@pytest.mark.parametrize("factory", [torch.empty_like, torch.zeros_like, torch.rand_like])
+@pytest.mark.parametrize("device", [None, "cpu", "meta"])
+def test_like_factories_take_the_device_given(factory, device):
+    """torch.*_like(td, device=...) puts the new tensordict (every level) on that device."""
+    td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
+    out = factory(td, device=device)
+    expected = None if device is None else torch.device(device)
+    assert out.device == expected and out["b"].device == expected
+    if device is not None:
+        assert out["a"].device == expected and out["b", "c"].device == expected
+
+
 def test_empty_like_shapes():
     """torch.empty_like keeps keys, shapes and dtypes."""
     td = make_td()
@@ -472,3 +484,16 @@ def test_a_sub_tensordict_that_cannot_take_the_batch_size_is_refused():
     """Leaves that do not start with the parent's batch size: RuntimeError naming the key."""
     with pytest.raises(RuntimeError, match="batch"):
         TensorDict(n=TensorDict(a=torch.ones(2)), batch_size=[3])
+
+
+def test_auto_batch_size_limits_the_sub_tensordicts_too():
+    """batch_dims caps every level; keep_compliant_size spares a sub-tensordict with enough dims."""
+    sub = TensorDict(c=torch.zeros(3, 4, 6, 7), batch_size=[3, 4])
+    td = TensorDict(a=torch.zeros(3, 4, 5), b=sub, batch_size=[])
+    td.clone().auto_batch_size_()
+    limited = td.clone().auto_batch_size_(1)
+    assert limited.batch_size == torch.Size([3]) and limited["b"].batch_size == torch.Size([3])
+    kept = td.clone().auto_batch_size_(1, keep_compliant_size=True)
+    assert kept.batch_size == torch.Size([3]) and kept["b"].batch_size == torch.Size([3, 4])
+    free = td.clone().auto_batch_size_(keep_compliant_size=True)
+    assert free["b"].batch_size == torch.Size([3, 4, 6, 7])

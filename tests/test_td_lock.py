@@ -301,3 +301,50 @@ def test_two_roots_held_by_one_root_unlock_with_it():
     assert not td.is_locked and not other.is_locked and not shared.is_locked
     top.lock_()
     assert td.is_locked and other.is_locked and shared.is_locked
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        lambda td: td.permute(1, 0),
+        lambda td: td.unsqueeze(0),
+        lambda td: td.reshape(-1),
+        lambda td: td.view(-1),
+        lambda td: td.flatten(),
+        lambda td: td.expand(4, 2, 3),
+        lambda td: td.roll(1, 0),
+        lambda td: td.split(1)[0],
+        lambda td: td.to(torch.float64),
+        lambda td: td.double(),
+        lambda td: td.detach(),
+    ],
+    ids=[
+        "permute", "unsqueeze", "reshape", "view", "flatten", "expand", "roll", "split", "to",
+        "double", "detach",
+    ],
+)  # fmt: skip
+def test_a_rearranged_or_cast_locked_tensordict_is_locked(method):
+    """Shape methods and casts of a locked tensordict give a locked result, nested levels too."""
+    td = TensorDict({"a": torch.zeros(2, 3, 4), "b": {"c": torch.zeros(2, 3)}}, [2, 3]).lock_()
+    out = method(td)
+    assert out.is_locked and out["b"].is_locked
+
+
+@pytest.mark.parametrize(
+    "method",
+    [lambda td: td.clone(), lambda td: td.select("a"), lambda td: td.apply(lambda x: x)],
+    ids=["clone", "select", "apply"],
+)
+def test_copies_of_a_locked_tensordict_are_unlocked(method):
+    """clone, select and apply give an unlocked tensordict."""
+    td = TensorDict({"a": torch.zeros(2, 3, 4), "b": {"c": torch.zeros(2, 3)}}, [2, 3]).lock_()
+    assert not method(td).is_locked
+
+
+def test_the_grad_and_data_of_a_locked_tensordict_are_locked():
+    """td.grad and td.data are locked when the tensordict is, unlocked otherwise."""
+    td = TensorDict({"a": torch.randn(3, 4, requires_grad=True)}, [3, 4])
+    (td["a"] * 2).sum().backward()
+    assert not td.grad.is_locked and not td.data.is_locked
+    td.lock_()
+    assert td.grad.is_locked and td.data.is_locked

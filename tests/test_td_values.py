@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.utils._pytree as pytree
 
-from tensordict import TensorDict
+from tensordict import TensorDict, lazy_stack
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
@@ -206,6 +206,69 @@ def test_to_cast_filter_casts_only_the_chosen_leaves():
     out = make_td().to(torch.float16, cast_filter=floats_only)
     assert out["a"].dtype == torch.float16 and out["b", "c"].dtype == torch.int64
     assert sorted(seen) == [("a",), ("b", "c")]
+
+
+def test_contiguous_inplace_replaces_the_leaves_that_are_not():
+    """contiguous(inplace=True) returns the tensordict itself, its leaves now contiguous copies."""
+    big = torch.arange(20.0).view(4, 5)
+    td = TensorDict({"a": big[:, ::2], "b": {"c": torch.zeros(4)}}, [4])
+    sub, c = td["b"], td["b", "c"]
+    assert td.contiguous(inplace=True) is td
+    assert td["a"].is_contiguous() and torch.equal(td["a"], big[:, ::2])
+    assert td["b"] is sub and td["b", "c"] is c
+
+
+def test_contiguous_canonical_copies_odd_strides():
+    """canonical=True also copies a leaf torch calls contiguous whose strides are not row-major."""
+    odd = torch.empty_strided((1, 4, 5), (5, 5, 1)).copy_(torch.arange(20.0).view(1, 4, 5))
+    td = TensorDict({"odd": odd, "n": {"odd": odd.clone()}})
+    assert td.contiguous()["odd"] is odd
+    out = td.contiguous(canonical=True)
+    assert out["odd"].stride() == (20, 5, 1) and out["n", "odd"].stride() == (20, 5, 1)
+    assert torch.equal(out["odd"], odd)
+
+
+def test_contiguous_inplace_on_a_lazy_stack_raises():
+    """A lazy stack cannot become its dense form in place."""
+    stack = lazy_stack([TensorDict(x=torch.zeros(4), batch_size=[4]) for _ in range(2)])
+    with pytest.raises(NotImplementedError):
+        stack.contiguous(inplace=True)
+
+
+def test_tolist_keeps_the_elements_as_tensordicts_without_convert_nodes():
+    """tolist(convert_nodes=False) gives td[i] per element; convert_tensors then raises."""
+    td = make_td()
+    rows = td.tolist(convert_nodes=False)
+    assert [type(r) for r in rows] == [TensorDict, TensorDict]
+    assert (rows[1] == td[1]).all()
+    with pytest.raises(TypeError):
+        td.tolist(convert_nodes=False, convert_tensors=True)
+
+
+def test_tolist_first_lists_the_sub_tensordicts():
+    """to_dict/tolist(tolist_first=True) give a sub-tensordict with batch dims as a list of dicts."""
+    td = TensorDict(
+        a=torch.arange(2),
+        b=TensorDict(c=torch.arange(4).view(2, 2), batch_size=[2, 2]),
+        batch_size=[2],
+    )
+    assert td.to_dict(tolist_first=True, convert_tensors=True) == {
+        "a": [0, 1],
+        "b": [[{"c": 0}, {"c": 1}], [{"c": 2}, {"c": 3}]],
+    }
+    assert td.tolist(tolist_first=True, convert_tensors=True)[0] == {
+        "a": 0,
+        "b": [{"c": 0}, {"c": 1}],
+    }
+
+
+def test_tolist_as_linked_list_writes_an_assigned_row_back():
+    """tolist(as_linked_list=True): assigning an item of the list writes the tensordict's row."""
+    td = make_td()
+    rows = td.tolist(as_linked_list=True)
+    assert isinstance(rows, list) and len(rows) == 2
+    rows[1] = {"a": torch.full((3,), 7.0), "b": {"c": torch.tensor(5)}}
+    assert td["a"][1].tolist() == [7.0, 7.0, 7.0] and td["b", "c"].tolist() == [0, 5]
 
 
 def test_clone():
@@ -647,6 +710,22 @@ def test_pytree_flatten_unflatten():
     out = pytree.tree_unflatten([x + 1 for x in leaves], spec)
     assert set(out.keys(True, True)) == {"a", ("b", "c")}
     assert out["b", "c"].tolist() == [1, 2]
+
+
+def test_pytree_unflatten_over_leaves_of_another_shape():
+    """tree_unflatten over leaves that lack the old batch size reads the batch size off them.
+
+    One extra leading dim (a basis, as torch.func builds) joins the batch; otherwise the batch
+    is the leading dims the leaves share, at most as many as before; the names are dropped.
+    """
+    td = TensorDict(a=torch.zeros(2, 3), b=torch.zeros(2, 4), batch_size=[2], names=["n"])
+    leaves, spec = pytree.tree_flatten(td)
+    basis = pytree.tree_unflatten([torch.zeros(5, *x.shape) for x in leaves], spec)
+    assert basis.batch_size == (5, 2) and basis.names == [None, None]
+    other = pytree.tree_unflatten([torch.zeros(3, 7), torch.zeros(3, 1)], spec)
+    assert other.batch_size == (3,)
+    same = pytree.tree_unflatten([x + 1 for x in leaves], spec)
+    assert same.batch_size == (2,) and same.names == ["n"]
 
 
 def test_pytree_inside_containers():

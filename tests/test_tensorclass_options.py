@@ -453,3 +453,49 @@ def test_undeclared_entries_are_read_carried_and_loaded_back(tmp_path):
     assert type(loaded) is Decorated
     assert torch.equal(loaded.get("w"), torch.ones(3))
     assert type(TensorDict.load_memmap(tmp_path)) is Decorated
+
+
+def _floats(key, leaf) -> bool:
+    return leaf.is_floating_point()
+
+
+def test_cast_filter_is_the_default_of_the_casts_of_an_instance():
+    """@tensorclass(cast_filter=...) picks the leaves that to(dtype), type() and half() cast."""
+
+    @tensorclass(cast_filter=_floats)
+    class Sample:
+        x: torch.Tensor
+        i: torch.Tensor
+
+    sample = Sample(x=torch.zeros(2), i=torch.zeros(2, dtype=torch.int64), batch_size=[2])
+    for cast in (
+        lambda s: s.to(torch.float16),
+        lambda s: s.half(),
+        lambda s: s.type(torch.float16),
+    ):
+        out = cast(sample)
+        assert out.x.dtype == torch.float16 and out.i.dtype == torch.int64
+    assert sample.to(torch.float16, cast_filter=None).i.dtype == torch.float16
+
+
+def test_cast_filter_is_inherited_and_a_class_keyword():
+    """A subclass keeps its parent's cast_filter; TensorClass takes it as a class keyword."""
+
+    @tensorclass(cast_filter=_floats)
+    class Parent:
+        x: torch.Tensor
+        i: torch.Tensor
+
+    class Child(Parent):
+        pass
+
+    class Keyword(TensorClass, cast_filter=_floats):
+        x: torch.Tensor
+        i: torch.Tensor
+
+    class KeywordChild(Keyword):
+        pass
+
+    for cls in (Child, Keyword, KeywordChild):
+        out = cls(x=torch.zeros(2), i=torch.zeros(2, dtype=torch.int64), batch_size=[2]).double()
+        assert out.x.dtype == torch.float64 and out.i.dtype == torch.int64

@@ -617,6 +617,58 @@ def test_quantile_feature_reduces_the_feature_dims():
     assert torch.equal(out["a"], torch.quantile(a, 0.5, dim=-1))
 
 
+def _nested_feature_td():
+    return TensorDict(
+        a=torch.arange(24.0).reshape(2, 3, 4),
+        b=TensorDict(
+            c=torch.arange(60.0).reshape(2, 3, 5, 2), d=torch.ones(2, 3, 5), batch_size=[2, 3, 5]
+        ),
+        batch_size=[2, 3],
+        names=["x", "y"],
+    )
+
+
+@pytest.mark.parametrize("name", ["sum", "nansum", "mean", "nanmean", "std", "var", "prod"])
+def test_reductions_over_the_feature_dims(name):
+    """dim="feature" reduces the dims past each level's own batch dims; batch sizes are kept."""
+    td = _nested_feature_td()
+    out = getattr(td, name)(dim="feature")
+    fn = getattr(torch, name)
+    assert out.batch_size == td.batch_size and out["b"].batch_size == td["b"].batch_size
+    assert torch.allclose(out["a"], fn(td["a"], dim=-1), equal_nan=True)
+    assert torch.allclose(out["b", "c"], fn(td["b", "c"], dim=-1), equal_nan=True)
+    assert out["b", "d"].shape == td["b"].batch_size
+
+
+def test_quantile_feature_keeps_each_level_batch_size():
+    """quantile(q, dim="feature") on a nested tensordict: a sub-tensordict keeps its batch size."""
+    td = _nested_feature_td()
+    out = td.quantile(0.5, dim="feature")
+    assert out["b"].batch_size == td["b"].batch_size
+    assert torch.equal(out["b", "c"], torch.quantile(td["b", "c"], 0.5, dim=-1))
+
+
+def test_feature_reduction_with_reduce_gives_one_tensor_of_the_batch_size():
+    """dim="feature", reduce=True reduces every leaf's features together into one tensor."""
+    td = TensorDict(a=torch.ones(3, 4), b=torch.zeros(3, 4, 2), batch_size=[3])
+    assert torch.allclose(td.mean(dim="feature", reduce=True), torch.full((3,), 4 / 12))
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "std", "prod", "amax"])
+def test_reduce_with_a_batch_dim_joins_the_leaves_along_it(name):
+    """reduce=True with an int dim concatenates the leaves along it, then reduces one tensor."""
+    a, c = torch.rand(3, 4, 5), torch.rand(3, 4, 5)
+    td = TensorDict(a=a, b=TensorDict(c=c, batch_size=[3, 4, 5]), batch_size=[3, 4])
+    expected = getattr(torch, name)(torch.cat([a, c], 1), dim=1)
+    assert torch.allclose(getattr(td, name)(dim=1, reduce=True), expected)
+
+
+def test_feature_reduction_refuses_keepdim():
+    """dim="feature" keeps the batch dims: keepdim=True is a TypeError."""
+    with pytest.raises(TypeError):
+        _nested_feature_td().sum(dim="feature", keepdim=True)
+
+
 def test_quantile_key_transform_renames_the_leaves():
     """key_transform renames each result leaf."""
     td = TensorDict(a=QUANTILE_DATA, batch_size=[2, 3])

@@ -352,7 +352,10 @@ class ApplyMixin(Contract):
                 # with a new batch size, sub-tensordicts get exactly that batch size (their
                 # own further dims are dropped), as in the well-known API
                 if is_non_tensor(value):  # the entry's own hook: no function maps a value
-                    res = value._fast_apply(fn, *other_values, batch_size=batch_size, device=device)
+                    size = batch_size
+                    if size is not None:  # its own further dims stay, as a tensor's features do
+                        size = size + value.batch_size[len(self.batch_size) :]
+                    res = value._fast_apply(fn, *other_values, batch_size=size, device=device)
                 else:
                     res = value._fast_apply(
                         fn,

@@ -48,7 +48,7 @@ def _check_differentiable(leaves: list) -> None:
 class AutogradMixin(Contract):
     """Gradient flags, gradients and backward passes of every tensordict class.
 
-    Calls: ``_del_str``, ``_fast_apply``, ``_items_level``, ``_keys_level``.
+    Calls: ``_del_str``, ``_fast_apply``, ``_items_level``, ``_keys_level``, ``_propagate_lock``.
     """
 
     __slots__ = ()
@@ -97,7 +97,8 @@ class AutogradMixin(Contract):
         """A tensordict of the leaves' gradients, or None when no leaf has one.
 
         Leaves without a gradient (and sub-tensordicts left empty) are not in it; the
-        result has this tensordict's batch size, and a lazy stack gives a lazy stack.
+        result has this tensordict's batch size, is locked if this tensordict is, and a
+        lazy stack gives a lazy stack.
 
         Returns:
             A tensordict, or None.
@@ -112,7 +113,10 @@ class AutogradMixin(Contract):
         """
         if not any(value.grad is not None for _, value in tensor_leaves(self)):
             return None
-        return _prune(self._fast_apply(lambda x: x.grad if isinstance(x, torch.Tensor) else None))
+        grads = _prune(self._fast_apply(lambda x: x.grad if isinstance(x, torch.Tensor) else None))
+        if self.is_locked:
+            grads._propagate_lock(True)
+        return grads
 
     def zero_grad(self: T, set_to_none: bool = True) -> T:
         """Clears the gradient of every leaf tensor, and returns the tensordict.

@@ -9,7 +9,7 @@ nesting needs no special case. The leaves are views whenever torch can make them
 Methods that only reorder dims go through :meth:`permute`, so a lazy stack keeps
 its members lazy there, as in the well-known API.
 
-The argument helpers below (``shape_args``, ``norm_dim``, ``as_ints``,
+The argument helpers below (``shape_args``, ``shape_arg``, ``norm_dim``, ``as_ints``,
 ``entrywise``) are shared with :mod:`tensordict._ops.rearrange`,
 :mod:`tensordict._ops.split_stack`, the lazy stack and ``map``.
 """
@@ -33,6 +33,7 @@ from tensordict.errors import (
     ConflictingArgumentsError,
     DimensionError,
     InvalidArgumentError,
+    PermutationError,
     ShapeArgumentError,
 )
 
@@ -79,6 +80,25 @@ def entrywise(tensor_fn: Callable, td_fn: Callable) -> Callable[[Any, torch.Size
     return op
 
 
+def permutation(dims: tuple, ndim: int) -> list:
+    """``dims`` of ``permute`` as a list of non-negative batch dims, each once.
+
+    Raises:
+        AxisRangeError: for a dim out of range (a ValueError and an IndexError).
+        PermutationError: unless each batch dim is there once (a ValueError and a RuntimeError).
+    """
+    raw = shape_args(dims)
+    for d in raw:
+        if not -ndim <= d < ndim:
+            msg = f"permute: dim {d} is out of range for a tensordict with {ndim} batch dimensions"
+            raise AxisRangeError(msg)
+    order = [d + ndim if d < 0 else d for d in raw]
+    if sorted(order) != list(range(ndim)):
+        msg = f"permute needs each of the {ndim} batch dimensions once, got {list(raw)}"
+        raise PermutationError(msg)
+    return order
+
+
 def reshaped_back(result: T, source: TensorCollection) -> T:
     """``result``, a reshape of the batch dims of ``source``, made to write back into ``source``.
 
@@ -86,14 +106,44 @@ def reshaped_back(result: T, source: TensorCollection) -> T:
     the batch size of ``source`` when it ends, and updates ``source`` with it (see
     :mod:`tensordict._blocks`).
     """
-    return written_back(result, source, update_back(_reshape_to_source))
+    return written_back(
+        result,
+        source,
+        update_back(_reshape_to_source),
+        undone_by=("view", tuple(source.batch_size)),
+    )
+
+
+def permuted_back(result: Any, source: Any, order: Sequence[int]) -> Any:
+    """``result``, ``source`` with its batch dims in the order ``order``, made to write back.
+
+    A with-block over it permutes what it holds back into ``source`` when it ends; in the
+    legacy lazy mode, :func:`legacy_source` gives ``source`` for the permutation back.
+    """
+    inverse = tuple(order.index(d) for d in range(len(order)))
+    return written_back(
+        result,
+        source,
+        update_back(lambda r, _: r.permute(*inverse)),
+        undone_by=("permute", inverse),
+    )
+
+
+def legacy_source(td: Any, call: tuple) -> Any:
+    """In the legacy lazy mode, the tensordict that ``call`` on ``td`` gives back, or None.
+
+    A result of a shape method in that mode is a view of its source in the well-known API,
+    and the call that undoes the method returns the source itself (``td.permute(1, 0)
+    .permute(1, 0) is td``); ``call`` is ``("permute", order)`` or ``("view", size)``.
+    """
+    return undone(td, call) if lazy_legacy() else None
 
 
 def _reshape_to_source(result, source):
     return result.reshape(source.batch_size)
 
 
-def _shape_arg(shape: tuple, size, method: str) -> tuple:
+def shape_arg(shape: tuple, size: Sequence[int] | None, method: str) -> tuple:
     """The new batch size of ``reshape``/``view``, given as ``*shape`` or as ``size=``."""
     if size is None:
         return shape_args(shape)
@@ -259,7 +309,7 @@ class BatchDimsMixin(Contract):
             >>> td.reshape(-1)["a"].shape, td.reshape(size=(3, 2)).batch_size
             (torch.Size([6, 4]), torch.Size([3, 2]))
         """
-        new = _dummy(self.batch_size).reshape(_shape_arg(shape, size, "reshape")).shape
+        new = _dummy(self.batch_size).reshape(shape_arg(shape, size, "reshape")).shape
         if new == self.batch_size:
             return self
         return self._maybe_inplace(self._reshape_batch(new), inplace, "reshape")
@@ -281,7 +331,9 @@ class BatchDimsMixin(Contract):
         batch size must leave the leaves a feature dim then (``batch_size=``).
 
         Used as a context manager, ``with td.view(-1) as flat:``, the entries the block adds
-        or rebinds are written back into this tensordict when the block ends.
+        or rebinds are written back into this tensordict when the block ends. In the legacy
+        lazy mode (:class:`~tensordict.set_lazy_legacy`), viewing the result of a shape
+        method back to the batch size it came from returns the tensordict it came from.
 
         Args:
             *shape (int or sequence of int): the new batch size, as ints or as one sequence;
@@ -320,9 +372,12 @@ class BatchDimsMixin(Contract):
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
             dtype = shape[0]
             return self.apply(lambda x: x.view(dtype), batch_size=batch_size)
-        new = _dummy(self.batch_size).reshape(_shape_arg(shape, size, "view")).shape
+        new = _dummy(self.batch_size).reshape(shape_arg(shape, size, "view")).shape
         if new == self.batch_size:
             return self
+        source = legacy_source(self, ("view", tuple(new)))
+        if source is not None:
+            return source
         return reshaped_back(self._batch_op(lambda x, extra: x.view(new + extra), new), self)
 
     def flatten(self: T, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False) -> T:
@@ -434,11 +489,12 @@ class BatchDimsMixin(Contract):
                 values count from the last batch dim.
 
         Returns:
-            A new tensordict.
+            A new tensordict, or this one when ``dims`` keeps every dim in place.
 
         Raises:
-            ValueError: if ``dims`` does not name each batch dim exactly once (a dim out of
-                range included).
+            ValueError: if ``dims`` does not name each batch dim exactly once: a dim out of
+                range (AxisRangeError, also an IndexError), or one repeated or missing
+                (PermutationError, also a RuntimeError).
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3])
@@ -450,27 +506,19 @@ class BatchDimsMixin(Contract):
             torch.Size([2, 3])
         """
         ndim = self.batch_dims
-        order = [d + ndim if -ndim <= d < 0 else d for d in shape_args(dims)]
-        if sorted(order) != list(range(ndim)):
-            msg = f"permute needs each of the {ndim} batch dimensions once, got {list(shape_args(dims))}"
-            raise ValueError(msg)
-        if lazy_legacy():
-            source = undone(self, ("permute", tuple(order)))
-            if source is not None:
-                return source
+        order = permutation(dims, ndim)
+        if order == list(range(ndim)):
+            return self
+        source = legacy_source(self, ("permute", tuple(order)))
+        if source is not None:
+            return source
         new = torch.Size(self.batch_size[d] for d in order)
         names = self.names
         new_names = None if names is None else dimnames.clean(names[d] for d in order)
         result = self._batch_op(
             lambda x, extra: x.permute(*order, *range(ndim, ndim + len(extra))), new, new_names
         )
-        inverse = tuple(order.index(d) for d in range(ndim))
-        return written_back(
-            result,
-            self,
-            update_back(lambda r, _: r.permute(*inverse)),
-            undone_by=("permute", inverse),
-        )
+        return permuted_back(result, self, order)
 
     def transpose(self: T, dim0: int, dim1: int) -> T:
         """Returns a tensordict with the batch dims ``dim0`` and ``dim1`` swapped.

@@ -28,11 +28,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
-from tensordict._nontensor import NonTensorData
+from tensordict._collection import NO_DEFAULT, TensorCollection, is_non_tensor, is_tensor_collection
+from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops._contract import Contract
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import (
+    ConflictingArgumentsError,
     EntryTypeError,
     InvalidArgumentError,
     MissingKeyError,
@@ -58,16 +59,16 @@ def _converter(name: str) -> Callable:
 
 
 def _unwrap(value):
-    return value.data if isinstance(value, NonTensorData) else value
+    return value.data if isinstance(value, NonTensorDataBase) else value
 
 
 def _is_nested(value) -> bool:
-    return is_tensor_collection(value) and not isinstance(value, NonTensorData)
+    return is_tensor_collection(value) and not isinstance(value, NonTensorDataBase)
 
 
 def _field_dtype(key: str, value, batch_dims: int, batch_size: torch.Size):
     """The structured-array field of one leaf: ``(dtype, feature shape, numpy values)``."""
-    if isinstance(value, NonTensorData):
+    if isinstance(value, NonTensorDataBase):
         array = np.asarray(value.data)
         return array.dtype, array.shape, array
     try:
@@ -666,25 +667,39 @@ class ConvertMixin(Contract):
         )
 
     # ------------------------------------------------------------------ out of a tensordict
-    def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict:
+    def to_dict(
+        self, *, retain_none: bool = True, convert_tensors: bool = False, tolist_first: bool = False
+    ) -> dict:
         """Returns a nested ``dict`` of the entries (sharing tensors; non-tensors give their value).
 
         Keyword Args:
             retain_none (bool, optional): accepted for compatibility; ignored.
             convert_tensors (bool, optional): turn tensors into Python lists. Defaults to False.
+            tolist_first (bool, optional): give each sub-tensordict as its :meth:`tolist`
+                (a list of dicts per batch element) rather than as one dict. Defaults to False.
 
         Returns:
-            A dict keyed like this level, with a dict per sub-tensordict.
+            A dict keyed like this level, with a dict (or a list) per sub-tensordict.
 
         Examples:
             >>> td = TensorDict({"a": torch.arange(2), "b": {"c": "x"}}, [2])
             >>> td.to_dict(convert_tensors=True)
             {'a': [0, 1], 'b': {'c': 'x'}}
+            >>> td.to_dict(convert_tensors=True, tolist_first=True)
+            {'a': [0, 1], 'b': [{'c': 'x'}, {'c': 'x'}]}
         """
         out = {}
         for key, value in self._items_level():
             if is_tensor_collection(value):
-                out[key] = value._dict_entry(convert_tensors)
+                if tolist_first:
+                    # a non-tensor entry lists its value per element and has nothing to convert
+                    out[key] = (
+                        value.tolist()
+                        if is_non_tensor(value)
+                        else value.tolist(convert_tensors=convert_tensors)
+                    )
+                else:
+                    out[key] = value._dict_entry(convert_tensors)
             else:
                 out[key] = value.tolist() if convert_tensors else value
         return out
@@ -710,22 +725,64 @@ class ConvertMixin(Contract):
                 out[key] = value.detach().cpu().numpy()
         return out
 
-    def tolist(self, *, convert_tensors: bool = False) -> list | dict:
-        """Returns nested lists (one level per batch dimension) of dicts of the entries.
+    def tolist(
+        self,
+        *,
+        convert_nodes: bool = True,
+        convert_tensors: bool = False,
+        tolist_first: bool = False,
+        as_linked_list: bool = False,
+    ) -> list | dict:
+        """Returns nested lists (one level per batch dimension) of the elements, each as a dict.
 
         Keyword Args:
-            convert_tensors (bool, optional): turn tensors into Python values. Defaults to False.
+            convert_nodes (bool, optional): give each element as its :meth:`to_dict`; with
+                False, as the tensordict ``td[i, j, ...]`` itself. Defaults to True.
+            convert_tensors (bool, optional): turn tensors into Python values. Needs
+                ``convert_nodes``. Defaults to False.
+            tolist_first (bool, optional): passed to :meth:`to_dict`: a sub-tensordict with
+                batch dims becomes a list of dicts too. Defaults to False.
+            as_linked_list (bool, optional): return a :class:`~tensordict.utils.LinkedList`:
+                assigning an item of the outer list (``out[0] = {...}``) writes it into this
+                tensordict as well. Defaults to False.
 
         Returns:
-            A list nested once per batch dimension, or the :meth:`to_dict` dict without any.
+            A list nested once per batch dimension; without batch dimensions, the
+            :meth:`to_dict` dict (this tensordict itself with ``convert_nodes=False``).
+
+        Raises:
+            TypeError: if ``convert_tensors`` is set with ``convert_nodes=False``
+                (ConflictingArgumentsError).
 
         Examples:
-            >>> TensorDict({"a": torch.arange(2)}, [2]).tolist(convert_tensors=True)
+            >>> td = TensorDict({"a": torch.arange(2)}, [2])
+            >>> td.tolist(convert_tensors=True)
             [{'a': 0}, {'a': 1}]
+            >>> type(td.tolist(convert_nodes=False)[0]).__name__
+            'TensorDict'
+            >>> rows = td.tolist(as_linked_list=True)
+            >>> rows[1] = {"a": torch.tensor(7)}
+            >>> td["a"]
+            tensor([0, 7])
         """
+        if convert_tensors and not convert_nodes:
+            msg = "tolist(convert_tensors=...) converts the elements' dicts: it needs convert_nodes=True"
+            raise ConflictingArgumentsError(msg)
         if not self.batch_size:
-            return self.to_dict(convert_tensors=convert_tensors)
-        return [self[i].tolist(convert_tensors=convert_tensors) for i in range(self.batch_size[0])]
+            if not convert_nodes:
+                return self
+            return self.to_dict(convert_tensors=convert_tensors, tolist_first=tolist_first)
+        rows = [
+            self[i].tolist(
+                convert_nodes=convert_nodes,
+                convert_tensors=convert_tensors,
+                tolist_first=tolist_first,
+            )
+            for i in range(self.batch_size[0])
+        ]
+        if as_linked_list:
+            return _converter("linked_list")(rows, stack=self)
+        return rows
 
     def state_dict(
         self,
@@ -804,7 +861,7 @@ class ConvertMixin(Contract):
         for key, value in wanted.items():
             current = self.get(key, None)
             if isinstance(current, torch.Tensor) and not assign:
-                current.copy_(value)
+                self.set_(key, value)  # into the stored tensor (a lazy stack's members' own)
             else:
                 self.set(key, value)
         return self

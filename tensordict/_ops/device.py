@@ -8,8 +8,14 @@ from typing import Any
 import torch
 
 from tensordict._blocks import update_back, written_back
-from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
-from tensordict._nontensor import NonTensorData
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_leaf_nontensor,
+    is_tensor_collection,
+)
+from tensordict._helpers import contiguous_strides
+from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops._generated.casts import CastOps
 from tensordict._ops.convert import CONVERTERS
 from tensordict._ops.math import leaf_keys, leaf_tensors, tensors_only
@@ -32,14 +38,24 @@ def _holds_attrs(td) -> bool:
 def _rebind_leaves(td, fn, prefix: tuple = ()) -> None:
     """Replaces every tensor leaf of ``td`` by ``fn(key, leaf)``, level by level.
 
-    ``key`` is the leaf's full key: a string at the top level, a tuple below.
+    ``key`` is the leaf's full key: a string at the top level, a tuple below. A leaf that
+    ``fn`` returns as it is stays bound.
     """
     for key, value in list(td._items_level()):
         if isinstance(value, torch.Tensor):
             full = prefix + (key,) if prefix else key
-            td._set_str(key, fn(full, value), inplace=False, validated=True)
-        elif is_tensor_collection(value) and not isinstance(value, NonTensorData):
+            new = fn(full, value)
+            if new is not value:
+                td._set_str(key, new, inplace=False, validated=True)
+        elif is_tensor_collection(value) and not isinstance(value, NonTensorDataBase):
             _rebind_leaves(value, fn, prefix + (key,))
+
+
+def _canonical(leaf: torch.Tensor) -> torch.Tensor:
+    """``leaf`` if its strides are the row-major strides of its shape, else such a copy."""
+    if leaf.stride() == contiguous_strides(leaf.shape):
+        return leaf
+    return leaf.clone(memory_format=torch.contiguous_format)
 
 
 def _leaf_mover(device, dtype, non_blocking: bool, pin: bool) -> Callable:
@@ -88,7 +104,7 @@ class DeviceMixin(CastOps):
     :meth:`data_ptr` and :meth:`is_contiguous`.
 
     Calls: ``_fast_apply``, ``_items_level``, ``_leafwise_operand``, ``_new_like``,
-        ``_reset_device``, ``_set_str``, ``_shallow_copy``.
+        ``_propagate_lock``, ``_reset_device``, ``_set_str``, ``_shallow_copy``, ``_stored_tensors``.
     """
 
     __slots__ = ()
@@ -104,7 +120,8 @@ class DeviceMixin(CastOps):
         integer and boolean ones included, unless ``cast_filter`` says otherwise; non-tensor
         entries are kept. With neither a device nor a dtype, or with only a device equal to
         :attr:`device`, this tensordict itself is returned. Otherwise the result is new
-        (unless ``inplace``), and its :attr:`device` is the target device when one was given.
+        (unless ``inplace``), its :attr:`device` is the target device when one was given, and
+        it is locked if this tensordict is.
 
         Used as a context manager, ``with td.to(torch.float64) as td64:``, the entries of the
         result are written back into this tensordict when the block ends, each on the device
@@ -227,7 +244,15 @@ class DeviceMixin(CastOps):
             result = self._fast_apply(fn, device=target)
         if batch_size is not None:
             result.batch_size = batch_size
-        return written_back(result, self, update_back(_cast_back(dtype is not None)))
+        return written_back(
+            self._locked_like_me(result), self, update_back(_cast_back(dtype is not None))
+        )
+
+    def _locked_like_me(self, result):
+        """``result``, a copy of this tensordict's leaves moved or cast, locked if this one is."""
+        if self.is_locked:
+            result._propagate_lock(True)
+        return result
 
     def _cast_in_place(self, fn, named: bool, device, batch_size):
         """``to(..., inplace=True)``: each tensor leaf is replaced by ``fn(leaf)`` (``fn(key, leaf)``)."""
@@ -333,7 +358,8 @@ class DeviceMixin(CastOps):
                 Defaults to None: every leaf is cast.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device; locked
+            if this one is.
 
         Raises:
             ValueError: if ``dst_type`` is a string that names no tensor type.
@@ -346,13 +372,13 @@ class DeviceMixin(CastOps):
             torch.float32
         """
         if cast_filter is None:
-            return self._fast_apply(lambda x: x.type(dst_type))
+            return self._locked_like_me(self._fast_apply(lambda x: x.type(dst_type)))
 
         def cast(key, leaf):
             key = key if isinstance(key, tuple) else (key,)
             return leaf.type(dst_type) if cast_filter(key, leaf) else leaf
 
-        return self._fast_apply(cast, named=True, nested_keys=True)
+        return self._locked_like_me(self._fast_apply(cast, named=True, nested_keys=True))
 
     def _refuse_quantized(self, name: str, dtype, cast_filter: Callable | None):
         def refuse(key, leaf):
@@ -404,7 +430,8 @@ class DeviceMixin(CastOps):
         """A tensordict of the leaves' ``.data``: the same memory, detached from autograd.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device; locked
+            if this one is.
 
         Examples:
             >>> w = torch.ones(2, requires_grad=True)
@@ -412,7 +439,7 @@ class DeviceMixin(CastOps):
             >>> td["a"].requires_grad, td.data["a"].requires_grad
             (True, False)
         """
-        return self._fast_apply(lambda x: x.data)
+        return self._locked_like_me(self._fast_apply(lambda x: x.data))
 
     # ------------------------------------------------------------------ copies
     def clone(self: T, recurse: bool = True, **kwargs: Any) -> T:
@@ -443,22 +470,45 @@ class DeviceMixin(CastOps):
             return self._shallow_copy()
         return self._fast_apply(torch.Tensor.clone)
 
-    def contiguous(self: T) -> T:
+    def contiguous(self: T, *, canonical: bool = False, inplace: bool = False) -> T:
         """Returns a tensordict whose tensor leaves are contiguous in memory.
 
         Each leaf goes through ``Tensor.contiguous``: the leaves that are already contiguous
-        are shared, the others copied. The result is always a new tensordict, with the same
-        keys, batch size, names and device; non-tensor entries are kept.
+        are shared, the others copied. The result is a new tensordict, with the same keys,
+        batch size, names and device; non-tensor entries are kept.
+
+        Keyword Args:
+            canonical (bool, optional): also copy a leaf whose strides are not the row-major
+                strides of its shape although torch calls it contiguous (as dims of size 1
+                allow). Defaults to False.
+            inplace (bool, optional): replace the leaves that are not contiguous in this
+                tensordict itself (its sub-tensordicts keep their identity) and return it.
+                Defaults to False.
 
         Returns:
-            A new tensordict.
+            A new tensordict, or this one with ``inplace``.
+
+        Raises:
+            RuntimeError: with ``inplace``, if a leaf to replace is in a locked tensordict
+                (LockedError).
+            NotImplementedError: with ``inplace``, on a lazy stack (its dense form is a new
+                tensordict).
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).permute(1, 0)
             >>> td["a"].is_contiguous(), td.contiguous()["a"].is_contiguous()
             (False, True)
+            >>> td.contiguous(inplace=True) is td, td["a"].is_contiguous()
+            (True, True)
+            >>> odd = torch.empty_strided((1, 3), (1, 1))
+            >>> TensorDict(a=odd).contiguous(canonical=True)["a"].stride()
+            (3, 1)
         """
-        return self._fast_apply(torch.Tensor.contiguous)
+        fn = _canonical if canonical else torch.Tensor.contiguous
+        if not inplace:
+            return self._fast_apply(fn)
+        _rebind_leaves(self, lambda key, leaf: fn(leaf))
+        return self
 
     def detach(self: T) -> T:
         """Returns a tensordict whose tensor leaves are detached from the autograd graph.
@@ -467,14 +517,15 @@ class DeviceMixin(CastOps):
         but no longer require gradients. Non-tensor entries are kept.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device; locked
+            if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.ones(2, requires_grad=True)}, [2])
             >>> td.detach()["a"].requires_grad
             False
         """
-        return self._fast_apply(torch.Tensor.detach)
+        return self._locked_like_me(self._fast_apply(torch.Tensor.detach))
 
     def detach_(self: T) -> T:
         """Detaches every tensor leaf from the autograd graph in place and returns the tensordict.
@@ -495,9 +546,8 @@ class DeviceMixin(CastOps):
             >>> td.detach_()["a"].requires_grad
             False
         """
-        for leaf in self.values(True, True):
-            if isinstance(leaf, torch.Tensor):
-                leaf.detach_()
+        for leaf in self._stored_tensors():  # a lazy stack's own, never stacked copies
+            leaf.detach_()
         return self
 
     def copy_(self: T, tensordict: TensorCollection | dict, non_blocking: bool = False) -> T:
@@ -758,7 +808,7 @@ class DeviceMixin(CastOps):
             if missing:
                 msg = f"new_tensor() got a tensordict without the keys {missing} of this one"
                 raise KeyMismatchError(msg)
-            source = data.select(*self.keys(True, True))
+            source = data.select(*self.keys(True, True, is_leaf=is_leaf_nontensor))
             return self._fast_apply(
                 make, source, batch_size=data.batch_size, names=None, device=data.device
             )

@@ -13,7 +13,7 @@ turn a user value into a stored one with ``_as_value`` and check it with
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,34 @@ from tensordict.errors import (
     ReplaceArgumentError,
     warn,
 )
+
+
+def _keys_below(wanted, parts: tuple):
+    """The keys of ``wanted`` under ``parts``, relative to it: None for all, () for none."""
+    if wanted is None or any(parts[: len(w)] == w for w in wanted):
+        return None
+    return tuple(w[len(parts) :] for w in wanted if w[: len(parts)] == parts)
+
+
+def _check_batch_update(td, source, update_batch_size: bool, inplace: bool, keys) -> None:
+    """Refuses an update from a tensordict of another batch size that cannot be taken as asked."""
+    mine, theirs = td.batch_size, source.batch_size
+    if not update_batch_size:
+        n = min(len(mine), len(theirs))
+        if mine[:n] != theirs[:n]:
+            msg = (
+                f"cannot update a tensordict of batch size {list(mine)} from one of batch size "
+                f"{list(theirs)}; pass update_batch_size=True to take the source's batch size"
+            )
+            raise BatchSizeError(msg)
+        return
+    if inplace or keys is not None:
+        what = "inplace=True" if inplace else "keys_to_update"
+        msg = f"update(update_batch_size=True) replaces every entry: it cannot take {what}"
+        raise BatchSizeError(msg)
+    if td.is_locked:
+        msg = "update(update_batch_size=True) cannot change the batch size of a locked tensordict; unlock it first"
+        raise LockedError(msg)
 
 
 def _all_str(key: tuple) -> bool:
@@ -510,7 +538,8 @@ class EntriesMixin(Contract):
                 sub-tensordict) instead of rebinding; a missing key is added. Defaults to False.
 
         Keyword Args:
-            non_blocking, **kwargs: accepted for compatibility; ignored.
+            non_blocking, is_leaf, ignore_lock: accepted for compatibility; ignored.
+            **kwargs: more entries, written after those of ``input_dict_or_td``.
 
         Returns:
             The tensordict itself.
@@ -552,19 +581,25 @@ class EntriesMixin(Contract):
             level = nxt
         return inner_tensordict(level)
 
-    def set_(self: T, key: NestedKey, item: Any) -> T:
+    def set_(self: T, key: NestedKey, item: Any, *, non_blocking: bool = False) -> T:
         """Copies ``item`` into the entry at ``key`` (even when locked) and returns the tensordict.
 
         Args:
             key (NestedKey): the key of an existing entry.
             item: the value to copy; anything that broadcasts to the entry, such as a number.
 
+        Keyword Args:
+            non_blocking (bool, optional): lets a copy between devices run asynchronously;
+                the copy is made as ``Tensor.copy_`` makes it, which waits for it. Defaults
+                to False.
+
         Returns:
             The tensordict itself.
 
         Raises:
             KeyError: if the key is missing, or its path goes through a non-tensordict entry.
-            RuntimeError: if ``item`` does not broadcast to the entry's shape (BatchSizeError).
+            ValueError: if ``item`` does not broadcast to the entry's shape (EntryShapeError,
+                also a RuntimeError).
             TypeError: if the key is not a string or a tuple of strings.
             ValueError: if the key is the empty tuple.
 
@@ -585,12 +620,14 @@ class EntriesMixin(Contract):
             return
         self._set_at(index, value)
 
-    def setdefault(self, key: NestedKey, default: Any) -> Any:
+    def setdefault(self, key: NestedKey, default: Any, inplace: bool = False) -> Any:
         """Returns the entry at ``key``, storing ``default`` there first if the key is missing.
 
         Args:
             key (NestedKey): a string, or a tuple of strings for a nested entry.
             default: the value to store, of any kind :meth:`set` accepts.
+            inplace (bool, optional): passed to :meth:`set` when ``default`` is stored.
+                Defaults to False.
 
         Returns:
             The existing or the new entry (a NonTensorData entry itself, not its value).
@@ -607,7 +644,7 @@ class EntriesMixin(Contract):
         """
         value = self.get(key, None)
         if value is None:
-            self.set(key, default)
+            self.set(key, default, inplace=inplace)
             value = self.get(key, NO_DEFAULT)
         return value
 
@@ -676,8 +713,11 @@ class EntriesMixin(Contract):
             nxt = level._get_str(part, None)
             keep = is_subtree(nxt) and is_tensordict(nxt) and nxt._takes_new_levels()
             if not keep:
-                nxt = level._new_like({}, level.batch_size)
-                level._set_str(part, nxt, inplace=False, validated=False)
+                level._set_str(
+                    part, level._new_like({}, level.batch_size), inplace=False, validated=False
+                )
+                # read back what was stored: a lazy stack stores one new level per member
+                nxt = level._get_str(part, None)
             level = nxt
         level._set_str(
             parts[-1], level._new_like({}, level.batch_size), inplace=False, validated=False
@@ -695,12 +735,15 @@ class EntriesMixin(Contract):
     # ------------------------------------------------------------------ updating
     def update(
         self: T,
-        input_dict_or_td: Mapping | TensorCollection,
+        input_dict_or_td: Mapping | TensorCollection | None = None,
         clone: bool = False,
         inplace: bool = False,
         *,
         keys_to_update: Sequence[NestedKey] | None = None,
         non_blocking: bool = False,
+        update_batch_size: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        ignore_lock: bool = False,
         **kwargs: Any,
     ) -> T:
         """Writes every entry of a mapping or tensordict into this one and returns it.
@@ -716,6 +759,9 @@ class EntriesMixin(Contract):
         Keyword Args:
             keys_to_update (sequence of NestedKey, optional): write only these keys and what lies
                 under them. Defaults to None: every key.
+            update_batch_size (bool, optional): when ``input_dict_or_td`` is a tensordict of
+                another batch size, take its batch size (and entries) instead of refusing it;
+                every key of this tensordict must then be one of its keys. Defaults to False.
             non_blocking, **kwargs: accepted for compatibility; ignored.
 
         Returns:
@@ -725,46 +771,124 @@ class EntriesMixin(Contract):
             TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict (InvalidSourceError,
                 also a ValueError), or a key is not a string or a tuple of strings.
             RuntimeError: if a value does not fit the batch size, or the tensordict is locked and a
-                key would be added or rebound.
+                key would be added or rebound, or ``update_batch_size`` would leave an entry of
+                the old batch size (BatchSizeError).
             KeyError: if a key's path goes through an entry that is not a tensordict.
 
         Examples:
             >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
             >>> td.update({"a": {"c": torch.ones(2)}})["a"].sorted_keys
             ['b', 'c']
+            >>> td.update(d=torch.ones(2)).sorted_keys
+            ['a', 'd']
         """
-        if input_dict_or_td is self:
+        if kwargs:
+            if input_dict_or_td is not None:
+                self.update(input_dict_or_td, clone, inplace, keys_to_update=keys_to_update)
+            input_dict_or_td = kwargs
+        if input_dict_or_td is None or input_dict_or_td is self:
             return self
+        source = inner_tensordict(input_dict_or_td)
+        if is_tensordict(source) and source.batch_size != self.batch_size:
+            _check_batch_update(self, source, update_batch_size, inplace, keys_to_update)
+            if update_batch_size:
+                self._adopt_batch_size(source)
         wanted = None
         if keys_to_update is not None:
             wanted = {_key_parts(k) for k in keys_to_update}
-        self._update(input_dict_or_td, (), clone, inplace, wanted)
+        self._update(
+            input_dict_or_td, (), clone, inplace, wanted, adopt=update_batch_size, is_leaf=is_leaf
+        )
         return self
 
-    def _update(self, source, prefix: tuple, clone: bool, inplace: bool, wanted) -> None:
+    def _adopt_batch_size(self, source) -> None:
+        """Hook of ``update(update_batch_size=True)``: takes ``source``'s batch size, keeping the sub-tensordicts.
+
+        A sub-tensordict that the source has too takes the batch size of the source's
+        (and keeps its identity); every other entry is dropped, to be written again
+        from the source.
+
+        Raises:
+            BatchSizeError: if a key of this tensordict is not a key of ``source``.
+        """
+        missing = sorted(set(self.keys()) - set(source.keys()))
+        if missing:
+            msg = (
+                f"cannot update to the batch size {list(source.batch_size)}: the entries {missing} "
+                f"of batch size {list(self.batch_size)} are not in the source"
+            )
+            raise BatchSizeError(msg)
+        for key in list(self.keys()):
+            mine, theirs = self._get_str(key, None), source._get_str(key, None)
+            if is_subtree(mine) and is_subtree(theirs):
+                inner, other = inner_tensordict(mine), inner_tensordict(theirs)
+                if inner.batch_size != other.batch_size:
+                    inner._adopt_batch_size(other)
+            else:
+                self._del_str(key)
+        self.batch_size = source.batch_size
+
+    def _update(
+        self,
+        source,
+        prefix: tuple,
+        clone: bool,
+        inplace: bool,
+        wanted,
+        adopt: bool = False,
+        is_leaf=None,
+    ) -> None:
+        """Writes the entries of ``source`` into this tensordict, the level ``prefix`` of the one updated.
+
+        A sub-tensordict (or tensorclass instance) of the source is written into the one
+        already there, which keeps its identity; with ``adopt`` (``update_batch_size``) it
+        takes the source's batch size first. ``is_leaf`` says which classes are written
+        whole instead.
+        """
         for key, value in _source_items(source):
-            parts = prefix + _key_parts(key)
+            rel = _key_parts(key)
+            parts = prefix + rel
             if wanted is not None and not any(parts[: len(w)] == w for w in wanted):
                 if not any(w[: len(parts)] == parts for w in wanted):
                     continue
-            target_parent = self._walk_to_parent(parts, create=True) if len(parts) > 1 else self
-            current = target_parent._get_str(parts[-1], None)
-            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
-                if current is not None and is_tensordict(current):
-                    self._update(value, parts, clone, inplace, wanted)
+            target_parent = self._walk_to_parent(rel, create=True) if len(rel) > 1 else self
+            current = target_parent._get_str(rel[-1], None)
+            nested = isinstance(value, Mapping) or is_subtree(value)
+            if nested and (is_leaf is None or not is_leaf(type(value))):
+                if current is not None and is_subtree(current):
+                    target = inner_tensordict(current)
+                    if not isinstance(value, Mapping):
+                        value = inner_tensordict(value)
+                        new = value._update_target(target)
+                        if new is not target:
+                            target_parent._set_str(rel[-1], new, inplace=False, validated=False)
+                            target = new
+                        if adopt and value.batch_size != target.batch_size:
+                            target._adopt_batch_size(value)
+                    target._update(value, parts, clone, inplace, wanted, adopt, is_leaf)
                     continue
             if clone and (isinstance(value, torch.Tensor) or is_tensordict(value)):
                 value = value.clone()
             target_parent._set_str(
-                parts[-1], value, inplace=inplace and current is not None, validated=False
+                rel[-1], value, inplace=inplace and current is not None, validated=False
             )
+
+    def _update_target(self, current: TensorCollection) -> TensorCollection:
+        """Hook of :meth:`update`: the form of ``current`` (a tensordict) that takes this one's entries.
+
+        A tensordict is written into ``current`` as it is; a lazy stack turns a dense
+        ``current`` into a lazy stack of its slices first, so that members of different
+        shapes can be written.
+        """
+        return current
 
     def update_(
         self: T,
-        input_dict_or_td: Mapping | TensorCollection,
+        input_dict_or_td: Mapping | TensorCollection | None = None,
         clone: bool = False,
         *,
         keys_to_update: Sequence[NestedKey] | None = None,
+        non_blocking: bool = False,
         **kwargs: Any,
     ) -> T:
         """Copies every entry of a mapping or tensordict into the existing entries, in place.
@@ -777,9 +901,10 @@ class EntriesMixin(Contract):
 
         Keyword Args:
             keys_to_update (sequence of NestedKey, optional): copy only the values at these keys
-                of ``input_dict_or_td``; nested mappings are entered whatever their key. Defaults
-                to None, which copies every value.
-            **kwargs: accepted for compatibility; ignored.
+                of ``input_dict_or_td`` (a key of a sub-tensordict copies all of it). Defaults to
+                None, which copies every value.
+            non_blocking (bool, optional): accepted for compatibility; ignored.
+            **kwargs: more values, copied after those of ``input_dict_or_td``.
 
         Returns:
             The tensordict itself.
@@ -793,27 +918,40 @@ class EntriesMixin(Contract):
             >>> TensorDict({"a": torch.zeros(2)}, [2]).lock_().update_({"a": torch.ones(2)})["a"]
             tensor([1., 1.])
         """
+        if kwargs:
+            if input_dict_or_td is not None:
+                self.update_(input_dict_or_td, clone, keys_to_update=keys_to_update)
+            input_dict_or_td = kwargs
+        if input_dict_or_td is None:
+            return self
+        wanted = None if keys_to_update is None else [_key_parts(k) for k in keys_to_update]
         for key, value in _source_items(input_dict_or_td):
             parts = _key_parts(key)
-            if keys_to_update is not None and canonical_key(parts) not in {
-                canonical_key(k) for k in keys_to_update
-            }:
-                if not isinstance(value, Mapping) or is_tensordict(value):
-                    continue
+            below = _keys_below(wanted, parts)
+            if below == ():
+                continue  # no key asked for lies at or under this one
             if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
-                sub = self.get(parts, NO_DEFAULT)
-                sub.update_(value, clone=clone)
+                # the level there takes them (a lazy stack, member by member)
+                self.get(parts, NO_DEFAULT).update_(value, clone=clone, keys_to_update=below)
                 continue
-            self.set_(parts, value.clone() if clone else value)
+            if below is None:
+                self.set_(parts, value.clone() if clone else value)
         return self
 
-    def set_at_(self: T, key: NestedKey, value: Any, index: IndexType) -> T:
+    def set_at_(
+        self: T, key: NestedKey, value: Any, index: IndexType, *, non_blocking: bool = False
+    ) -> T:
         """Writes ``value`` into the rows ``index`` of the entry at ``key``, even when locked.
 
         Args:
             key (NestedKey): the key of an existing tensor or sub-tensordict.
             value: a tensor, number or (for a sub-tensordict) mapping that broadcasts to the rows.
             index: an index of the leading dims: an int, slice, tensor, or a tuple of them.
+
+        Keyword Args:
+            non_blocking (bool, optional): lets a copy between devices run asynchronously;
+                the write is made as ``tensor[index] = value`` makes it, which waits for it.
+                Defaults to False.
 
         Returns:
             The tensordict itself.
@@ -840,17 +978,28 @@ class EntriesMixin(Contract):
     def update_at_(
         self: T,
         input_dict_or_td: Mapping | TensorCollection,
-        index: IndexType,
+        idx: IndexType,
         clone: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Sequence[NestedKey] | None = None,
     ) -> T:
-        """Writes each entry of a mapping or tensordict into the rows ``index`` of the same entry.
+        """Writes each entry of a mapping or tensordict into the rows ``idx`` of the same entry.
 
         Nested mappings go into the matching sub-tensordicts, in place, so this works when locked.
 
         Args:
             input_dict_or_td (Mapping or TensorDictBase): the values, keyed as in this tensordict.
-            index: an index of the batch dims: an int, slice, tensor, or a tuple of them.
+            idx: an index of the batch dims: an int, slice, tensor, or a tuple of them; the
+                empty tuple writes whole entries, as :meth:`update_`.
             clone (bool, optional): call ``clone()`` on each value first. Defaults to False.
+
+        Keyword Args:
+            non_blocking (bool, optional): lets copies between devices run asynchronously; they
+                are made as ``tensor[idx] = value`` makes them, which waits. Defaults to False.
+            keys_to_update (sequence of NestedKey, optional): write only the values at these
+                keys of ``input_dict_or_td`` (a sub-tensordict's key: all it holds). Defaults
+                to None: every value.
 
         Returns:
             The tensordict itself.
@@ -858,20 +1007,38 @@ class EntriesMixin(Contract):
         Raises:
             KeyError: if a key of ``input_dict_or_td`` is not in this tensordict.
             TypeError: if ``input_dict_or_td`` is not a mapping or a tensordict.
-            IndexError: if ``index`` is out of range.
+            IndexError: if ``idx`` is out of range.
             RuntimeError: if a value does not broadcast to the indexed rows.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.zeros(3)}}, [3])
             >>> td.update_at_({"a": 1.0, "b": {"c": 2.0}}, 1)["b", "c"]
             tensor([0., 2., 0.])
+            >>> td.update_at_({"a": 5.0, "b": {"c": 5.0}}, 0, keys_to_update=["a"])["b", "c"]
+            tensor([0., 2., 0.])
         """
-        for key, value in _source_items(input_dict_or_td):
-            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
-                self.get(key, NO_DEFAULT).update_at_(value, index, clone)
-            else:
-                self.set_at_(key, value.clone() if clone else value, index)
+        wanted = None
+        if keys_to_update is not None:
+            wanted = {_key_parts(k) for k in keys_to_update}
+            if not wanted:
+                return self
+        if isinstance(idx, tuple) and not idx:
+            return self.update_(input_dict_or_td, clone, keys_to_update=keys_to_update)
+        self._update_at(input_dict_or_td, idx, clone, wanted, ())
         return self
+
+    def _update_at(
+        self, source: Mapping | TensorCollection, idx: IndexType, clone: bool, wanted, prefix: tuple
+    ) -> None:
+        for key, value in _source_items(source):
+            parts = prefix + _key_parts(key)
+            if wanted is not None and not any(parts[: len(w)] == w for w in wanted):
+                if not any(w[: len(parts)] == parts for w in wanted):
+                    continue
+            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
+                self._update_at(value, idx, clone, wanted, parts)
+            else:
+                self.set_at_(parts, value.clone() if clone else value, idx)
 
     def copy_at_(
         self: T,

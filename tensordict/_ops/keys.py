@@ -80,6 +80,18 @@ def _leaf_keys(td) -> Iterator[tuple]:
         yield (key,) if isinstance(key, str) else key
 
 
+def _flat_leaves(td, is_leaf: Callable, prefix: tuple) -> Iterator[tuple]:
+    """``(key parts, value)`` of every entry whose class ``is_leaf`` accepts, depth first.
+
+    A sub-tensordict it does not accept is walked into; any other entry is left out.
+    """
+    for key, value in td.items():
+        if is_leaf(type(value)):
+            yield (*prefix, key), value
+        elif is_tensor_collection(value):
+            yield from _flat_leaves(value, is_leaf, (*prefix, key))
+
+
 def _flat_to_source(separator: str) -> Callable:
     """The inverse of ``flatten_keys``: each flat key goes back to the key it was made from.
 
@@ -385,7 +397,13 @@ class KeysMixin(Contract):
         )
 
     # ------------------------------------------------------------------ selecting and excluding
-    def select(self: T, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> T:
+    def select(
+        self: T,
+        *keys: NestedKey,
+        inplace: bool = False,
+        strict: bool = True,
+        as_tensordict: bool = False,
+    ) -> T:
         """Returns a tensordict with only the given keys, sharing their entries.
 
         Args:
@@ -394,6 +412,9 @@ class KeysMixin(Contract):
         Keyword Args:
             inplace (bool, optional): remove the other keys from this tensordict. Defaults to False.
             strict (bool, optional): raise for a missing key, else skip it. Defaults to True.
+            as_tensordict (bool, optional): a tensorclass instance returns the selection as a
+                :class:`TensorDict` rather than as an instance of its class (whose other
+                fields would be None); no effect on a tensordict. Defaults to False.
 
         Returns:
             A new tensordict, or this one with ``inplace``.
@@ -702,7 +723,12 @@ class KeysMixin(Contract):
         return out
 
     # ------------------------------------------------------------------ renaming keys
-    def flatten_keys(self: T, separator: str = ".", inplace: bool = False) -> T:
+    def flatten_keys(
+        self: T,
+        separator: str = ".",
+        inplace: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+    ) -> T:
         """Returns a tensordict whose nested keys are joined by ``separator`` into flat keys.
 
         Used as a context manager, ``with td.flatten_keys() as flat:``, the entries the block
@@ -712,6 +738,11 @@ class KeysMixin(Contract):
         Args:
             separator (str, optional): joins the parts of a key. Defaults to ``"."``.
             inplace (bool, optional): replace the entries of this tensordict. Defaults to False.
+            is_leaf (callable, optional): called with the class of each entry: the entries
+                it accepts are the leaves, kept whole under their flat keys (a sub-tensordict
+                too); a sub-tensordict it refuses is flattened, and any other entry it
+                refuses is left out. Defaults to None: tensors and non-tensor entries are
+                the leaves (:func:`~tensordict.is_leaf_nontensor`).
 
         Returns:
             A tensordict of the leaves and non-tensor entries (empty sub-tensordicts are dropped).
@@ -730,14 +761,14 @@ class KeysMixin(Contract):
             tensor([1., 1.])
         """
         source = {}
-        for key in self.keys(True, True, is_leaf=_is_leaf_nontensor):
-            name = key if isinstance(key, str) else separator.join(key)
+        for parts, value in _flat_leaves(self, is_leaf or _is_leaf_nontensor, ()):
+            name = separator.join(parts)
             if name in source:
                 msg = (
                     f"flattening keys with separator {separator!r} makes two entries named {name!r}"
                 )
                 raise KeyError(msg)
-            source[name] = self.get(key, NO_DEFAULT)
+            source[name] = value
         out = self._new_like(source, self.batch_size)
         if inplace:
             for key in list(self._keys_level()):

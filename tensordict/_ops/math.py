@@ -15,22 +15,33 @@ from tensordict._collection import (
     is_non_tensor,
     is_tensor_collection,
 )
-from tensordict._keys import NestedKey
-from tensordict._nontensor import NonTensorData
+from tensordict._keys import NestedKey, _key_parts
+from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops._generated.elementwise import ElementwiseOps
 from tensordict._ops._generated.inplace import InplaceOps
 from tensordict._ops._generated.reductions import ReductionOps
+from tensordict._ops.keys import inner_tensordict
 from tensordict._typing import T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
+    BatchSizeError,
+    ConflictingArgumentsError,
     DimensionError,
     DimTypeError,
     InvalidArgumentError,
     KeyMismatchError,
 )
 
-
 # ---------------------------------------------------------------------- shared with device.py
+
+
+def _reducible(value: Any) -> bool:
+    """True for a tensor leaf or a sub-tensordict: what ``all()`` and ``any()`` look into."""
+    return isinstance(value, torch.Tensor) or (
+        is_tensor_collection(value) and not is_non_tensor(value)
+    )
+
+
 def leaf_keys(td: TensorCollection) -> set:
     """The keys of every leaf of ``td``, nested ones as tuples."""
     return set(td.keys(True, True))
@@ -50,7 +61,7 @@ def tensors_only(td: T) -> T:
 def _non_tensor_keys(td, prefix: tuple = ()) -> list:
     keys = []
     for key, value in td._items_level():
-        if is_non_tensor(value):
+        if isinstance(value, NonTensorDataBase):
             keys.append(prefix + (key,))
         elif is_tensor_collection(value):
             # a tensorclass is walked through its tensordict
@@ -59,75 +70,173 @@ def _non_tensor_keys(td, prefix: tuple = ()) -> list:
 
 
 # ---------------------------------------------------------------------- operands
-def _check_same_keys(td, other, what: str) -> None:
-    # non-tensor entries count: a leafwise operation pairs them too (comparisons compare them)
-    mine = set(td.keys(True, True, is_leaf=is_leaf_nontensor))
-    theirs = set(other.keys(True, True, is_leaf=is_leaf_nontensor))
+# An operation of a tensordict with operands (``td + other``, ``td.lerp(end, weight)``,
+# ``td.clamp(lo, hi)``) meets each operand in one of three ways:
+# - a tensordict (or tensorclass) gives each leaf its own leaf at the same key;
+# - a tensor with dims is *batch-shaped*: it is aligned with the batch dims from the right, as
+#   torch broadcasts shapes, and spreads over each leaf's feature dims; the result takes the
+#   broadcast batch size (``td[3, 4] * torch.ones(2, 1, 4)`` has batch size [2, 3, 4]);
+# - a number or a 0-dim tensor meets every leaf as it is.
+_COLLECTION, _BATCH_SHAPED, _AS_IS = 0, 1, 2
+
+
+def _kind(operand) -> int:
+    if is_tensor_collection(operand):
+        return _COLLECTION
+    if isinstance(operand, torch.Tensor) and operand.ndim:
+        return _BATCH_SHAPED
+    return _AS_IS
+
+
+def _aligned(tensor: torch.Tensor, leaf: torch.Tensor, batch_dims: int) -> torch.Tensor:
+    """The batch-shaped ``tensor`` with a dim of size 1 for each feature dim of ``leaf``."""
+    return tensor.reshape(tensor.shape + (1,) * (leaf.ndim - batch_dims))
+
+
+def _paired_keys(td) -> set:
+    """The keys a leafwise operation pairs: of the tensor leaves and of the non-tensor entries
+    (comparisons compare them too), nested ones as tuples."""
+    return set(td.keys(True, True, is_leaf=is_leaf_nontensor))
+
+
+def _key_mismatch(td, other, what: str, hint: str = "") -> None:
+    mine, theirs = _paired_keys(td), _paired_keys(other)
     if mine != theirs:
         only_mine = sorted(map(str, mine - theirs))
         only_theirs = sorted(map(str, theirs - mine))
         msg = (
             f"cannot {what} tensordicts with different keys: only in the first {only_mine}, "
-            f"only in the second {only_theirs}"
+            f"only in the second {only_theirs}{hint}"
         )
         raise KeyMismatchError(msg)
 
 
-def _paired(td, other, what: str, default):
-    """``(td, other)`` restricted or completed according to ``default`` (None: same keys)."""
-    mine, theirs = leaf_keys(td), leaf_keys(other)
-    if default is None:
-        if mine != theirs:
-            only_mine = sorted(map(str, mine - theirs))
-            only_theirs = sorted(map(str, theirs - mine))
-            msg = (
-                f"cannot {what} tensordicts with different keys: only in the first {only_mine}, "
-                f"only in the second {only_theirs}; pass default='intersection' or a fill value"
+def _batch_size_of(td, operands: list, what: str):
+    """The batch size of the result (None when it is ``td``'s) and its dim names."""
+    shapes = [o.batch_size if k == _COLLECTION else o.shape for o, k in operands if k != _AS_IS]
+    if all(shape == td.batch_size for shape in shapes):
+        return None, NO_DEFAULT
+    try:
+        new = torch.broadcast_shapes(td.batch_size, *shapes)
+    except RuntimeError as err:
+        msg = (
+            f"cannot {what} a tensordict of batch size {list(td.batch_size)} with operands of "
+            f"shapes {[list(s) for s in shapes]}: a tensor operand is aligned with the batch "
+            "dims from the right, and the shapes do not broadcast"
+        )
+        raise BatchSizeError(msg) from err
+    if new == td.batch_size:
+        return None, NO_DEFAULT
+    names = td.names
+    if all(n is None for n in names) or len(new) < len(names):
+        return new, None
+    return new, [None] * (len(new) - len(names)) + list(names)
+
+
+def _leafwise_apply(td, fn, operands, what: str, *, default=None, lock: bool = True):
+    """``fn(leaf, *operands)`` for every tensor leaf of ``td``, into a new tensordict.
+
+    Each operand meets the leaf as the comment above says. With one tensordict operand,
+    ``default`` says what to do with the leaves that only one side has: None raises
+    KeyMismatchError, ``"intersection"`` keeps the shared ones only, and any other value
+    stands in for the missing side. The result is locked when ``td`` is and ``lock``.
+    """
+    ops = [(o._leafwise_operand() if is_tensor_collection(o) else o) for o in operands]
+    tds = [o for o in ops if is_tensor_collection(o)]
+    src, fill, extra = td, NO_DEFAULT, None
+    if len(tds) == 1 and default is not None and len(ops) == 1:
+        other = tds[0]
+        if isinstance(default, str) and default == "intersection":
+            theirs = _paired_keys(other)
+            common = [k for k in td.keys(True, True, is_leaf=is_leaf_nontensor) if k in theirs]
+            src, other = td.select(*common), other.select(*common)
+        else:
+            fill = default
+            only_theirs = _paired_keys(other) - _paired_keys(td)
+            extra = other.select(*only_theirs) if only_theirs else None
+        ops = tds = [other]
+    else:
+        hint = "; pass default='intersection' or a fill value" if len(ops) == 1 else ""
+        for other in tds:
+            _key_mismatch(td, other, what, hint)
+    kinds = [_kind(o) for o in ops]
+    new, names = _batch_size_of(td, list(zip(ops, kinds)), what)
+    if _BATCH_SHAPED in kinds:
+        src = src._as_dense()  # the operand meets the stacked leaves of a lazy stack
+    nb = td.batch_dims
+
+    def leaf(x, *leaves):
+        it = iter(leaves)
+        args = []
+        for o, k in zip(ops, kinds):
+            if k == _COLLECTION:
+                y = next(it)
+                args.append(fill if y is None else y)
+            else:
+                args.append(_aligned(o, x, nb) if k == _BATCH_SHAPED else o)
+        return fn(x, *args)
+
+    if fill is NO_DEFAULT and all(k == _COLLECTION for k in kinds):
+        # fn itself, unwrapped: a non-tensor entry recognises the comparison operators
+        # (combine_values) and compares its values with the other's
+        result = src._fast_apply(fn, *tds, batch_size=new, names=names)
+    else:
+        missing = NO_DEFAULT if fill is NO_DEFAULT else None
+        result = src._fast_apply(leaf, *tds, default=missing, batch_size=new, names=names)
+    if extra is not None:
+        # the leaves only the operand has meet the fill value on this side
+        result.update(
+            extra._fast_apply(
+                lambda y: fn(torch.as_tensor(fill, device=y.device), y), batch_size=new, names=names
             )
-            raise KeyMismatchError(msg)
-        return td, other, NO_DEFAULT
-    if isinstance(default, str) and default == "intersection":
-        common = [k for k in td.keys(True, True) if k in theirs]
-        return td.select(*common), other.select(*common), NO_DEFAULT
-    return td, other, default
+        )
+    if lock and td.is_locked:
+        result.lock_()
+    return result
 
 
-def _operands(td, others, what: str) -> list:
-    """The operands, tensorclasses unwrapped, tensordicts checked to have ``td``'s leaf keys."""
-    out = []
-    for other in others:
-        if is_tensor_collection(other):
-            other = other._leafwise_operand()
-            _paired(td, other, what, None)
-        out.append(other)
-    return out
+def _spread(td, operand):
+    """A batch-shaped tensor ``operand`` as a tensordict of ``td``'s leaves, each expanded to
+    its leaf's shape, so that in-place writes split it as they split a tensordict operand."""
+    nb = td.batch_dims
+    return td._as_dense()._fast_apply(lambda x: _aligned(operand, x, nb).expand_as(x))
 
 
 def _ternary(td, fn, other1, other2, value, what: str):
-    a, b = _operands(td, (other1, other2), what)
-    collections = [o for o in (a, b) if is_tensor_collection(o)]
+    def compute(x, y, z):
+        return fn(x, _as_tensor_operand(y, x), _as_tensor_operand(z, x), value=value)
 
-    def compute(x, *leaves):
-        it = iter(leaves)
-        y = next(it) if is_tensor_collection(a) else _as_tensor_operand(a, x)
-        z = next(it) if is_tensor_collection(b) else _as_tensor_operand(b, x)
-        return fn(x, y, z, value=value)
-
-    return td._fast_apply(compute, *collections)
+    return _leafwise_apply(td, compute, (other1, other2), what)
 
 
-def _ternary_(td, fn, other1, other2, value, what: str):
-    a, b = _operands(td, (other1, other2), what)
-    collections = [o for o in (a, b) if is_tensor_collection(o)]
+def _inplace_apply(td, fn, operands, what: str):
+    """Calls ``fn(leaf, *operands)``, which writes into the leaf, for every tensor leaf of ``td``.
+
+    The operands meet the leaves as in :func:`_leafwise_apply`; a batch-shaped tensor must not
+    grow the batch size. A lazy stack's leaves are its members' own tensors. Returns ``td``.
+    """
+    ops = []
+    for o in operands:
+        if is_tensor_collection(o):
+            o = o._leafwise_operand()
+            _key_mismatch(td, o, what)
+        ops.append(_spread(td, o) if _kind(o) == _BATCH_SHAPED else o)
+    tds = [o for o in ops if is_tensor_collection(o)]
 
     def write(x, *leaves):
         it = iter(leaves)
-        y = next(it) if is_tensor_collection(a) else _as_tensor_operand(a, x)
-        z = next(it) if is_tensor_collection(b) else _as_tensor_operand(b, x)
-        return fn(x, y, z, value=value)  # the leaf itself: nothing is rebound
+        fn(x, *(next(it) if is_tensor_collection(o) else o for o in ops))
+        return x  # the leaf itself: nothing is rebound
 
-    td._fast_apply(write, *collections, inplace=True)
+    td._fast_apply(write, *tds, inplace=True)
     return td
+
+
+def _ternary_(td, fn, other1, other2, value, what: str):
+    def write(x, y, z):
+        fn(x, _as_tensor_operand(y, x), _as_tensor_operand(z, x), value=value)
+
+    return _inplace_apply(td, write, (other1, other2), what)
 
 
 def _as_tensor_operand(value, leaf):
@@ -137,29 +246,41 @@ def _as_tensor_operand(value, leaf):
     return torch.as_tensor(value, dtype=leaf.dtype, device=leaf.device)
 
 
+def _into(out, result):
+    """``result`` written into the tensordict ``out``, which is returned (the ``out=`` argument).
+
+    A tensor leaf that ``out`` already holds with the result's shape is written in place (it
+    keeps its identity, as with torch's ``out=``); the other entries are set.
+    """
+    for key in result.keys(True, True):
+        value = result.get(key)
+        current = out.get(key, None)
+        if (
+            isinstance(value, torch.Tensor)
+            and isinstance(current, torch.Tensor)
+            and current.shape == value.shape
+        ):
+            out.set_(key, value)
+        else:
+            out.set(key, value)
+    return out
+
+
 # ---------------------------------------------------------------------- operators
-def _operator(op, swap: bool = False, name: str = ""):
+_OPERANDS = (torch.Tensor, int, float, bool, complex)
+
+
+def _operator(op, swap: bool = False, name: str = "", lock: bool = True):
+    fn = (lambda x, y: op(y, x)) if swap else op
+    what = name or op.__name__.strip("_")
+
     def method(self, other):
         if is_tensor_collection(other):
-            other = other._leafwise_operand()
-            if not hasattr(other, "_fast_apply"):
+            if not hasattr(other._leafwise_operand(), "_fast_apply"):
                 return NotImplemented
-            _check_same_keys(self, other, name or op.__name__)
-            if swap:
-                return self._fast_apply(lambda x, y: op(y, x), other)
-            return self._fast_apply(op, other)
-        if not isinstance(other, (torch.Tensor, int, float, bool, complex)):
+        elif not isinstance(other, _OPERANDS):
             return NotImplemented
-        if isinstance(other, torch.Tensor) and 0 < other.ndim <= self.batch_dims:
-            # A tensor over (leading) batch dims broadcasts from the left, over each leaf's features.
-            def aligned(x, fn=op):
-                y = other.reshape(other.shape + (1,) * (x.ndim - other.ndim))
-                return fn(y, x) if swap else fn(x, y)
-
-            return self._fast_apply(aligned)
-        if swap:
-            return self._fast_apply(lambda x: op(other, x))
-        return self._fast_apply(lambda x: op(x, other))
+        return _leafwise_apply(self, fn, (other,), what, lock=lock)
 
     return method
 
@@ -185,12 +306,6 @@ def _kept_names(td, dims: tuple, keepdim: bool):
     if keepdim:
         return list(names)
     return [n for i, n in enumerate(names) if i not in dims]
-
-
-def _into(out, result):
-    """``result`` written into the tensordict ``out``, which is returned (the ``out=`` argument)."""
-    out.update(result)
-    return out
 
 
 def _values_indices(td, name: str, dim: int, keepdim: bool):
@@ -231,6 +346,64 @@ def _reduce_all(td, name: str, **kwargs) -> torch.Tensor:
     return getattr(torch, name)(flat, **kwargs)
 
 
+def _reduce_over(name: str, x: torch.Tensor, dims: tuple, keepdim: bool, kwargs: dict):
+    """``torch.<name>`` of ``x`` over ``dims``; those that take one dim reduce one after the other."""
+    if name not in _ONE_DIM_ONLY:
+        return getattr(torch, name)(x, dim=dims, keepdim=keepdim, **kwargs)
+    reducer = getattr(torch, {"max": "amax", "min": "amin"}.get(name, name))
+    for d in reversed(dims):
+        x = reducer(x, d, keepdim=keepdim, **kwargs)
+        if isinstance(x, tuple):
+            x = x[0]  # median's values
+    return x
+
+
+def _joinable(name: str, leaves: list) -> list:
+    """The tensor leaves to join into one tensor (integer ones cast to float for a mean)."""
+    leaves = [v for v in leaves if not is_unbatched(v)]
+    if name in ("mean", "nanmean"):
+        return [v if v.is_floating_point() else v.float() for v in leaves]
+    return leaves
+
+
+def _feature_wise(td, leaf_fn, sub_fn, batch_size=None, names=NO_DEFAULT):
+    """``leaf_fn`` of each leaf of ``td``'s level with its feature dims flattened into one last
+    dim, and ``sub_fn`` of each sub-tensordict or tensorclass (so that it reduces the feature
+    dims of its own level); non-tensor and unbatched entries are kept."""
+    src = td._as_dense()
+    nb = src.batch_dims
+
+    def one(x):
+        if is_tensor_collection(x):
+            return sub_fn(x)
+        if is_unbatched(x):
+            return x
+        return leaf_fn(x.reshape(x.shape[:nb] + (-1,)))
+
+    return src._fast_apply(one, call_on_nested=True, batch_size=batch_size, names=names)
+
+
+def _feature_reduction(td, name: str, dim: str, keepdim: bool, reduce, kwargs: dict):
+    """``torch.<name>`` over the feature dims of each leaf (``dim="feature"``)."""
+    if dim != "feature":
+        msg = f"{name}(): dim must be an int, a tuple of ints, ... or 'feature', got {dim!r}"
+        raise InvalidArgumentError(msg)
+    if keepdim:
+        msg = f"{name}(dim='feature') keeps the batch dims and reduces the others: keepdim=True does not apply"
+        raise ConflictingArgumentsError(msg)
+    if reduce:
+        batch = td.batch_size
+        leaves = _joinable(name, leaf_tensors(td._as_dense()))
+        return _reduce_over(
+            name, torch.cat([v.reshape(batch + (-1,)) for v in leaves], -1), (-1,), False, kwargs
+        )
+    return _feature_wise(
+        td,
+        lambda x: _reduce_over(name, x, (-1,), False, kwargs),
+        lambda sub: getattr(sub, name)(dim="feature", **kwargs),
+    )
+
+
 def _batch_dim(td, dim, what: str) -> int:
     """``dim`` as a non-negative batch dim of ``td``, or DimensionError (an IndexError)."""
     if isinstance(dim, bool) or not isinstance(dim, int):
@@ -260,7 +433,7 @@ def _renamed(td, key_transform):
     """``td`` with each leaf renamed by ``key_transform`` at its own level."""
     source = {}
     for key, value in td._items_level():
-        if is_tensor_collection(value) and not isinstance(value, NonTensorData):
+        if is_tensor_collection(value) and not isinstance(value, NonTensorDataBase):
             source[key] = _renamed(value, key_transform)
         else:
             source[key_transform(key)] = value
@@ -293,52 +466,62 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
     __rpow__ = _operator(operator.pow, swap=True)
     __matmul__ = _operator(operator.matmul)
     __and__ = _operator(operator.and_)
+    __rand__ = _operator(operator.and_, swap=True)
     __or__ = _operator(operator.or_)
+    __ror__ = _operator(operator.or_, swap=True)
     __xor__ = _operator(operator.xor)
+    __rxor__ = _operator(operator.xor, swap=True)
     __iadd__ = _inplace_operator(operator.iadd)
     __isub__ = _inplace_operator(operator.isub)
     __imul__ = _inplace_operator(operator.imul)
     __itruediv__ = _inplace_operator(operator.itruediv)
     __ipow__ = _inplace_operator(operator.ipow)
-    __eq__ = _operator(operator.eq, name="compare")
-    __ne__ = _operator(operator.ne, name="compare")
-    __lt__ = _operator(operator.lt, name="compare")
-    __le__ = _operator(operator.le, name="compare")
-    __gt__ = _operator(operator.gt, name="compare")
-    __ge__ = _operator(operator.ge, name="compare")
+    __eq__ = _operator(operator.eq, name="compare", lock=False)
+    __ne__ = _operator(operator.ne, name="compare", lock=False)
+    __lt__ = _operator(operator.lt, name="compare", lock=False)
+    __le__ = _operator(operator.le, name="compare", lock=False)
+    __gt__ = _operator(operator.gt, name="compare", lock=False)
+    __ge__ = _operator(operator.ge, name="compare", lock=False)
 
     def __neg__(self):
-        return self._fast_apply(operator.neg)
+        return self._pointwise(operator.neg)
 
     def __abs__(self):
-        return self._fast_apply(operator.abs)
+        return self._pointwise(operator.abs)
 
     def __invert__(self):
-        return self._fast_apply(operator.invert)
+        return self._pointwise(operator.invert)
 
     # ------------------------------------------------------------------ primitives of the generated methods
+    def _pointwise(self, fn):
+        result = self._fast_apply(fn)
+        if self.is_locked:
+            result.lock_()  # as for the arithmetic: the result is locked like this tensordict
+        return result
+
     def _leafwise(self, fn, other, args: tuple, kwargs: dict, name: str):
-        if is_tensor_collection(other):
-            other = other._leafwise_operand()
-            _check_same_keys(self, other, name)
-            return self._fast_apply(lambda x, y: fn(x, y, *args, **kwargs), other)
-        return self._fast_apply(lambda x: fn(x, other, *args, **kwargs))
+        default = kwargs.pop("default", None)
+        return _leafwise_apply(
+            self, lambda x, *ops: fn(x, *ops, **kwargs), (other, *args), name, default=default
+        )
 
     def _pairwise(self, fn, other, name: str, default=None):
-        if is_tensor_collection(other):
-            td, other, fill = _paired(self, other._leafwise_operand(), name, default)
-            return td._fast_apply(fn, other, default=fill)
-        return self._fast_apply(lambda x: fn(x, other))
+        return _leafwise_apply(self, fn, (other,), name, default=default)
 
     def _write_each_leaf(self, fn, other, name: str):
         # The leaves are the stored tensors (a lazy stack's are its members', never the
-        # stacked copies that ``get`` returns); a tensordict operand gives each leaf its own.
-        if not is_tensor_collection(other):
+        # stacked copies that ``get`` returns); a tensordict operand gives each leaf its own,
+        # and so does a batch-shaped tensor, spread over the leaves first.
+        kind = _kind(other)
+        if kind == _AS_IS:
             for leaf in self._stored_tensors():
                 fn(leaf, other)
             return self
-        other = other._leafwise_operand()
-        _check_same_keys(self, other, name)
+        if kind == _BATCH_SHAPED:
+            other = _spread(self, other)
+        else:
+            other = other._leafwise_operand()
+            _key_mismatch(self, other, name)
         self._write_matching_leaves(fn, other)
         return self
 
@@ -347,7 +530,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         out = kwargs.pop("out", None)
         if name in _BATCH_DIMS_BY_DEFAULT and (dim is None or dim is ...):
             dim = tuple(range(self.batch_dims))
-        if name in ("max", "min") and isinstance(dim, int) and return_indices:
+        if name in ("max", "min") and isinstance(dim, int) and return_indices and not reduce:
             if out is not None:
                 msg = (
                     f"{name}(dim={dim}) returns a pair of values and indices, which out= cannot "
@@ -362,6 +545,9 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
                 lambda x: fn(x, **kwargs), batch_size=torch.Size(()), names=None
             )
             return whole if out is None else _into(out, whole)
+        if isinstance(dim, str):
+            result = _feature_reduction(self, name, dim, keepdim, reduce, kwargs)
+            return result if out is None or reduce else _into(out, result)
         ndim = self.batch_dims
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         norm = []
@@ -371,6 +557,10 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
                 raise DimensionError(msg)
             norm.append(d + ndim if d < 0 else d)
         norm_t = tuple(sorted(set(norm)))
+        if reduce:
+            # the leaves joined along the first reduced dim, then reduced as one tensor
+            leaves = _joinable(name, leaf_tensors(self._as_dense()))
+            return _reduce_over(name, torch.cat(leaves, norm_t[0]), norm_t, keepdim, kwargs)
         if keepdim:
             new = torch.Size(1 if i in norm_t else s for i, s in enumerate(self.batch_size))
         else:
@@ -380,25 +570,10 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
         def op(x):
             if is_unbatched(x):
                 return x  # no batch dims to reduce: kept as it is
-            if name in _ONE_DIM_ONLY:
-                reducer = getattr(torch, {"max": "amax", "min": "amin"}.get(name, name))
-                res = x
-                for d in reversed(norm_t):
-                    res = reducer(res, d, keepdim=keepdim, **kwargs)
-                    if isinstance(res, tuple):
-                        res = res[0]
-                return res
-            return fn(x, dim=norm_t, keepdim=keepdim, **kwargs)
+            return _reduce_over(name, x, norm_t, keepdim, kwargs)
 
-        if out is None:
-            return self._fast_apply(op, batch_size=new, names=names)
-
-        def write(x, y):
-            # out= writes into the tensor already at the key, as torch's out= does
-            res = op(x)
-            return res if y is None or is_unbatched(x) else y.copy_(res)
-
-        return _into(out, self._fast_apply(write, out, default=None, batch_size=new, names=names))
+        result = self._fast_apply(op, batch_size=new, names=names)
+        return result if out is None else _into(out, result)
 
     # ------------------------------------------------------------------ hooks of the classes
     def _leafwise_operand(self):
@@ -411,12 +586,15 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
     def _write_matching_leaves(self, fn, other) -> None:
         """Calls the in-place ``fn(leaf, other_leaf)`` on each tensor leaf with ``other``'s at its key.
 
-        The lazy stack writes its members' tensors instead (``get`` gives stacked copies).
+        The walk is ``_fast_apply``'s, so a lazy stack nested anywhere gives its members' own
+        tensors (``get`` would give stacked copies) and ``other`` is split along with it.
         """
-        for key in self.keys(True, True):
-            leaf = self.get(key)
-            if isinstance(leaf, torch.Tensor):
-                fn(leaf, other.get(key))
+        for key, value in self._items_level():
+            if isinstance(value, torch.Tensor):
+                fn(value, other.get(key))
+            elif is_tensor_collection(value) and not is_non_tensor(value):
+                # a sub-tensordict writes its own leaves (a lazy stack, its members')
+                inner_tensordict(value)._write_matching_leaves(fn, inner_tensordict(other.get(key)))
 
     def _as_dense(self):
         """This tensordict with its leaves stacked, for the ops along a batch dim: itself.
@@ -428,46 +606,65 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
     # ------------------------------------------------------------------ elementwise
     def clamp(
         self: T,
-        min: float | torch.Tensor | None = None,  # noqa: A002 - torch's argument names
-        max: float | torch.Tensor | None = None,  # noqa: A002
+        min: float | torch.Tensor | TensorCollection | None = None,  # noqa: A002 - torch's names
+        max: float | torch.Tensor | TensorCollection | None = None,  # noqa: A002
+        *,
+        out: TensorCollection | None = None,
     ) -> T:
         """Returns a tensordict with every tensor leaf clamped to ``[min, max]``.
 
-        Each leaf goes through ``Tensor.clamp(min, max)``; a bound left at None is not applied.
-        Non-tensor entries are kept as they are, and this tensordict is left unchanged.
+        Each leaf goes through ``torch.clamp(leaf, min, max)``; a bound left at None is not
+        applied. A tensordict bound gives each leaf its own bound at the same key; a tensor
+        bound with dims is batch-shaped, as for the arithmetic operators: aligned with the batch
+        dims from the right and spread over each leaf's feature dims. Non-tensor entries are
+        kept as they are, and this tensordict is left unchanged.
 
         Args:
-            min (number or torch.Tensor, optional): the lower bound. A tensor broadcasts against
-                each leaf by torch's rules (aligned on the trailing dims). Defaults to None.
-            max (number or torch.Tensor, optional): the upper bound, likewise. Defaults to None.
+            min (number, torch.Tensor or TensorDictBase, optional): the lower bound. Defaults
+                to None.
+            max (number, torch.Tensor or TensorDictBase, optional): the upper bound, likewise.
+                Defaults to None.
+
+        Keyword Args:
+            out (TensorDictBase, optional): a tensordict that receives the result and is
+                returned: a leaf it already holds is written in place, a missing one is added.
+                Defaults to None.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device (the batch size broadcast
+            with that of a tensor bound), or ``out``.
 
         Raises:
-            RuntimeError: if both bounds are None, or a tensor bound does not broadcast against
-                a leaf.
+            RuntimeError: if both bounds are None, or a tensor bound does not broadcast with the
+                batch size (BatchSizeError).
+            KeyMismatchError: if a tensordict bound has other leaf keys (a ``KeyError``).
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([-2.0, 0.5, 3.0])}, [3])
             >>> td.clamp(0.0, 1.0)["a"]
             tensor([0.0000, 0.5000, 1.0000])
+            >>> td.clamp(max=torch.tensor([0.0, 0.0, 1.0]))["a"]
+            tensor([-2.,  0.,  1.])
         """
-        return self._fast_apply(lambda x: x.clamp(min, max))
+        result = _leafwise_apply(self, torch.clamp, (min, max), "clamp", lock=False)
+        return result if out is None else _into(out, result)
 
     def clamp_(
         self: T,
-        min: float | torch.Tensor | None = None,  # noqa: A002
-        max: float | torch.Tensor | None = None,  # noqa: A002
+        min: float | torch.Tensor | TensorCollection | None = None,  # noqa: A002
+        max: float | torch.Tensor | TensorCollection | None = None,  # noqa: A002
     ) -> T:
         """Clamps every tensor leaf to ``[min, max]`` in place and returns the tensordict.
 
         Each leaf goes through ``Tensor.clamp_(min, max)``, nested ones included; non-tensor
-        entries are skipped. No entry is rebound, so a locked tensordict accepts it too.
+        entries are skipped. The bounds are taken as in :meth:`clamp`. No entry is rebound,
+        so a locked tensordict accepts it too.
 
         Args:
-            min (number or torch.Tensor, optional): the lower bound. Defaults to None.
-            max (number or torch.Tensor, optional): the upper bound. Defaults to None.
+            min (number, torch.Tensor or TensorDictBase, optional): the lower bound. Defaults
+                to None.
+            max (number, torch.Tensor or TensorDictBase, optional): the upper bound. Defaults
+                to None.
 
         Returns:
             This tensordict.
@@ -483,7 +680,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> td["a"]
             tensor([-2.,  1.])
         """
-        return self.apply_(lambda x: x.clamp_(min, max))
+        return _inplace_apply(self, torch.Tensor.clamp_, (min, max), "clamp_")
 
     def zero_(self: T) -> T:
         """Fills every tensor leaf with zeros in place and returns the tensordict.
@@ -499,9 +696,8 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> td.zero_()["b", "c"]
             tensor([0., 0.])
         """
-        for leaf in self.values(True, True):
-            if isinstance(leaf, torch.Tensor):
-                leaf.zero_()
+        for leaf in self._stored_tensors():  # a lazy stack's own, never stacked copies
+            leaf.zero_()
         return self
 
     def fill_(self: T, key: NestedKey, value: float | torch.Tensor) -> T:
@@ -529,11 +725,16 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> td.fill_("b", 3.0)["b", "c"]
             tensor([3., 3.])
         """
+        parts = _key_parts(key)
+        if (
+            len(parts) > 1
+        ):  # the level that holds the entry fills it (a lazy stack, member by member)
+            self.get(parts[:-1], NO_DEFAULT).fill_(parts[-1], value)
+            return self
         target = self.get(key, NO_DEFAULT)
         if is_tensor_collection(target):
-            for leaf in target.values(True, True):
-                if isinstance(leaf, torch.Tensor):
-                    leaf.fill_(value)
+            for leaf in target._stored_tensors():
+                leaf.fill_(value)
         else:
             target.fill_(value)
         return self
@@ -700,7 +901,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
 
         Without ``dim`` the answer is a Python bool, True when there is no tensor leaf. With
         ``dim`` each leaf goes through ``Tensor.all(dim)``, and the result is a tensordict of
-        boolean tensors without that batch dim and without dim names.
+        boolean tensors without that batch dim, keeping the names of the others.
 
         Args:
             dim (int, optional): the batch dim to reduce; negative values count from the last
@@ -721,9 +922,8 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             tensor([False,  True])
         """
         if dim is None:
-            return all(
-                bool(v.all()) for v in self.values(True, True) if isinstance(v, torch.Tensor)
-            )
+            # each sub-tensordict answers for itself: a lazy stack never stacks its leaves
+            return all(bool(v.all()) for v in self.values() if _reducible(v))
         return self._bool_reduce("all", dim)
 
     def any(self: T, dim: int | None = None) -> bool | T:
@@ -731,7 +931,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
 
         Without ``dim`` the answer is a Python bool, False when there is no tensor leaf. With
         ``dim`` each leaf goes through ``Tensor.any(dim)``, and the result is a tensordict of
-        boolean tensors without that batch dim and without dim names.
+        boolean tensors without that batch dim, keeping the names of the others.
 
         Args:
             dim (int, optional): the batch dim to reduce; negative values count from the last
@@ -752,9 +952,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             tensor([False,  True])
         """
         if dim is None:
-            return any(
-                bool(v.any()) for v in self.values(True, True) if isinstance(v, torch.Tensor)
-            )
+            return any(bool(v.any()) for v in self.values() if _reducible(v))
         return self._bool_reduce("any", dim)
 
     def _bool_reduce(self, name: str, dim: int):
@@ -764,7 +962,8 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             raise DimensionError(msg)
         d = dim + ndim if dim < 0 else dim
         new = self.batch_size[:d] + self.batch_size[d + 1 :]
-        return self._fast_apply(lambda x: getattr(x, name)(d), batch_size=new, names=None)
+        names = _kept_names(self, (d,), False)
+        return self._fast_apply(lambda x: getattr(x, name)(d), batch_size=new, names=names)
 
     def softmax(self: T, dim: int, dtype: torch.dtype | None = None) -> T:
         """Returns the softmax of every leaf along the batch dim ``dim``.
@@ -925,18 +1124,17 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
                 lambda x: torch.quantile(x.reshape(-1), q, **kwargs), batch_size=extra, names=None
             )
         elif isinstance(dim, str) and dim == "feature":
-
-            def features(x):
-                return x.reshape(batch + (-1,))
-
             if reduce:
-                flat = torch.cat([features(leaf) for leaf in leaf_tensors(src)], -1)
+                leaves = _joinable("quantile", leaf_tensors(src))
+                flat = torch.cat([leaf.reshape(batch + (-1,)) for leaf in leaves], -1)
                 return torch.quantile(flat, q, dim=-1, **kwargs)
             extra = torch.as_tensor(q).shape
-            out = src._fast_apply(
-                lambda x: torch.quantile(features(x), q, dim=-1, **kwargs),
-                batch_size=extra + batch,
-                names=None,
+            out = _feature_wise(
+                src,
+                lambda x: torch.quantile(x, q, dim=-1, **kwargs),
+                lambda sub: sub.quantile(q, dim="feature", interpolation=interpolation),
+                batch_size=extra + batch if extra else None,
+                names=None if extra else NO_DEFAULT,
             )
         else:
             d = _batch_dim(src, dim, "quantile")

@@ -24,7 +24,7 @@ from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import as_ints, entrywise, norm_dim, shape_args
 from tensordict._ops.convert import CONVERTERS
 from tensordict._typing import T
-from tensordict.errors import ShapeArgumentError
+from tensordict.errors import InvalidArgumentError, KeyMismatchError, ShapeArgumentError
 
 
 def _trailing(mask: torch.Tensor, value) -> torch.Tensor:
@@ -37,7 +37,8 @@ def _trailing(mask: torch.Tensor, value) -> torch.Tensor:
 class RearrangeMixin(Contract):
     """Repeat, tile, roll, flip, rotate, gather, select and fill by mask along the batch dims.
 
-    Calls: ``_batch_op``, ``_fast_apply``, ``_maybe_inplace``.
+    Calls: ``_as_dense``, ``_batch_op``, ``_fast_apply``, ``_leafwise_operand``,
+        ``_maybe_inplace``.
     """
 
     __slots__ = ()
@@ -84,20 +85,28 @@ class RearrangeMixin(Contract):
         return self._maybe_inplace(result, inplace, "repeat")
 
     def repeat_interleave(
-        self: T, repeats: int | torch.Tensor, dim: int = 0, *, inplace: bool = False
+        self: T,
+        repeats: int | torch.Tensor,
+        dim: int | None = None,
+        *,
+        output_size: int | None = None,
+        inplace: bool = False,
     ) -> T:
         """Returns a tensordict in which each element along batch dim ``dim`` is repeated ``repeats`` times in a row.
 
         Like ``Tensor.repeat_interleave`` on that dim: an int repeats every element the same
-        number of times, a 1-d tensor gives one count per element. The leaves are copies; the
-        dims keep their names.
+        number of times, a 1-d tensor gives one count per element. Without ``dim``, the batch
+        dims are flattened into one first, as torch flattens a tensor. The leaves are copies;
+        the dims keep their names (the flattened dim has none).
 
         Args:
             repeats (int or torch.Tensor): the count, or one count per element along ``dim``.
             dim (int, optional): the batch dim; negative values count from the last batch dim.
-                Defaults to 0.
+                Defaults to None: the flattened batch dims.
 
         Keyword Args:
+            output_size (int, optional): the size of the repeated dim, which torch then need
+                not compute (passed on to ``Tensor.repeat_interleave``). Defaults to None.
             inplace (bool, optional): change this tensordict itself (its sub-tensordicts too,
                 which keep their identity) and return it. Defaults to False.
 
@@ -114,12 +123,18 @@ class RearrangeMixin(Contract):
             >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
             >>> td.repeat_interleave(2)["a"], td.repeat_interleave(torch.tensor([0, 3]))["a"]
             (tensor([1, 1, 2, 2]), tensor([2, 2, 2]))
+            >>> TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3]).repeat_interleave(2).batch_size
+            torch.Size([12])
         """
+        if dim is None:
+            flat = self.reshape(-1) if self.batch_dims != 1 else self
+            result = flat.repeat_interleave(repeats, 0, output_size=output_size)
+            return self._maybe_inplace(result, inplace, "repeat_interleave")
         d = norm_dim(dim, self.batch_dims)
-        new = _dummy(self.batch_size).repeat_interleave(repeats, d).shape
+        new = _dummy(self.batch_size).repeat_interleave(repeats, d, output_size=output_size).shape
         op = entrywise(
-            lambda x, extra: x.repeat_interleave(repeats, d),
-            lambda x, extra: x.repeat_interleave(repeats, d),
+            lambda x, extra: x.repeat_interleave(repeats, d, output_size=output_size),
+            lambda x, extra: x.repeat_interleave(repeats, d, output_size=output_size),
         )
         result = self._batch_op(op, new, dimnames.clean(self.names))
         return self._maybe_inplace(result, inplace, "repeat_interleave")
@@ -373,6 +388,7 @@ class RearrangeMixin(Contract):
             RuntimeError: if ``index`` does not have as many dims as the batch, is larger than
                 the batch on a dim other than ``dim``, or holds a position out of range.
             KeyError: if ``out`` lacks an entry of the result.
+            InvalidArgumentError: if both ``out`` and ``inplace`` are given (a ``ValueError``).
 
         Examples:
             >>> td = TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2, 3])
@@ -380,6 +396,9 @@ class RearrangeMixin(Contract):
             tensor([[0],
                     [5]])
         """
+        if out is not None and inplace:
+            msg = "gather(): out= and inplace=True are mutually exclusive: the result goes to one place"
+            raise InvalidArgumentError(msg)
         ndim = self.batch_dims
         d = norm_dim(dim, ndim)
         if index.ndim != ndim:
@@ -387,11 +406,14 @@ class RearrangeMixin(Contract):
             raise RuntimeError(msg)
         new = index.shape
 
-        def gather_leaf(x, extra):
-            idx = index.reshape(index.shape + (1,) * len(extra)).expand(index.shape + extra)
-            return torch.gather(x, d, idx)
+        def spread(extra):
+            # the index covers the batch dims: it is expanded over what lies under them
+            return index.reshape(index.shape + (1,) * len(extra)).expand(index.shape + extra)
 
-        op = entrywise(gather_leaf, lambda x, extra: x.gather(d, index))
+        op = entrywise(
+            lambda x, extra: torch.gather(x, d, spread(extra)),
+            lambda x, extra: x.gather(d, spread(extra)),
+        )
 
         result = self._batch_op(op, new, dimnames.clean(self.names))
         if out is not None:
@@ -399,7 +421,7 @@ class RearrangeMixin(Contract):
             return out
         return self._maybe_inplace(result, inplace, "gather")
 
-    def masked_select(self: T, mask: torch.Tensor) -> T:
+    def masked_select(self: T, mask: torch.Tensor, *, inplace: bool = False) -> T:
         """Returns the rows where ``mask`` is True, gathered into one batch dim: ``self[mask]``.
 
         The mask covers the leading batch dims; their True positions become one batch dim, in
@@ -410,19 +432,29 @@ class RearrangeMixin(Contract):
         Args:
             mask (torch.Tensor): a boolean tensor whose shape is the leading batch dims.
 
+        Keyword Args:
+            inplace (bool, optional): change this tensordict itself (its sub-tensordicts too,
+                which keep their identity) and return it. Defaults to False.
+
         Returns:
-            A new tensordict.
+            A new tensordict, or this one with ``inplace``.
 
         Raises:
             IndexError: if the shape of ``mask`` does not match the batch dims it covers.
+            NotImplementedError: with ``inplace``, on a lazy stack.
+            RuntimeError: with ``inplace``, if the tensordict is locked.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[1, 2], [3, 4], [5, 6]])}, [3, 2])
             >>> td.masked_select(torch.tensor([True, False, True]))["a"]
             tensor([[1, 2],
                     [5, 6]])
+            >>> td.masked_select(torch.tensor([False, True, False]), inplace=True) is td
+            True
+            >>> td.batch_size
+            torch.Size([1, 2])
         """
-        return self[mask]
+        return self._maybe_inplace(self[mask], inplace, "masked_select")
 
     def masked_fill(self: T, mask: torch.Tensor, value: float | torch.Tensor) -> T:
         """Returns a copy of the tensordict with ``value`` written where ``mask`` is True.
@@ -449,7 +481,8 @@ class RearrangeMixin(Contract):
             tensor([[1., 1., 1.],
                     [0., 0., 0.]])
         """
-        return self._fast_apply(lambda x: x.masked_fill(_trailing(mask, x), value))
+        src = self._as_dense()  # the mask covers the stacked leaves of a lazy stack
+        return src._fast_apply(lambda x: x.masked_fill(_trailing(mask, x), value))
 
     def masked_fill_(self: T, mask: torch.Tensor, value: float | torch.Tensor) -> T:
         """Writes ``value`` where ``mask`` is True into every tensor leaf, in place, and returns the tensordict.
@@ -476,6 +509,10 @@ class RearrangeMixin(Contract):
             >>> td["a"]
             tensor([0., 2., 2.])
         """
+        dense = self._as_dense()
+        if dense is not self:
+            # a lazy stack's leaves are its members': the result is written back into them
+            return self.update_(dense.masked_fill(mask, value))
         for x in self.values(True, True):
             if isinstance(x, torch.Tensor):
                 x.masked_fill_(_trailing(mask, x), value)
@@ -488,14 +525,15 @@ class RearrangeMixin(Contract):
         *,
         out: TensorCollection | None = None,
         pad: Any = None,
+        update_batch_size: bool = False,
     ) -> T:
         """Returns a tensordict with the elements of this one where ``condition`` is True, and of ``other`` elsewhere.
 
         Each leaf goes through ``torch.where(condition, leaf, other_leaf)``. The condition gets
         dims of size 1 appended to reach the dims of the leaf, so one element covers all the
         features under it, and torch broadcasting does the rest. A tensordict ``other`` gives
-        the leaf at the same key: a key it lacks raises, an extra key is ignored. Non-tensor
-        entries, the batch size and the dim names are kept from this tensordict.
+        the leaf at the same key. Non-tensor entries, the batch size and the dim names are kept
+        from this tensordict; a lazy stack gives a dense result.
 
         Args:
             condition (torch.Tensor): a boolean tensor over the batch dims (or their leading
@@ -504,16 +542,19 @@ class RearrangeMixin(Contract):
                 False.
 
         Keyword Args:
-            out (TensorDictBase, optional): a tensordict to copy the result into (with
-                :meth:`update_`), which is returned. Defaults to None.
-            pad (optional): accepted and ignored: missing keys are not padded.
+            out (TensorDictBase, optional): a tensordict that receives the result (with
+                :meth:`update`: its entries are replaced) and is returned. Defaults to None.
+            pad (number or bool, optional): the value that stands in for a leaf that only one
+                of this tensordict and a tensordict ``other`` has; the result has the leaves of
+                both. Defaults to None: such a leaf raises KeyError.
+            update_batch_size (bool, optional): passed on to ``out.update``. Defaults to False.
 
         Returns:
             A new tensordict, or ``out``.
 
         Raises:
-            KeyError: if ``other`` is a tensordict without one of this tensordict's keys, or
-                ``out`` lacks an entry of the result.
+            KeyMismatchError: if ``other`` is a tensordict with other leaves than this one and no
+                ``pad`` is given (a ``KeyError``).
             RuntimeError: if ``condition`` is not boolean, or does not broadcast against a leaf
                 and its operand.
 
@@ -521,18 +562,45 @@ class RearrangeMixin(Contract):
             >>> td = TensorDict({"a": torch.tensor([1, 2, 3])}, [3])
             >>> td.where(torch.tensor([True, False, True]), 0)["a"]
             tensor([1, 0, 3])
+            >>> other = TensorDict({"b": torch.tensor([7, 8, 9])}, [3])
+            >>> sorted(td.where(torch.tensor([True, False, True]), other, pad=-1).items())
+            [('a', tensor([ 1, -1,  3])), ('b', tensor([-1,  8, -1]))]
         """
+        src = self._as_dense()  # the condition covers the stacked leaves of a lazy stack
 
-        def pick(x, *rest):
-            y = rest[0] if rest else other
+        def pick(x, y):
+            if y is None:  # a leaf that only this tensordict has
+                y = pad
             return torch.where(_trailing(condition, x), x, y)
 
-        if is_tensor_collection(other):
-            result = self._fast_apply(pick, other)
+        if not is_tensor_collection(other):
+            result = src._fast_apply(lambda x: pick(x, other))
+        elif pad is None:
+            other = other._leafwise_operand()
+            mine, theirs = set(src.keys(True, True)), set(other.keys(True, True))
+            if mine != theirs:
+                msg = (
+                    f"where: the leaves {sorted(map(str, mine - theirs))} are missing from other "
+                    f"and {sorted(map(str, theirs - mine))} from this tensordict; pass pad= for a "
+                    "value that stands in for them"
+                )
+                raise KeyMismatchError(msg)
+            result = src._fast_apply(pick, other)
         else:
-            result = self._fast_apply(pick)
+            other = other._leafwise_operand()
+            result = src._fast_apply(pick, other, default=None)
+            mine = set(src.keys(True, True))
+            only_theirs = [k for k in other.keys(True, True) if k not in mine]
+            if only_theirs:
+                result.update(
+                    other.select(*only_theirs)._fast_apply(
+                        lambda y: torch.where(_trailing(condition, y), pad, y)
+                    )
+                )
+        if self.is_locked:
+            result.lock_()
         if out is not None:
-            out.update_(result)
+            out.update(result, update_batch_size=update_batch_size)
             return out
         return result
 

@@ -20,7 +20,7 @@ import torch
 from tensordict import _dim_names as dimnames
 from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._keys import NestedKey, canonical_key
-from tensordict._nontensor import NonTensorData, _dummy
+from tensordict._nontensor import NonTensorDataBase, _dummy
 from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import norm_dim
 from tensordict._typing import T
@@ -44,7 +44,11 @@ class SplitStackMixin(Contract):
     __slots__ = ()
 
     # ------------------------------------------------------------------ splitting
-    def _split_op(self, fn, names) -> tuple:
+    def _split_op(self, fn, names, dim: int) -> tuple:
+        """The parts ``fn`` (a split of batch dim ``dim`` of a tensor) makes of this tensordict.
+
+        A hook: a lazy stack cuts itself by indexing, so that its parts stay lazy stacks.
+        """
         sizes = [part.shape for part in fn(_dummy(self.batch_size))]
         return self._batch_op_multi(lambda x, extra: fn(x), sizes, names)
 
@@ -74,7 +78,7 @@ class SplitStackMixin(Contract):
             ([2, 2, 1], [1, 4])
         """
         d = norm_dim(dim, self.batch_dims)
-        return self._split_op(lambda x: x.split(split_size, d), dimnames.clean(self.names))
+        return self._split_op(lambda x: x.split(split_size, d), dimnames.clean(self.names), d)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
         """Splits the tensordict along batch dim ``dim`` into ``chunks`` parts, like ``Tensor.chunk``.
@@ -101,7 +105,7 @@ class SplitStackMixin(Contract):
             [[0, 1, 2], [3, 4]]
         """
         d = norm_dim(dim, self.batch_dims)
-        return self._split_op(lambda x: x.chunk(chunks, d), dimnames.clean(self.names))
+        return self._split_op(lambda x: x.chunk(chunks, d), dimnames.clean(self.names), d)
 
     def unbind(self, dim: int = 0) -> tuple:
         """Returns the tensordicts along batch dim ``dim``, each without that dim.
@@ -125,7 +129,7 @@ class SplitStackMixin(Contract):
             [[1, 3], [2, 4]]
         """
         d = norm_dim(dim, self.batch_dims)
-        return self._split_op(lambda x: x.unbind(d), dimnames.drop(self.names, d))
+        return self._split_op(lambda x: x.unbind(d), dimnames.drop(self.names, d), d)
 
     def __iter__(self) -> Iterator:
         """Iterates over the first batch dimension (like a tensor): ``td[0]``, ``td[1]``, ...
@@ -558,7 +562,7 @@ class SplitStackMixin(Contract):
         """
         out, changed = {}, False
         for key, value in self._items_level():
-            if is_tensor_collection(value) and not isinstance(value, NonTensorData):
+            if is_tensor_collection(value) and not isinstance(value, NonTensorDataBase):
                 dense = value.densify(layout)
                 changed = changed or dense is not value
                 value = dense

@@ -45,6 +45,7 @@ class _TensorClassMeta(type):
         tensor_only=None,
         skip_post_init_on_rebuild=None,
         kw_only: bool = False,
+        cast_filter=None,
         **kwargs,
     ):
         if kwargs and all("__init_subclass__" not in vars(b) for b in _mro_of(bases)):
@@ -68,7 +69,7 @@ class _TensorClassMeta(type):
             flag: bool(getattr(cls, f"_tc_{flag}", False) if value is None else value)
             for flag, value in given.items()
         }
-        return decorate(cls, kw_only=kw_only, **flags)
+        return decorate(cls, kw_only=kw_only, cast_filter=cast_filter, **flags)
 
     def __init__(cls, name, bases, namespace, **kwargs) -> None:
         super().__init__(name, bases, namespace)
@@ -131,3 +132,4 @@ class TensorClass(TensorCollection, metaclass=_TensorClassMeta):
     _tc_shadow = False
     _tc_tensor_only = False
     _tc_skip_post_init_on_rebuild = False
+    _tc_cast_filter = None

@@ -93,6 +93,7 @@ def tensorclass(
     shadow: bool = False,
     tensor_only: bool = False,
     skip_post_init_on_rebuild: bool = False,
+    cast_filter: Callable[[tuple, Any], bool] | None = None,
     kw_only: bool = False,
 ) -> type | Callable[[type], type]:
     """Turns an annotated class into a tensorclass: a dataclass whose data lives in a tensordict.
@@ -133,6 +134,11 @@ def tensorclass(
         skip_post_init_on_rebuild (bool, optional): accepted for compatibility:
             ``__post_init__`` never runs when an instance is made from another one
             (indexing, ``clone``, ...). Defaults to False.
+        cast_filter (callable, optional): the default ``cast_filter`` of ``to``, ``type``
+            and the dtype casts (``float()``, ``half()``, ...) called on an instance:
+            ``cast_filter(key, leaf)`` picks the leaves a dtype cast applies to (``key`` a
+            tuple). A ``cast_filter`` given to the call wins, ``cast_filter=None`` there
+            casts every leaf. Subclasses inherit it. Defaults to None: every leaf is cast.
         kw_only (bool, optional): every field is keyword-only. Defaults to False.
 
     Returns:
@@ -170,6 +176,7 @@ def tensorclass(
         "shadow": shadow,
         "tensor_only": tensor_only,
         "skip_post_init_on_rebuild": skip_post_init_on_rebuild,
+        "cast_filter": cast_filter,
         "kw_only": kw_only,
     }
     if cls is None:
@@ -200,6 +207,7 @@ def decorate(
     tensor_only: bool,
     skip_post_init_on_rebuild: bool,
     kw_only: bool,
+    cast_filter: Callable[[tuple, Any], bool] | None = None,
 ) -> type:
     """Makes ``cls`` a tensorclass in place and returns it: :func:`tensorclass` with every option given."""
     if not isinstance(cls, type):
@@ -252,6 +260,11 @@ def decorate(
     cls._tc_shadow = shadow
     cls._tc_tensor_only = tensor_only
     cls._tc_skip_post_init_on_rebuild = skip_post_init_on_rebuild
+    if cast_filter is not None:
+        # a function kept as a plain value of the class, never bound to an instance
+        cls._tc_cast_filter = staticmethod(cast_filter)
+    elif not hasattr(cls, "_tc_cast_filter"):
+        cls._tc_cast_filter = None  # a subclass keeps its parent's
     if tensor_only:
         flags.check_tensor_only(cls)
     key = str(cls)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tensordict._collection import TensorCollection
+from tensordict._ops._generated.casts import CastOps
 from tensordict._td import TensorDict
 from tensordict._tensorclass.fields import check_key
 from tensordict.base import TensorDictBase
@@ -46,6 +47,10 @@ def unwrap(value: Any) -> Any:
 WRAPPED_PROPERTIES = frozenset({"data"})
 # Methods whose result is an entry (maybe a sub-tensordict), never a new instance.
 _RAW_RESULT = frozenset({"pop", "setdefault", "get_non_tensor", "data_ptr"})
+
+# Methods that cast the leaves' dtypes: the class's cast_filter (``@tensorclass(cast_filter=)``)
+# is their default.
+_CASTS = frozenset({"to", "type"} | {n for n in vars(CastOps) if not n.startswith("_")})
 
 # Methods that add keys: key argument position (and keyword name), checked against the fields.
 # The make_memmap* methods take any key, as in the well-known API: the entry is kept
@@ -69,6 +74,7 @@ def forward(self: Any, name: str, method: Callable) -> Callable:
     """The tensordict's bound ``method`` (called ``name``) as a method of the instance ``self``."""
     cls = type(self)
     adder = _KEY_ADDERS.get(name)
+    cast_filter = cls._tc_cast_filter if name in _CASTS else None
 
     def call(*args, **kwargs):
         if adder is not None:
@@ -79,8 +85,12 @@ def forward(self: Any, name: str, method: Callable) -> Callable:
         args = tuple(unwrap(a) for a in args)
         if kwargs:
             kwargs = {k: unwrap(v) for k, v in kwargs.items()}
+        if cast_filter is not None and "cast_filter" not in kwargs:
+            kwargs["cast_filter"] = cast_filter
         result = method(*args, **kwargs)
-        return result if name in _RAW_RESULT else self._wrap(result)
+        if name in _RAW_RESULT or kwargs.get("as_tensordict"):
+            return result
+        return self._wrap(result)
 
     call.__name__ = name
     call.__doc__ = method.__doc__

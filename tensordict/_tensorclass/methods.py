@@ -486,12 +486,13 @@ class _TensorClassMethods:
 
     ndim = batch_dims
 
-    def get(self, key, default=GET_DEFAULT):
+    def get(self, key, default=GET_DEFAULT, **kwargs):
         """Returns the value at ``key`` (a field, or a nested key), ``default`` when missing.
 
-        A non-tensor field reads back as its Python value.
+        A non-tensor field reads back as its Python value; ``kwargs`` (``as_list``,
+        ``as_padded_tensor``, ...) go to :meth:`TensorDictBase.get`.
         """
-        value = self._tensordict.get(key, default)
+        value = self._tensordict.get(key, default, **kwargs)
         return value.data if isinstance(value, NonTensorDataBase) else value
 
     def set(self, key, value, inplace: bool = False, **kwargs):

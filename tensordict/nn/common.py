@@ -117,7 +117,7 @@ class TensorDictModuleBase(nn.Module):
                 cls._out_keys = cls._out_keys_apparent = keys
 
     @staticmethod
-    def is_tdmodule_compatible(module) -> bool:
+    def is_tdmodule_compatible(module: object) -> bool:
         """Whether ``module`` has both ``in_keys`` and ``out_keys`` (a sequence wraps the others).
 
         Args:
@@ -145,7 +145,7 @@ class TensorDictModuleBase(nn.Module):
         return self._in_keys
 
     @in_keys.setter
-    def in_keys(self, value) -> None:
+    def in_keys(self, value: Sequence[NestedKey]) -> None:
         self._in_keys = unravel_key_list(list(value))
 
     @property
@@ -160,7 +160,7 @@ class TensorDictModuleBase(nn.Module):
         return self._out_keys_apparent
 
     @out_keys.setter
-    def out_keys(self, value) -> None:
+    def out_keys(self, value: Sequence[NestedKey]) -> None:
         self._out_keys = self._out_keys_apparent = unravel_key_list(list(value))
 
     @property
@@ -246,7 +246,9 @@ class TensorDictModuleBase(nn.Module):
                 self._forward_hooks_with_kwargs.pop(handle_id, None)
         return self
 
-    def reset_parameters_recursive(self, parameters: TensorDictBase | None = None):
+    def reset_parameters_recursive(
+        self, parameters: TensorDictBase | None = None
+    ) -> TensorDictBase | None:
         """Calls ``reset_parameters()`` on every sub-module that has it.
 
         Without ``parameters`` the module's own parameters are reset in place
@@ -469,7 +471,7 @@ class TensorDictModule(TensorDictModuleBase):
     def forward(
         self,
         tensordict: TensorDictBase,
-        *args,
+        *args: Any,
         tensordict_out: TensorDictBase | None = None,
         **kwargs: Any,
     ) -> TensorDictBase:
@@ -648,7 +650,7 @@ class TensorDictModuleWrapper(TensorDictModuleBase):
         return self.__dict__.get("_in_keys", self.td_module.in_keys)
 
     @in_keys.setter
-    def in_keys(self, value) -> None:
+    def in_keys(self, value: Sequence[NestedKey]) -> None:
         self.__dict__["_in_keys"] = unravel_key_list(list(value))
 
     @property
@@ -663,7 +665,7 @@ class TensorDictModuleWrapper(TensorDictModuleBase):
         return self.__dict__.get("_out_keys_apparent", self.td_module.out_keys)
 
     @out_keys.setter
-    def out_keys(self, value) -> None:
+    def out_keys(self, value: Sequence[NestedKey]) -> None:
         self.td_module.out_keys = value
         self.__dict__.pop("_out_keys_apparent", None)
 

@@ -101,11 +101,11 @@ class dispatch:
 
     def __new__(
         cls,
-        separator=DEFAULT_SEPARATOR,
+        separator: str | Callable = DEFAULT_SEPARATOR,
         source: str | Sequence[NestedKey] = DEFAULT_SOURCE,
         dest: str | Sequence[NestedKey] = DEFAULT_DEST,
         auto_batch_size: bool = True,
-    ):
+    ) -> dispatch | Callable:
         if callable(separator):  # used bare, as @dispatch
             self = super().__new__(cls)
             self.__init__(cls.DEFAULT_SEPARATOR, source, dest, auto_batch_size)
@@ -114,7 +114,7 @@ class dispatch:
 
     def __init__(
         self,
-        separator=DEFAULT_SEPARATOR,
+        separator: str = DEFAULT_SEPARATOR,
         source: str | Sequence[NestedKey] = DEFAULT_SOURCE,
         dest: str | Sequence[NestedKey] = DEFAULT_DEST,
         auto_batch_size: bool = True,

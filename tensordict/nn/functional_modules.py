@@ -29,6 +29,7 @@ from torch.utils._pytree import (
 )
 
 from tensordict._collection import is_non_tensor, is_tensor_collection
+from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData
 
 __all__: list[str] = []
@@ -204,7 +205,7 @@ def _widen_batch(td, in_dim: int):
         return td
     widened = td.copy()
     try:
-        widened.batch_size = shapes[0][:common]
+        widened.batch_size = shapes[0][:needed]
     except RuntimeError:
         return td
     return widened
@@ -243,9 +244,16 @@ def _process_batched_inputs(in_dims, args: tuple, func) -> tuple:
     return batch_size, flat_in_dims, flat_args, args_spec
 
 
+# vmap levels whose inputs include a lazy stack mapped along its stack dim: each call sees one
+# member, so the tensordicts coming out are lazy stacks of the results again
+_MEMBERWISE_LEVELS: set = set()
+
+
 def _create_batched_inputs(flat_in_dims: list, flat_args: list, vmap_level: int, args_spec) -> Any:
     batched = []
     for in_dim, arg in zip(flat_in_dims, flat_args):
+        if getattr(arg, "_is_lazy", False) and in_dim is not None and in_dim == arg.stack_dim:
+            _MEMBERWISE_LEVELS.add(vmap_level)
         if _is_td_leaf(arg):
             # a copy either way: what the function writes stays inside the call
             batched.append(
@@ -273,10 +281,15 @@ def _unwrap_batched(batched_outputs, out_dims, vmap_level: int, batch_size: int,
     if flat_out_dims is None:
         msg = f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the structure of `outputs`. out_dims has structure {tree_flatten(out_dims)[1]} but outputs has structure {output_spec}."
         raise ValueError(msg)
+    memberwise = vmap_level in _MEMBERWISE_LEVELS
+    _MEMBERWISE_LEVELS.discard(vmap_level)
     unbatched = []
     for output, out_dim in zip(flat_outputs, flat_out_dims):
         if _is_td_leaf(output):
-            unbatched.append(_remove_td_batch_dim(name, output, vmap_level, batch_size, out_dim))
+            out = _remove_td_batch_dim(name, output, vmap_level, batch_size, out_dim)
+            if memberwise and out_dim is not None and not getattr(out, "_is_lazy", False):
+                out = _finish(LazyStackedTensorDict(*out.unbind(out_dim), stack_dim=out_dim), out)
+            unbatched.append(out)
         else:
             unbatched.append(
                 _torch_vmap._maybe_remove_batch_dim(name, output, vmap_level, batch_size, out_dim)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import distributions as D
 
+from tensordict.base import TensorDictBase
 from tensordict.errors import InvalidArgumentError
 from tensordict.nn.errors import SampleMethodError
 from tensordict.nn.utils import _BlockSetter, _Mode, _user_warn
@@ -236,7 +237,9 @@ def _fallback_rule(dist, who: str) -> InteractionType:
     return rule
 
 
-def deterministic_rule(dist, who: str = "the module"):
+def deterministic_rule(
+    dist: D.Distribution, who: str = "the module"
+) -> tuple[torch.Tensor | TensorDictBase | None, InteractionType | None]:
     """The value of ``dist`` under ``DETERMINISTIC`` if it has one of its own, else the rule to apply.
 
     Returns:
@@ -261,7 +264,7 @@ def deterministic_rule(dist, who: str = "the module"):
     return None, rule
 
 
-def deterministic_value(dist, who: str = "the module") -> torch.Tensor:
+def deterministic_value(dist: D.Distribution, who: str = "the module") -> torch.Tensor:
     """The value of ``dist`` under ``DETERMINISTIC``, without Monte-Carlo estimates.
 
     Raises:
@@ -285,14 +288,14 @@ def deterministic_value(dist, who: str = "the module") -> torch.Tensor:
 
 
 def draw(
-    dist,
+    dist: D.Distribution,
     rule: InteractionType,
     *,
     sample_shape: torch.Size | None = None,
     n_empirical_estimate: int = 1000,
     generator: torch.Generator | None = None,
     who: str = "the module",
-):
+) -> torch.Tensor | TensorDictBase:
     """The value of ``dist`` under ``rule`` (a sample of ``sample_shape`` for ``RANDOM``).
 
     A missing mean is estimated from ``n_empirical_estimate`` samples.

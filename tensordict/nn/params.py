@@ -17,8 +17,8 @@ through the converter registry of the core.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, NoReturn
 
 import torch
 from torch import nn
@@ -28,6 +28,7 @@ from tensordict._collection import NO_DEFAULT, is_non_tensor, is_tensor_collecti
 from tensordict._keys import NestedKey
 from tensordict._ops.convert import CONVERTERS
 from tensordict._td import TensorDict
+from tensordict._typing import DeviceType, IndexType, ShapeType
 from tensordict.base import TensorDictBase
 from tensordict.errors import EntryTypeError, InvalidArgumentError, LockedError
 
@@ -124,7 +125,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         *,
         no_convert: bool | str = False,
         lock: bool = False,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         nn.Module.__init__(self)
         if parameters is None:
@@ -225,7 +226,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         return value
 
     # ------------------------------------------------------------------ reads (through the hooks)
-    def get(self, key: NestedKey, *args, **kwargs):
+    def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
         """The entry at ``key``, through the get hooks (see :meth:`register_get_post_hook`).
 
         Examples:
@@ -243,10 +244,10 @@ class TensorDictParams(TensorDictBase, nn.Module):
         self,
         include_nested: bool = False,
         leaves_only: bool = False,
-        is_leaf=None,
+        is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ):
+    ) -> Iterator[tuple[NestedKey, Any]]:
         """``(key, value)`` pairs of the wrapped tensordict, leaves through the get hooks.
 
         Examples:
@@ -261,10 +262,10 @@ class TensorDictParams(TensorDictBase, nn.Module):
         self,
         include_nested: bool = False,
         leaves_only: bool = False,
-        is_leaf=None,
+        is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ):
+    ) -> Iterator[Any]:
         """The values of the wrapped tensordict, leaves through the get hooks.
 
         Examples:
@@ -288,7 +289,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         return self._param_td.batch_size
 
     @batch_size.setter
-    def batch_size(self, value) -> None:
+    def batch_size(self, value: ShapeType) -> None:
         self._param_td.batch_size = value
 
     @property
@@ -314,7 +315,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         return self._param_td.names
 
     @names.setter
-    def names(self, value) -> None:
+    def names(self, value: Sequence[str | None] | None) -> None:
         self._param_td.names = value
 
     def _get_str(self, key: str, default):
@@ -420,8 +421,14 @@ class TensorDictParams(TensorDictBase, nn.Module):
 
     # ------------------------------------------------------------------ writes
     def set(
-        self, key: NestedKey, item, inplace: bool = False, *, non_blocking: bool = False, **kwargs
-    ):
+        self,
+        key: NestedKey,
+        item: Any,
+        inplace: bool = False,
+        *,
+        non_blocking: bool = False,
+        **kwargs: Any,
+    ) -> TensorDictParams:
         """Stores ``item`` at ``key`` and registers it (a float tensor becomes a parameter).
 
         Args:
@@ -452,7 +459,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
             content.set(key, item, inplace=inplace)
         return self
 
-    def set_(self, key: NestedKey, item) -> TensorDictParams:
+    def set_(self, key: NestedKey, item: Any) -> TensorDictParams:
         """Copies ``item`` into the existing entry at ``key``, outside autograd (also when locked).
 
         Examples:
@@ -466,13 +473,13 @@ class TensorDictParams(TensorDictBase, nn.Module):
 
     def update(
         self,
-        input_dict_or_td,
+        input_dict_or_td: Mapping | TensorDictBase,
         clone: bool = False,
         inplace: bool = False,
         *,
-        keys_to_update=None,
-        **kwargs,
-    ):
+        keys_to_update: Sequence[NestedKey] | None = None,
+        **kwargs: Any,
+    ) -> TensorDictParams:
         """Writes the entries of a mapping or tensordict, registering the new leaves.
 
         With ``inplace=True`` existing entries are copied into, outside autograd.
@@ -503,7 +510,14 @@ class TensorDictParams(TensorDictBase, nn.Module):
             content.update(input_dict_or_td, clone=clone, keys_to_update=keys_to_update)
         return self
 
-    def update_(self, input_dict_or_td, clone: bool = False, *, keys_to_update=None, **kwargs):
+    def update_(
+        self,
+        input_dict_or_td: Mapping | TensorDictBase,
+        clone: bool = False,
+        *,
+        keys_to_update: Sequence[NestedKey] | None = None,
+        **kwargs: Any,
+    ) -> TensorDictParams:
         """Copies the entries of a mapping or tensordict into the existing ones, outside autograd.
 
         Examples:
@@ -515,7 +529,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         self._param_td.data.update_(input_dict_or_td, clone=clone, keys_to_update=keys_to_update)
         return self
 
-    def set_at_(self, key: NestedKey, value, index) -> TensorDictParams:
+    def set_at_(self, key: NestedKey, value: Any, index: IndexType) -> TensorDictParams:
         """Writes ``value`` into the rows ``index`` of the entry at ``key``, outside autograd.
 
         Examples:
@@ -527,7 +541,9 @@ class TensorDictParams(TensorDictBase, nn.Module):
         self._param_td.data.set_at_(key, value, index)
         return self
 
-    def update_at_(self, input_dict_or_td, index, clone: bool = False) -> TensorDictParams:
+    def update_at_(
+        self, input_dict_or_td: Mapping | TensorDictBase, index: IndexType, clone: bool = False
+    ) -> TensorDictParams:
         """Writes the entries of a mapping into the rows ``index``, outside autograd.
 
         Examples:
@@ -550,7 +566,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         self._param_td.data.zero_()
         return self
 
-    def fill_(self, key: NestedKey, value) -> TensorDictParams:
+    def fill_(self, key: NestedKey, value: float | torch.Tensor) -> TensorDictParams:
         """Fills the entry at ``key`` with ``value``, outside autograd.
 
         Examples:
@@ -561,7 +577,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         self._param_td.data.fill_(key, value)
         return self
 
-    def apply_(self, fn: Callable, *others, **kwargs) -> TensorDictParams:
+    def apply_(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> TensorDictParams:
         """Applies ``fn`` to every leaf in place, outside autograd.
 
         Examples:
@@ -572,7 +588,9 @@ class TensorDictParams(TensorDictBase, nn.Module):
         self._param_td.data.apply_(fn, *others, **kwargs)
         return self
 
-    def apply(self, fn: Callable, *others, inplace: bool = False, **kwargs):
+    def apply(
+        self, fn: Callable, *others: TensorDictBase, inplace: bool = False, **kwargs: Any
+    ) -> TensorDictBase | None:
         """Applies ``fn`` to every leaf: a new ``TensorDict``, or (``inplace``) written into the leaves, outside autograd.
 
         Examples:
@@ -586,7 +604,9 @@ class TensorDictParams(TensorDictBase, nn.Module):
         self._param_td.data.apply(fn, *others, inplace=True, **kwargs)
         return self
 
-    def named_apply(self, fn: Callable, *others, inplace: bool = False, **kwargs):
+    def named_apply(
+        self, fn: Callable, *others: TensorDictBase, inplace: bool = False, **kwargs: Any
+    ) -> TensorDictBase | None:
         """Applies ``fn(key, leaf, ...)`` to every leaf: a new ``TensorDict``, or written into the leaves.
 
         Examples:
@@ -600,7 +620,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         self._param_td.data.named_apply(fn, *others, inplace=True, **kwargs)
         return self
 
-    def pop(self, key: NestedKey, default=NO_DEFAULT):
+    def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         """Removes the entry at ``key`` and returns it (``default`` if missing).
 
         Examples:
@@ -652,7 +672,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
             content.create_nested(key)
         return self
 
-    def exclude(self, *keys: NestedKey, inplace: bool = False):
+    def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDictBase:
         """A ``TensorDict`` without ``keys`` (or, ``inplace``, those keys removed here).
 
         Examples:
@@ -667,7 +687,9 @@ class TensorDictParams(TensorDictBase, nn.Module):
             content.exclude(*keys, inplace=True)
         return self
 
-    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True):
+    def select(
+        self, *keys: NestedKey, inplace: bool = False, strict: bool = True
+    ) -> TensorDictBase:
         """A ``TensorDict`` of ``keys`` (or, ``inplace``, the others removed here).
 
         Examples:
@@ -682,7 +704,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
             content.select(*keys, inplace=True, strict=strict)
         return self
 
-    def flatten_keys(self, separator: str = ".", inplace: bool = False):
+    def flatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
         """The entries with ``separator``-joined keys: a ``TensorDict``, or in place.
 
         Examples:
@@ -696,7 +718,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
             content.flatten_keys(separator, inplace=True)
         return self
 
-    def unflatten_keys(self, separator: str = ".", inplace: bool = False):
+    def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
         """The entries with keys split at ``separator``: a ``TensorDict``, or in place.
 
         Examples:
@@ -711,7 +733,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
             content.unflatten_keys(separator, inplace=True)
         return self
 
-    def map(self, *args, **kwargs):
+    def map(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Not supported: map a detached tensordict (``params.data``) instead.
 
         Raises:
@@ -730,7 +752,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         raise RuntimeError(msg)
 
     # ------------------------------------------------------------------ copies and conversions
-    def clone(self, recurse: bool = True, **kwargs) -> TensorDictParams:
+    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictParams:
         """A new TensorDictParams with copies of the leaves, detached from any graph; tied leaves stay tied.
 
         Args:
@@ -785,7 +807,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         wrapped.no_convert = self.no_convert
         return wrapped
 
-    def to(self, *args, **kwargs) -> TensorDictParams:
+    def to(self, *args: Any, **kwargs: Any) -> TensorDictParams:
         """A TensorDictParams on another device or dtype (parameters stay parameters); ``self`` if nothing changes.
 
         Examples:
@@ -798,7 +820,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         """
         return self._converted(self._param_td.to(*args, **kwargs))
 
-    def cpu(self, **kwargs) -> TensorDictParams:
+    def cpu(self, **kwargs: Any) -> TensorDictParams:
         """The TensorDictParams on the CPU (``self`` if already there).
 
         Examples:
@@ -809,7 +831,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         """
         return self._converted(self._param_td.cpu(**kwargs))
 
-    def cuda(self, device=None, **kwargs) -> TensorDictParams:
+    def cuda(self, device: DeviceType | None = None, **kwargs: Any) -> TensorDictParams:
         """The TensorDictParams on a CUDA device.
 
         Examples:
@@ -854,8 +876,12 @@ class TensorDictParams(TensorDictBase, nn.Module):
 
     # ------------------------------------------------------------------ state dicts
     def state_dict(
-        self, destination=None, prefix: str = "", keep_vars: bool = False, flatten: bool = True
-    ):
+        self,
+        destination: dict | None = None,
+        prefix: str = "",
+        keep_vars: bool = False,
+        flatten: bool = True,
+    ) -> dict:
         """The leaves keyed by ``"."``-joined keys (after ``prefix``), as ``nn.Module.state_dict`` gives them.
 
         Examples:
@@ -868,8 +894,12 @@ class TensorDictParams(TensorDictBase, nn.Module):
         )
 
     def load_state_dict(
-        self, state_dict, strict: bool = True, assign: bool = False, from_flatten=None
-    ):
+        self,
+        state_dict: Mapping[str, Any],
+        strict: bool = True,
+        assign: bool = False,
+        from_flatten: bool | None = None,
+    ) -> TensorDictParams:
         """Copies the tensors of a state dict into the leaves, outside autograd; returns ``self``.
 
         Examples:
@@ -907,7 +937,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
                 current.copy_(value)
 
     # ------------------------------------------------------------------ memory mapping
-    def memmap_(self, *args, **kwargs):
+    def memmap_(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Not supported: a TensorDictParams is not memory-mapped in place (use :meth:`memmap`).
 
         Raises:

@@ -201,8 +201,11 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         return list(self._module_iter())[-1]
 
     def get_dist_params(
-        self, tensordict: TensorDictBase, tensordict_out: TensorDictBase | None = None, **kwargs
-    ):
+        self,
+        tensordict: TensorDictBase,
+        tensordict_out: TensorDictBase | None = None,
+        **kwargs: Any,
+    ) -> TensorDictBase:
         """Runs every module but the last, under the sequence's interaction type, and returns the result.
 
         Args:
@@ -355,8 +358,11 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         return interaction_type()
 
     def get_dist(
-        self, tensordict: TensorDictBase, tensordict_out: TensorDictBase | None = None, **kwargs
-    ):
+        self,
+        tensordict: TensorDictBase,
+        tensordict_out: TensorDictBase | None = None,
+        **kwargs: Any,
+    ) -> D.Distribution:
         """The distribution of the sequence for ``tensordict``.
 
         Without ``return_composite``, the parameters are computed and the last
@@ -440,9 +446,9 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         tensordict: TensorDictBase,
         tensordict_out: TensorDictBase | None = None,
         *,
-        dist=None,
-        **kwargs,
-    ):
+        dist: D.Distribution | None = None,
+        **kwargs: Any,
+    ) -> torch.Tensor | TensorDictBase:
         """The log-probability of the sampled values in ``tensordict``.
 
         With ``return_composite`` it scores every probabilistic module's values

@@ -413,7 +413,9 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
 
     build_dist_from_params = get_dist
 
-    def log_prob(self, tensordict: TensorDictBase, *, dist: D.Distribution | None = None):
+    def log_prob(
+        self, tensordict: TensorDictBase, *, dist: D.Distribution | None = None
+    ) -> torch.Tensor | TensorDictBase:
         """The log-probability of the values in ``tensordict``.
 
         Args:

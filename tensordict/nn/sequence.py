@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from torch import nn
@@ -116,7 +116,7 @@ class TensorDictSequential(TensorDictModule):
         return self._out_keys_apparent
 
     @out_keys.setter
-    def out_keys(self, value) -> None:
+    def out_keys(self, value: Sequence[NestedKey]) -> None:
         self._out_keys = self._out_keys_apparent = unravel_key_list(list(value))
         self._complete_out_keys = list(self._out_keys)
 

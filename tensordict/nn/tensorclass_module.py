@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import typing
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from torch import nn
 
@@ -83,7 +83,7 @@ class TensorClassModuleBase(Generic[InputClass, OutputClass], abc.ABC, nn.Module
                 cls.input_type, cls.output_type = args
 
     @abc.abstractmethod
-    def forward(self, x):
+    def forward(self, x: InputClass) -> OutputClass:
         """Computes the output; subclasses write it.
 
         Args:
@@ -159,7 +159,7 @@ class TensorClassModuleWrapper(TensorDictModuleBase):
         self.out_keys = _tensorclass_keys(module.output_type)
 
     @dispatch(auto_batch_size=False)
-    def forward(self, tensordict: TensorDict, *args, **kwargs) -> TensorDict:
+    def forward(self, tensordict: TensorDict, *args: Any, **kwargs: Any) -> TensorDict:
         """Builds the input tensorclass from ``tensordict``, calls the module, returns its output as a tensordict.
 
         Args:

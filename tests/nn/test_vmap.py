@@ -136,3 +136,76 @@ def test_lazy_stack_mapped_along_another_dim_stays_lazy():
     out = torch.vmap(lambda t: t.set("b", t["a"] * 2), in_dims=(1,), out_dims=1)(stack)
     assert isinstance(out, LazyStackedTensorDict) and out.batch_size == (2, 4)
     assert out["b"].tolist() == [[2.0] * 4, [0.0] * 4]
+
+
+@pytest.mark.parametrize("out_dim", [0, 1])
+def test_lazy_stack_mapped_along_its_stack_dim_gives_a_lazy_stack(out_dim):
+    """Mapping over the members of a lazy stack gives a lazy stack of the results."""
+    x = LazyStackedTensorDict.lazy_stack([TensorDict(a=torch.ones(1), batch_size=[1])] * 2, 0)
+    y = LazyStackedTensorDict.lazy_stack(
+        [TensorDict(a=torch.full((1,), 2.0), batch_size=[1])] * 2, 0
+    )
+    out = torch.vmap(lambda u, v: u.set("b", u["a"] + v["a"]), (0, 0), (out_dim,))(x, y)
+    assert isinstance(out, LazyStackedTensorDict) and out.shape[out_dim] == 2
+    assert (out["b"] == 3).all()
+
+
+# ---------------------------------------------------------------------- torch.func over tensordicts
+def _two_leaves(batch: tuple) -> TensorDict:
+    return TensorDict(a=torch.randn(*batch, 3), b=torch.randn(*batch, 2), batch_size=batch)
+
+
+@pytest.mark.parametrize("batch", [(), (4,), (2, 3)])
+def test_jacrev_of_a_tensordict_function_keeps_the_batch_size(batch):
+    """jacrev over a tensordict gives a tensordict of tensordicts, one jacobian per pair of leaves."""
+    td = _two_leaves(batch)
+
+    def f(td):
+        return TensorDict(x=td["a"] ** 2, y=td["b"] * 3, batch_size=td.batch_size)
+
+    jac = torch.func.jacrev(f)(td)
+    assert jac.batch_size == td.batch_size
+    assert jac["x", "a"].shape == (*td["a"].shape, *td["a"].shape)
+    assert jac["x", "b"].shape == (*td["a"].shape, *td["b"].shape)
+    flat = td["a"].flatten()
+    assert torch.allclose(jac["x", "a"].reshape(flat.numel(), flat.numel()), torch.diag(2 * flat))
+    assert not jac["x", "b"].any()
+
+
+@pytest.mark.parametrize("batch", [(), (4,)])
+def test_jacfwd_matches_jacrev(batch):
+    """jacfwd and jacrev give the same jacobians over a tensordict."""
+    td = _two_leaves(batch)
+
+    def f(td):
+        return TensorDict(x=td["a"].sin(), y=td["b"].exp(), batch_size=td.batch_size)
+
+    fwd, rev = torch.func.jacfwd(f)(td), torch.func.jacrev(f)(td)
+    assert fwd.batch_size == rev.batch_size == td.batch_size
+    for key in fwd.keys(True, True):
+        assert torch.allclose(fwd[key], rev[key])
+
+
+@pytest.mark.parametrize("batch", [(), (3,), (2, 2)])
+def test_hessian_of_a_scalar_function_of_a_tensordict(batch):
+    """hessian over a tensordict gives the second derivatives per pair of leaves."""
+    td = _two_leaves(batch)
+
+    def f(td):
+        return (td["a"] ** 3).sum() + (td["b"] ** 2).sum()
+
+    hess = torch.func.hessian(f)(td)
+    assert hess.batch_size == td.batch_size
+    n = td["a"].numel()
+    assert torch.allclose(hess["a", "a"].reshape(n, n), torch.diag(6 * td["a"].flatten()))
+    assert torch.allclose(
+        hess["b", "b"].reshape(td["b"].numel(), -1), 2 * torch.eye(td["b"].numel())
+    )
+    assert not hess["a", "b"].any()
+
+
+def test_jacrev_of_a_tensor_function_returning_a_tensordict():
+    """A tensordict output of a tensor input keeps its batch size; each leaf gets the input's dims."""
+    out = torch.func.jacrev(lambda x: TensorDict(y=x.sin(), batch_size=[]))(torch.zeros(3))
+    assert out.batch_size == torch.Size([])
+    assert torch.allclose(out["y"], torch.eye(3))

@@ -17,6 +17,7 @@ from __future__ import annotations
 PRIMITIVES = (
     "_fast_apply",
     "_stored_tensors",
+    "_pointwise",
     "_leafwise",
     "_pairwise",
     "_write_each_leaf",

@@ -14,12 +14,13 @@ from tensordict._typing import T
 
 
 class ElementwiseOps(Contract):
-    """The out-of-place methods made from tables; ``MathMixin`` defines the primitives.
-
-    Calls: ``_fast_apply``.
-    """
+    """The out-of-place methods made from tables; ``MathMixin`` defines the primitives."""
 
     __slots__ = ()
+
+    def _pointwise(self, fn):
+        """``fn(leaf)`` for every leaf, into a new tensordict (locked if this one is)."""
+        raise NotImplementedError
 
     def _leafwise(self, fn, other, args: tuple, kwargs: dict, name: str):
         """``fn(leaf, operand, *args, **kwargs)`` for every leaf, into a new tensordict."""
@@ -37,7 +38,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -47,7 +49,7 @@ class ElementwiseOps(Contract):
             >>> td.abs()["a"]
             tensor([1., 2.])
         """
-        return self._fast_apply(torch.abs)
+        return self._pointwise(torch.abs)
 
     def acos(self: T) -> T:
         """Returns a tensordict with ``torch.acos`` (the inverse cosine) applied to every leaf.
@@ -57,14 +59,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0])}, [1])
             >>> td.acos()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.acos)
+        return self._pointwise(torch.acos)
 
     def asin(self: T) -> T:
         """Returns a tensordict with ``torch.asin`` (the inverse sine) applied to every leaf.
@@ -74,14 +77,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.asin()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.asin)
+        return self._pointwise(torch.asin)
 
     def atan(self: T) -> T:
         """Returns a tensordict with ``torch.atan`` (the inverse tangent) applied to every leaf.
@@ -91,14 +95,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.atan()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.atan)
+        return self._pointwise(torch.atan)
 
     def ceil(self: T) -> T:
         """Returns a tensordict with ``torch.ceil`` (rounding up to an integral value) applied to every leaf.
@@ -107,7 +112,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -117,7 +123,7 @@ class ElementwiseOps(Contract):
             >>> td.ceil()["a"]
             tensor([ 1., -1.])
         """
-        return self._fast_apply(torch.ceil)
+        return self._pointwise(torch.ceil)
 
     def cos(self: T) -> T:
         """Returns a tensordict with ``torch.cos`` (the cosine) applied to every leaf.
@@ -127,14 +133,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.cos()["a"]
             tensor([1.])
         """
-        return self._fast_apply(torch.cos)
+        return self._pointwise(torch.cos)
 
     def cosh(self: T) -> T:
         """Returns a tensordict with ``torch.cosh`` (the hyperbolic cosine) applied to every leaf.
@@ -144,14 +151,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.cosh()["a"]
             tensor([1.])
         """
-        return self._fast_apply(torch.cosh)
+        return self._pointwise(torch.cosh)
 
     def erf(self: T) -> T:
         """Returns a tensordict with ``torch.erf`` (the error function) applied to every leaf.
@@ -161,14 +169,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.erf()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.erf)
+        return self._pointwise(torch.erf)
 
     def erfc(self: T) -> T:
         """Returns a tensordict with ``torch.erfc`` (the complementary error function) applied to every leaf.
@@ -178,14 +187,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.erfc()["a"]
             tensor([1.])
         """
-        return self._fast_apply(torch.erfc)
+        return self._pointwise(torch.erfc)
 
     def exp(self: T) -> T:
         """Returns a tensordict with ``torch.exp`` (the exponential) applied to every leaf.
@@ -195,14 +205,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.exp()["a"]
             tensor([1.])
         """
-        return self._fast_apply(torch.exp)
+        return self._pointwise(torch.exp)
 
     def expm1(self: T) -> T:
         """Returns a tensordict with ``torch.expm1`` (``exp(x) - 1``) applied to every leaf.
@@ -212,14 +223,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.expm1()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.expm1)
+        return self._pointwise(torch.expm1)
 
     def floor(self: T) -> T:
         """Returns a tensordict with ``torch.floor`` (rounding down to an integral value) applied to every leaf.
@@ -228,7 +240,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -238,7 +251,7 @@ class ElementwiseOps(Contract):
             >>> td.floor()["a"]
             tensor([ 0., -2.])
         """
-        return self._fast_apply(torch.floor)
+        return self._pointwise(torch.floor)
 
     def frac(self: T) -> T:
         """Returns a tensordict with ``torch.frac`` (the fractional part) applied to every leaf.
@@ -247,7 +260,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is an integer or boolean tensor, for which torch does not
@@ -258,7 +272,7 @@ class ElementwiseOps(Contract):
             >>> td.frac()["a"]
             tensor([ 0.5000, -0.2500])
         """
-        return self._fast_apply(torch.frac)
+        return self._pointwise(torch.frac)
 
     def lgamma(self: T) -> T:
         """Returns a tensordict with ``torch.lgamma`` (the log of the absolute gamma function) applied to every leaf.
@@ -268,14 +282,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 2.0])}, [2])
             >>> td.lgamma()["a"]
             tensor([0., 0.])
         """
-        return self._fast_apply(torch.lgamma)
+        return self._pointwise(torch.lgamma)
 
     def log(self: T) -> T:
         """Returns a tensordict with ``torch.log`` (the natural logarithm) applied to every leaf.
@@ -285,14 +300,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0])}, [1])
             >>> td.log()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.log)
+        return self._pointwise(torch.log)
 
     def log10(self: T) -> T:
         """Returns a tensordict with ``torch.log10`` (the base-10 logarithm) applied to every leaf.
@@ -302,14 +318,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 100.0])}, [2])
             >>> td.log10()["a"]
             tensor([0., 2.])
         """
-        return self._fast_apply(torch.log10)
+        return self._pointwise(torch.log10)
 
     def log1p(self: T) -> T:
         """Returns a tensordict with ``torch.log1p`` (``log(1 + x)``) applied to every leaf.
@@ -319,14 +336,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.log1p()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.log1p)
+        return self._pointwise(torch.log1p)
 
     def log2(self: T) -> T:
         """Returns a tensordict with ``torch.log2`` (the base-2 logarithm) applied to every leaf.
@@ -336,14 +354,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 8.0])}, [2])
             >>> td.log2()["a"]
             tensor([0., 3.])
         """
-        return self._fast_apply(torch.log2)
+        return self._pointwise(torch.log2)
 
     def neg(self: T) -> T:
         """Returns a tensordict with ``torch.neg`` (the negation) applied to every leaf.
@@ -352,7 +371,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -362,7 +382,7 @@ class ElementwiseOps(Contract):
             >>> td.neg()["a"]
             tensor([-1.,  2.])
         """
-        return self._fast_apply(torch.neg)
+        return self._pointwise(torch.neg)
 
     def reciprocal(self: T) -> T:
         """Returns a tensordict with ``torch.reciprocal`` (``1 / x``) applied to every leaf.
@@ -372,14 +392,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([2.0, 4.0])}, [2])
             >>> td.reciprocal()["a"]
             tensor([0.5000, 0.2500])
         """
-        return self._fast_apply(torch.reciprocal)
+        return self._pointwise(torch.reciprocal)
 
     def round(self: T) -> T:
         """Returns a tensordict with ``torch.round`` (rounding to the nearest integer, halves to even) applied to every leaf.
@@ -388,7 +409,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -398,7 +420,7 @@ class ElementwiseOps(Contract):
             >>> td.round()["a"]
             tensor([0., 2.])
         """
-        return self._fast_apply(torch.round)
+        return self._pointwise(torch.round)
 
     def rsqrt(self: T) -> T:
         """Returns a tensordict with ``torch.rsqrt`` (``1 / sqrt(x)``) applied to every leaf.
@@ -408,14 +430,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([4.0, 16.0])}, [2])
             >>> td.rsqrt()["a"]
             tensor([0.5000, 0.2500])
         """
-        return self._fast_apply(torch.rsqrt)
+        return self._pointwise(torch.rsqrt)
 
     def sigmoid(self: T) -> T:
         """Returns a tensordict with ``torch.sigmoid`` (the logistic function) applied to every leaf.
@@ -425,14 +448,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.sigmoid()["a"]
             tensor([0.5000])
         """
-        return self._fast_apply(torch.sigmoid)
+        return self._pointwise(torch.sigmoid)
 
     def sign(self: T) -> T:
         """Returns a tensordict with ``torch.sign`` (the sign: -1, 0 or 1) applied to every leaf.
@@ -441,14 +465,15 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([-2.0, 0.0, 3.0])}, [3])
             >>> td.sign()["a"]
             tensor([-1.,  0.,  1.])
         """
-        return self._fast_apply(torch.sign)
+        return self._pointwise(torch.sign)
 
     def sin(self: T) -> T:
         """Returns a tensordict with ``torch.sin`` (the sine) applied to every leaf.
@@ -458,14 +483,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.sin()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.sin)
+        return self._pointwise(torch.sin)
 
     def sinh(self: T) -> T:
         """Returns a tensordict with ``torch.sinh`` (the hyperbolic sine) applied to every leaf.
@@ -475,14 +501,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.sinh()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.sinh)
+        return self._pointwise(torch.sinh)
 
     def sqrt(self: T) -> T:
         """Returns a tensordict with ``torch.sqrt`` (the square root) applied to every leaf.
@@ -492,14 +519,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([4.0, 9.0])}, [2])
             >>> td.sqrt()["a"]
             tensor([2., 3.])
         """
-        return self._fast_apply(torch.sqrt)
+        return self._pointwise(torch.sqrt)
 
     def tan(self: T) -> T:
         """Returns a tensordict with ``torch.tan`` (the tangent) applied to every leaf.
@@ -509,14 +537,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.tan()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.tan)
+        return self._pointwise(torch.tan)
 
     def tanh(self: T) -> T:
         """Returns a tensordict with ``torch.tanh`` (the hyperbolic tangent) applied to every leaf.
@@ -526,14 +555,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0])}, [1])
             >>> td.tanh()["a"]
             tensor([0.])
         """
-        return self._fast_apply(torch.tanh)
+        return self._pointwise(torch.tanh)
 
     def trunc(self: T) -> T:
         """Returns a tensordict with ``torch.trunc`` (rounding towards zero) applied to every leaf.
@@ -542,7 +572,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -552,7 +583,7 @@ class ElementwiseOps(Contract):
             >>> td.trunc()["a"]
             tensor([ 1., -1.])
         """
-        return self._fast_apply(torch.trunc)
+        return self._pointwise(torch.trunc)
 
     def logical_not(self: T) -> T:
         """Returns a tensordict with ``torch.logical_not`` (the logical negation) applied to every leaf.
@@ -562,14 +593,15 @@ class ElementwiseOps(Contract):
         unchanged. The results are boolean tensors.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([True, False])}, [2])
             >>> td.logical_not()["a"]
             tensor([False,  True])
         """
-        return self._fast_apply(torch.logical_not)
+        return self._pointwise(torch.logical_not)
 
     def bitwise_not(self: T) -> T:
         """Returns a tensordict with ``torch.bitwise_not`` (the bitwise negation) applied to every leaf.
@@ -579,7 +611,8 @@ class ElementwiseOps(Contract):
         unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a floating-point tensor, for which torch does not
@@ -590,7 +623,7 @@ class ElementwiseOps(Contract):
             >>> td.bitwise_not()["a"]
             tensor([-1, -6])
         """
-        return self._fast_apply(torch.bitwise_not)
+        return self._pointwise(torch.bitwise_not)
 
     def relu(self: T) -> T:
         """Returns a tensordict with ``torch.relu`` (``max(x, 0)``) applied to every leaf.
@@ -599,7 +632,8 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Raises:
             RuntimeError: if a leaf is a boolean tensor, for which torch does not implement it.
@@ -609,7 +643,7 @@ class ElementwiseOps(Contract):
             >>> td.relu()["a"]
             tensor([0., 2.])
         """
-        return self._fast_apply(torch.relu)
+        return self._pointwise(torch.relu)
 
     def square(self: T) -> T:
         """Returns a tensordict with ``torch.square`` (``x * x``) applied to every leaf.
@@ -619,14 +653,15 @@ class ElementwiseOps(Contract):
         Boolean leaves give int64 results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([2.0, -3.0])}, [2])
             >>> td.square()["a"]
             tensor([4., 9.])
         """
-        return self._fast_apply(torch.square)
+        return self._pointwise(torch.square)
 
     def exp2(self: T) -> T:
         """Returns a tensordict with ``torch.exp2`` (``2 ** x``) applied to every leaf.
@@ -636,14 +671,15 @@ class ElementwiseOps(Contract):
         Integer and boolean leaves give floating-point results.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([3.0])}, [1])
             >>> td.exp2()["a"]
             tensor([8.])
         """
-        return self._fast_apply(torch.exp2)
+        return self._pointwise(torch.exp2)
 
     def sgn(self: T) -> T:
         """Returns a tensordict with ``torch.sgn`` (the sign, extended to complex numbers as ``x / abs(x)``) applied to every leaf.
@@ -652,14 +688,15 @@ class ElementwiseOps(Contract):
         result; non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, batch size, names and device,
+            locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([-2.0, 3.0])}, [2])
             >>> td.sgn()["a"]
             tensor([-1.,  1.])
         """
-        return self._fast_apply(torch.sgn)
+        return self._pointwise(torch.sgn)
 
     # ------------------------------------------------------------------------------------ binary
     def add(
@@ -670,22 +707,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.add`` after ``other``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.add`` after ``other``, each met as ``other`` is: it
+                takes none.
             **kwargs: passed on to ``torch.add``: ``alpha``, a multiplier of ``other`` (default
-                1).
+                1); and ``default``, for a tensordict ``other`` whose leaf keys differ: None
+                (the default) raises, ``"intersection"`` keeps the keys they share, and any
+                other value stands in for the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -702,22 +745,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.sub`` after ``other``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.sub`` after ``other``, each met as ``other`` is: it
+                takes none.
             **kwargs: passed on to ``torch.sub``: ``alpha``, a multiplier of ``other`` (default
-                1).
+                1); and ``default``, for a tensordict ``other`` whose leaf keys differ: None
+                (the default) raises, ``"intersection"`` keeps the keys they share, and any
+                other value stands in for the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -734,21 +783,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.mul`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.mul``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.mul`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.mul``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -765,22 +821,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.div`` after ``other``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.div`` after ``other``, each met as ``other`` is: it
+                takes none.
             **kwargs: passed on to ``torch.div``: ``rounding_mode``: None (true division),
-                ``'trunc'`` or ``'floor'``.
+                ``'trunc'`` or ``'floor'``; and ``default``, for a tensordict ``other`` whose
+                leaf keys differ: None (the default) raises, ``"intersection"`` keeps the keys
+                they share, and any other value stands in for the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -797,21 +859,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.pow`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.pow``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.pow`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.pow``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -826,21 +895,29 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
-                tensordict or tensorclass gives each leaf its own leaf at the same key.
-            *args: passed on to ``torch.maximum`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.maximum``: it takes none.
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (the result takes the broadcast
+                batch size); a tensordict or tensorclass gives each leaf its own leaf at the
+                same key.
+            *args: passed on to ``torch.maximum`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.maximum``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.maximum`` needs a tensor).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -855,21 +932,29 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
-                tensordict or tensorclass gives each leaf its own leaf at the same key.
-            *args: passed on to ``torch.minimum`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.minimum``: it takes none.
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (the result takes the broadcast
+                batch size); a tensordict or tensorclass gives each leaf its own leaf at the
+                same key.
+            *args: passed on to ``torch.minimum`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.minimum``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.minimum`` needs a tensor).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -886,21 +971,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.clamp_min`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.clamp_min``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.clamp_min`` after ``other``, each met as ``other`` is:
+                it takes none.
+            **kwargs: passed on to ``torch.clamp_min``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -917,21 +1009,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.clamp_max`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.clamp_max``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.clamp_max`` after ``other``, each met as ``other`` is:
+                it takes none.
+            **kwargs: passed on to ``torch.clamp_max``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -946,23 +1045,31 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
-                tensordict or tensorclass gives each leaf its own leaf at the same key.
-            *args: passed on to ``torch.lerp`` after ``other``: the ``weight`` (required), a
-                number or tensor; the result is ``leaf + weight * (other - leaf)``.
-            **kwargs: passed on to ``torch.lerp``: it takes none.
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (the result takes the broadcast
+                batch size); a tensordict or tensorclass gives each leaf its own leaf at the
+                same key.
+            *args: passed on to ``torch.lerp`` after ``other``, each met as ``other`` is: the
+                ``weight`` (required), a number or tensor; the result is ``leaf + weight *
+                (other - leaf)``.
+            **kwargs: passed on to ``torch.lerp``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.lerp`` needs a tensor) or the weight is
                 missing.
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 4.0])}, [2])
@@ -977,21 +1084,29 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
-                tensordict or tensorclass gives each leaf its own leaf at the same key.
-            *args: passed on to ``torch.atan2`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.atan2``: it takes none.
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (the result takes the broadcast
+                batch size); a tensordict or tensorclass gives each leaf its own leaf at the
+                same key.
+            *args: passed on to ``torch.atan2`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.atan2``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.atan2`` needs a tensor).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([0.0, 1.0])}, [2])
@@ -1008,21 +1123,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.fmod`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.fmod``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.fmod`` after ``other``, each met as ``other`` is: it
+                takes none.
+            **kwargs: passed on to ``torch.fmod``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([-3.0, 5.0])}, [2])
@@ -1039,21 +1161,28 @@ class ElementwiseOps(Contract):
         Non-tensor entries are kept as they are, and this tensordict is left unchanged.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
-            *args: passed on to ``torch.remainder`` after ``other``: it takes none.
-            **kwargs: passed on to ``torch.remainder``: it takes none.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (the result takes the broadcast batch
+                size); a tensordict or tensorclass gives each leaf its own leaf at the same key.
+            *args: passed on to ``torch.remainder`` after ``other``, each met as ``other`` is:
+                it takes none.
+            **kwargs: passed on to ``torch.remainder``: it takes none; and ``default``, for a
+                tensordict ``other`` whose leaf keys differ: None (the default) raises,
+                ``"intersection"`` keeps the keys they share, and any other value stands in for
+                the leaves that one side lacks.
 
         Returns:
-            A new tensordict with the same keys, batch size, names and device.
+            A new tensordict with the same keys, names and device, and the batch size
+            broadcast with that of a tensor ``other``; locked if this one is.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if a leaf and its operand do not broadcast, or torch refuses their
-                dtypes.
+                dtypes; BatchSizeError if a tensor ``other`` does not broadcast with the batch
+                size.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([-3.0, 5.0])}, [2])
@@ -1071,14 +1200,14 @@ class ElementwiseOps(Contract):
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, float("nan")])}, [2])
             >>> td.isnan()["a"]
             tensor([False,  True])
         """
-        return self._fast_apply(torch.isnan)
+        return self._pointwise(torch.isnan)
 
     def isfinite(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is finite (neither infinite nor NaN).
@@ -1088,14 +1217,14 @@ class ElementwiseOps(Contract):
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, float("inf")])}, [2])
             >>> td.isfinite()["a"]
             tensor([ True, False])
         """
-        return self._fast_apply(torch.isfinite)
+        return self._pointwise(torch.isfinite)
 
     def isposinf(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is positive infinity.
@@ -1105,14 +1234,14 @@ class ElementwiseOps(Contract):
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([float("inf"), float("-inf")])}, [2])
             >>> td.isposinf()["a"]
             tensor([ True, False])
         """
-        return self._fast_apply(torch.isposinf)
+        return self._pointwise(torch.isposinf)
 
     def isneginf(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is negative infinity.
@@ -1122,14 +1251,14 @@ class ElementwiseOps(Contract):
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([float("inf"), float("-inf")])}, [2])
             >>> td.isneginf()["a"]
             tensor([False,  True])
         """
-        return self._fast_apply(torch.isneginf)
+        return self._pointwise(torch.isneginf)
 
     def isreal(self: T) -> T:
         """Returns a tensordict of boolean leaves telling where each element is real (a zero imaginary part; always for real dtypes).
@@ -1139,14 +1268,14 @@ class ElementwiseOps(Contract):
 
         Returns:
             A new tensordict with the same keys, batch size, names and device, with boolean
-            leaves.
+            leaves; locked if this one is.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([1.0, 2.0])}, [2])
             >>> td.isreal()["a"]
             tensor([True, True])
         """
-        return self._fast_apply(torch.isreal)
+        return self._pointwise(torch.isreal)
 
     # ----------------------------------------------------------------------- pairwise operations
     def mod(self: T, other: TensorCollection | torch.Tensor | float) -> T:
@@ -1196,7 +1325,7 @@ class ElementwiseOps(Contract):
             alpha (number, optional): the multiplier of the leaf. Defaults to None (1).
             default (str or number, optional): with a tensordict ``other`` whose leaf keys
                 differ: None (the default) raises, ``"intersection"`` keeps the keys they
-                share, and any other value stands in for the leaves ``other`` lacks.
+                share, and any other value stands in for the leaves that one side lacks.
 
         Returns:
             A new tensordict with the same keys (or the shared ones), batch size and device.
@@ -1234,7 +1363,7 @@ class ElementwiseOps(Contract):
         Keyword Args:
             default (str or number, optional): with a tensordict ``other`` whose leaf keys
                 differ: None (the default) raises, ``"intersection"`` keeps the keys they
-                share, and any other value stands in for the leaves ``other`` lacks.
+                share, and any other value stands in for the leaves that one side lacks.
 
         Returns:
             A new tensordict with the same keys (or the shared ones), batch size and device.
@@ -1271,7 +1400,7 @@ class ElementwiseOps(Contract):
         Keyword Args:
             default (str or number, optional): with a tensordict ``other`` whose leaf keys
                 differ: None (the default) raises, ``"intersection"`` keeps the keys they
-                share, and any other value stands in for the leaves ``other`` lacks.
+                share, and any other value stands in for the leaves that one side lacks.
 
         Returns:
             A new tensordict with the same keys (or the shared ones), batch size and device.

@@ -961,11 +961,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.add`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.add``: ``alpha``, a multiplier of ``other`` (default
                 1).
@@ -974,7 +974,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -999,11 +1000,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.sub`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.sub``: ``alpha``, a multiplier of ``other`` (default
                 1).
@@ -1012,7 +1013,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1037,11 +1039,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.mul`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.mul``: it takes none.
 
@@ -1049,7 +1051,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1074,11 +1077,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.div`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.div``: ``rounding_mode``: None (true division),
                 ``'trunc'`` or ``'floor'``.
@@ -1087,7 +1090,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1112,11 +1116,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.pow`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.pow``: it takes none.
 
@@ -1124,7 +1128,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1147,9 +1152,9 @@ class InplaceOps(Contract):
         the same result in place.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (it must fit the batch size); a
                 tensordict or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.maximum`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.maximum``: it takes none.
@@ -1180,9 +1185,9 @@ class InplaceOps(Contract):
         the same result in place.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (it must fit the batch size); a
                 tensordict or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.minimum`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.minimum``: it takes none.
@@ -1215,11 +1220,11 @@ class InplaceOps(Contract):
         rebound, so a locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.clamp_min`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.clamp_min``: it takes none.
 
@@ -1227,7 +1232,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1252,11 +1258,11 @@ class InplaceOps(Contract):
         rebound, so a locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.clamp_max`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.clamp_max``: it takes none.
 
@@ -1264,7 +1270,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1287,9 +1294,9 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (it must fit the batch size); a
                 tensordict or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.lerp`` after ``other``: the ``weight`` (required), a
                 number or tensor; the result is ``leaf + weight * (other - leaf)``.
@@ -1299,7 +1306,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.lerp`` needs a tensor) or the weight is
                 missing.
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
@@ -1324,9 +1332,9 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (torch.Tensor or TensorDictBase): the second operand. A tensor is combined
-                with every leaf and broadcasts by torch's rules, aligned on the trailing dims
-                (the ``+``-style operators align a tensor on the leading batch dims instead); a
+            other (torch.Tensor or TensorDictBase): the second operand. a tensor with dims is
+                batch-shaped: aligned with the batch dims from the right, as torch broadcasts
+                shapes, and spread over each leaf's feature dims (it must fit the batch size); a
                 tensordict or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.atan2`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.atan2``: it takes none.
@@ -1335,7 +1343,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             TypeError: if ``other`` is a number (``torch.atan2`` needs a tensor).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
@@ -1361,11 +1370,11 @@ class InplaceOps(Contract):
         locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.fmod`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.fmod``: it takes none.
 
@@ -1373,7 +1382,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.
@@ -1398,11 +1408,11 @@ class InplaceOps(Contract):
         rebound, so a locked tensordict accepts it too.
 
         Args:
-            other (number, torch.Tensor or TensorDictBase): the second operand. A number or
-                tensor is combined with every leaf and broadcasts by torch's rules, aligned on
-                the trailing dims (the ``+``-style operators align a tensor on the leading batch
-                dims instead); a tensordict or tensorclass gives each leaf its own leaf at the
-                same key.
+            other (number, torch.Tensor or TensorDictBase): the second operand. A number or a
+                0-dim tensor meets every leaf as it is; a tensor with dims is batch-shaped:
+                aligned with the batch dims from the right, as torch broadcasts shapes, and
+                spread over each leaf's feature dims (it must fit the batch size); a tensordict
+                or tensorclass gives each leaf its own leaf at the same key.
             *args: passed on to ``torch.remainder`` after ``other``: it takes none.
             **kwargs: passed on to ``torch.remainder``: it takes none.
 
@@ -1410,7 +1420,8 @@ class InplaceOps(Contract):
             This tensordict.
 
         Raises:
-            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these.
+            KeyMismatchError: if ``other`` is a tensordict whose leaf keys differ from these
+                (and no ``default``).
             RuntimeError: if an operand does not broadcast to its leaf's shape, or the result
                 cannot be cast to the leaf's dtype (a floating-point result into an integer
                 leaf, for instance); the leaves before it are already written.

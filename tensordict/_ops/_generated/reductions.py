@@ -42,15 +42,19 @@ class ReductionOps(Contract):
         keeps the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.sum`` for every leaf, ``dtype`` for instance.
@@ -58,12 +62,13 @@ class ReductionOps(Contract):
                 holds is written in place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: with ``reduce=True``, if there is no tensor leaf.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join, or if
+                there is no tensor leaf.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])}, [2, 3])
@@ -97,15 +102,19 @@ class ReductionOps(Contract):
         and boolean ones cast to float32 first.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.mean`` for every leaf, ``dtype`` for instance.
@@ -113,13 +122,13 @@ class ReductionOps(Contract):
                 holds is written in place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             RuntimeError: if a leaf is an integer or boolean tensor (``reduce=True`` casts them
-                instead).
+                instead). With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -151,15 +160,19 @@ class ReductionOps(Contract):
         keeps the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nansum`` for every leaf, ``dtype`` for instance.
@@ -167,12 +180,13 @@ class ReductionOps(Contract):
                 holds is written in place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: with ``reduce=True``, if there is no tensor leaf.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join, or if
+                there is no tensor leaf.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[1.0, float("nan")], [2.0, 3.0]])}, [2, 2])
@@ -206,15 +220,19 @@ class ReductionOps(Contract):
         and boolean ones cast to float32 first.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.nanmean`` for every leaf, ``dtype`` for instance.
@@ -222,13 +240,13 @@ class ReductionOps(Contract):
                 holds is written in place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             RuntimeError: if a leaf is an integer or boolean tensor (``reduce=True`` casts them
-                instead).
+                instead). With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -262,15 +280,19 @@ class ReductionOps(Contract):
         Several batch dims are reduced one after the other.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.prod`` for every leaf, ``dtype`` for instance.
@@ -278,11 +300,12 @@ class ReductionOps(Contract):
                 holds is written in place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -317,15 +340,19 @@ class ReductionOps(Contract):
         population one.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.std`` for every leaf. ``out=`` (a tensordict)
@@ -333,12 +360,13 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: if a leaf is an integer or boolean tensor.
+            RuntimeError: if a leaf is an integer or boolean tensor. With ``reduce=True`` and
+                batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -373,15 +401,19 @@ class ReductionOps(Contract):
         population one.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.var`` for every leaf. ``out=`` (a tensordict)
@@ -389,12 +421,13 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
-            RuntimeError: if a leaf is an integer or boolean tensor.
+            RuntimeError: if a leaf is an integer or boolean tensor. With ``reduce=True`` and
+                batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -432,15 +465,19 @@ class ReductionOps(Contract):
         like :meth:`amax`.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size, and returns the values only.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.max`` for every leaf (not with an int ``dim``).
@@ -450,12 +487,13 @@ class ReductionOps(Contract):
 
         Returns:
             A ``torch.return_types.max`` pair of tensordicts for an int ``dim`` with
-            ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.
+            ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             InvalidArgumentError: if ``out`` is given for the pair of values and indices.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -493,15 +531,19 @@ class ReductionOps(Contract):
         like :meth:`amin`.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size, and returns the values only.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): with an int ``dim``, return the indices too.
                 Defaults to True.
             **kwargs: passed on to ``torch.min`` for every leaf (not with an int ``dim``).
@@ -511,12 +553,13 @@ class ReductionOps(Contract):
 
         Returns:
             A ``torch.return_types.min`` pair of tensordicts for an int ``dim`` with
-            ``return_indices``; otherwise a tensordict, or a 0-dim tensor with ``reduce=True``.
+            ``return_indices``; otherwise a tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
             InvalidArgumentError: if ``out`` is given for the pair of values and indices.
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -548,15 +591,19 @@ class ReductionOps(Contract):
         the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.amax`` for every leaf. ``out=`` (a tensordict)
@@ -564,11 +611,12 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -600,15 +648,19 @@ class ReductionOps(Contract):
         the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.amin`` for every leaf. ``out=`` (a tensordict)
@@ -616,11 +668,12 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:
@@ -650,14 +703,19 @@ class ReductionOps(Contract):
         to reduce); the result keeps the names of the batch dims that remain.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces every batch dim.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces every batch dim. ``"feature"`` reduces each leaf over its
+                feature dims instead (those after the batch dims of its own level), keeping the
+                batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): ignored: the leaves are always reduced one by one.
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor: with
+                batch dims, the leaves joined along the first of them (they must have as many
+                dims); with ``"feature"``, all the features of each batch element. Defaults to
+                None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.logsumexp`` for every leaf. ``out=`` (a tensordict)
@@ -665,11 +723,12 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
 
         Examples:
             >>> td = TensorDict({"a": torch.tensor([[0.0, 0.0], [1.0, 1.0]])}, [2, 2])
@@ -704,15 +763,19 @@ class ReductionOps(Contract):
         the median of all the elements.
 
         Args:
-            dim (int, tuple of int or Ellipsis, optional): the batch dims to reduce; negative
-                values count from the last batch dim. Defaults to None, which (like ``...``)
-                reduces each leaf over all its dims.
+            dim (int, tuple of int, Ellipsis or str, optional): the batch dims to reduce;
+                negative values count from the last batch dim. Defaults to None, which (like
+                ``...``) reduces each leaf over all its dims. ``"feature"`` reduces each leaf
+                over its feature dims instead (those after the batch dims of its own level),
+                keeping the batch size.
             keepdim (bool, optional): keep the reduced batch dims, with size 1. Defaults to
                 False.
 
         Keyword Args:
-            reduce (bool, optional): without ``dim``, reduce all the leaves together into one
-                tensor; ignored with ``dim``. Defaults to None (off).
+            reduce (bool, optional): reduce all the tensor leaves together into one tensor:
+                without ``dim``, all their elements; with batch dims, the leaves joined along
+                the first of them (they must have as many dims); with ``"feature"``, all the
+                features of each batch element. Defaults to None (off).
             return_indices (bool, optional): ignored: only ``max`` and ``min`` return indices.
                 Defaults to True.
             **kwargs: passed on to ``torch.median`` for every leaf. ``out=`` (a tensordict)
@@ -720,11 +783,12 @@ class ReductionOps(Contract):
                 place, a missing one is added.
 
         Returns:
-            A tensordict, or a 0-dim tensor with ``reduce=True``.
+            A tensordict, or a tensor with ``reduce=True``.
 
         Raises:
             DimensionError: if an entry of ``dim`` is out of range for the batch dims (any
                 ``dim`` when there are no batch dims).
+            RuntimeError: With ``reduce=True`` and batch dims, if the leaves do not join.
             ValueError: with ``reduce=True``, if there is no tensor leaf.
 
         Examples:

@@ -9,6 +9,7 @@ from torch import distributions as D
 
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._td import TensorDict
+from tensordict._typing import ShapeType
 from tensordict.base import TensorDictBase
 from tensordict.errors import MissingKeyError
 from tensordict.nn.errors import NotATensorDictError
@@ -173,7 +174,7 @@ class CompositeDistribution(D.Distribution, Mapping):
         return "sample_log_prob" if self._log_prob_key is None else self._log_prob_key
 
     @log_prob_key.setter
-    def log_prob_key(self, value) -> None:
+    def log_prob_key(self, value: NestedKey | None) -> None:
         self._log_prob_key = value
 
     @property
@@ -188,14 +189,14 @@ class CompositeDistribution(D.Distribution, Mapping):
         return "entropy" if self._entropy_key is None else self._entropy_key
 
     @entropy_key.setter
-    def entropy_key(self, value) -> None:
+    def entropy_key(self, value: NestedKey | None) -> None:
         self._entropy_key = value
 
     # ------------------------------------------------------------------ values
     def _values(self, values: dict, shape=()) -> TensorDict:
         return TensorDict(values, torch.Size(shape) + self.batch_shape)
 
-    def sample(self, shape=None) -> TensorDictBase:
+    def sample(self, shape: ShapeType | None = None) -> TensorDictBase:
         """Draws a sample of every component, in a tensordict of batch size ``shape + batch_shape``.
 
         Examples:
@@ -208,7 +209,7 @@ class CompositeDistribution(D.Distribution, Mapping):
         shape = torch.Size(shape if shape is not None else ())
         return self._values({name: dist.sample(shape) for name, dist in self.dists.items()}, shape)
 
-    def rsample(self, shape=None) -> TensorDictBase:
+    def rsample(self, shape: ShapeType | None = None) -> TensorDictBase:
         """Draws a reparameterized sample of every component.
 
         Examples:
@@ -273,7 +274,9 @@ class CompositeDistribution(D.Distribution, Mapping):
             total = total + _sum_beyond(value, ndim)
         return total
 
-    def sample_and_log_prob(self, shape=None):
+    def sample_and_log_prob(
+        self, shape: ShapeType | None = None
+    ) -> tuple[TensorDictBase, TensorDictBase | torch.Tensor]:
         """Draws a sample and returns it with the log-probability of that same draw.
 
         Returns:
@@ -291,7 +294,9 @@ class CompositeDistribution(D.Distribution, Mapping):
         """
         return self._sample_and_log_prob(shape, reparameterize=False)
 
-    def rsample_and_log_prob(self, shape=None):
+    def rsample_and_log_prob(
+        self, shape: ShapeType | None = None
+    ) -> tuple[TensorDictBase, TensorDictBase | torch.Tensor]:
         """Like :meth:`sample_and_log_prob`, with a reparameterized sample.
 
         Examples:
@@ -320,7 +325,7 @@ class CompositeDistribution(D.Distribution, Mapping):
             return sample, sample.empty(recurse=True).update(named).filter_empty_()
         return sample, self._aggregate(log_probs, sample.ndim)
 
-    def log_prob(self, sample: TensorDictBase):
+    def log_prob(self, sample: TensorDictBase) -> TensorDictBase | torch.Tensor:
         """The log-probability of ``sample``: per name, or summed (see :func:`~tensordict.nn.composite_lp_aggregate`).
 
         Args:
@@ -402,7 +407,7 @@ class CompositeDistribution(D.Distribution, Mapping):
         *,
         aggregate_probabilities: bool | None = None,
         include_sum: bool | None = None,
-    ):
+    ) -> TensorDictBase | torch.Tensor:
         """The entropy of every component, or their sum (see :func:`~tensordict.nn.composite_lp_aggregate`).
 
         A component without a closed form is estimated from ``samples_mc`` samples.

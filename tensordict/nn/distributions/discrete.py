@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import distributions as D
@@ -58,7 +59,7 @@ class OneHotCategorical(D.Categorical):
     num_params: int = 1
 
     def __init__(
-        self, logits: torch.Tensor | None = None, probs: torch.Tensor | None = None, **kwargs
+        self, logits: torch.Tensor | None = None, probs: torch.Tensor | None = None, **kwargs: Any
     ) -> None:
         super().__init__(probs=_drop_singleton(probs), logits=_drop_singleton(logits), **kwargs)
 
