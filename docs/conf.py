@@ -70,7 +70,7 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(Warning|UserWarning|FutureWarning|DeprecationWarning|ImportError)"),
     (r"py:.*", r"(Path|ProcessGroup|ReduceOp|DeviceType|ShapeType|IndexType|T|Self)"),
     # Private modules and names are not on the site.
-    (r"py:.*", r"(tensordict\.)?(.*\.)?_[A-Za-z].*|LinkedList"),
+    (r"py:.*", r"(tensordict\.)?(.*\.)?_[A-Za-z].*|(tensordict\.utils\.)?LinkedList"),
     # tensordict.nn has no pages yet; its classes in tensordict.__all__ do.
     (r"py:.*", r"tensordict\.nn\..*|TensorDictModule.*|TensorDictPipe"),
     # The words of a docstring's type field ("int, optional", "sequence of str").
