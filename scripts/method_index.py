@@ -43,6 +43,27 @@ def _definer(cls: type, name: str) -> type:
     return next(klass for klass in cls.__mro__ if name in vars(klass))
 
 
+def _own_members(cls: type, base: type, public: list) -> list:
+    """The public names that ``cls`` defines itself (or through a private class) and ``base`` lacks.
+
+    A name that another public class defines is left to that class; torch's and Python's
+    own names are left out.
+    """
+    names = []
+    for name in sorted(dir(cls)):
+        if name.startswith("_") or name in dir(base):
+            continue
+        definer = next((k for k in cls.__mro__ if name in vars(k)), None)
+        if definer is None or definer is object:
+            continue
+        if definer.__module__.split(".")[0] in ("torch", "builtins", "abc", "typing"):
+            continue
+        if definer is not cls and definer.__name__ in public:
+            continue
+        names.append(name)
+    return names
+
+
 def _class_rows(base: type, concrete: list) -> list:
     rows = []
     for name in sorted(n for n in dir(base) if not n.startswith("_")):
@@ -59,8 +80,17 @@ def _class_rows(base: type, concrete: list) -> list:
     return rows
 
 
-def render() -> str:
-    """The page's text, made from the package as it is imported now."""
+def index() -> dict:
+    """The one walk of the public API: every name, the file that defines it, and its object.
+
+    Returns a dict of lists of rows: ``"base"`` (name, file, classes with their own version)
+    for TensorDictBase, ``"tensorclass"`` (name, file) for the methods only tensorclasses
+    have, ``"memmap_tensor"`` (name, file) for MemoryMappedTensor's own methods, and
+    ``"functions"`` / ``"classes"`` (name, file) for the routines and classes of
+    ``tensordict.__all__``, and ``"class_members"``: each of those classes' own public
+    names (MemoryMappedTensor's: the ones it adds to ``torch.Tensor``).
+    ``scripts/api_pages.py`` writes the site's reference from it.
+    """
     sys.path.insert(0, str(ROOT))
     import tensordict
     from tensordict import (
@@ -74,6 +104,40 @@ def render() -> str:
     from tensordict._tensorclass.methods import _TensorClassMethods
 
     concrete = [TensorDict, LazyStackedTensorDict, NonTensorStack, TypedTensorDict]
+    classes = [
+        name for name in sorted(tensordict.__all__) if inspect.isclass(getattr(tensordict, name))
+    ]
+    memmap_tensor = [
+        (name, _file_of(value))
+        for name, value in sorted(vars(MemoryMappedTensor).items())
+        if not name.startswith("_")
+    ]
+    members = {
+        name: _own_members(getattr(tensordict, name), TensorDictBase, tensordict.__all__)
+        for name in classes
+    }
+    members["MemoryMappedTensor"] = [name for name, _ in memmap_tensor]
+    return {
+        "base": _class_rows(TensorDictBase, concrete),
+        "tensorclass": [
+            (name, _file_of(vars(_TensorClassMethods)[name]))
+            for name in sorted(vars(_TensorClassMethods))
+            if not name.startswith("_") and name not in dir(TensorDictBase)
+        ],
+        "memmap_tensor": memmap_tensor,
+        "functions": [
+            (name, _file_of(obj))
+            for name in sorted(tensordict.__all__)
+            if inspect.isroutine(obj := getattr(tensordict, name))
+        ],
+        "classes": [(name, _file_of(getattr(tensordict, name))) for name in classes],
+        "class_members": members,
+    }
+
+
+def render() -> str:
+    """The page's text, made from the package as it is imported now."""
+    rows = index()
     out = [
         "<!-- Written by scripts/method_index.py (make generate). Do not edit by hand. -->",
         "# Where each method lives",
@@ -85,12 +149,7 @@ def render() -> str:
         "| method | defined in | own version in |",
         "| --- | --- | --- |",
     ]
-    out += [f"| `{n}` | `{w}` | {o} |" for n, w, o in _class_rows(TensorDictBase, concrete)]
-    tc_rows = [
-        (name, _file_of(vars(_TensorClassMethods)[name]))
-        for name in sorted(vars(_TensorClassMethods))
-        if not name.startswith("_") and name not in dir(TensorDictBase)
-    ]
+    out += [f"| `{n}` | `{w}` | {o} |" for n, w, o in rows["base"]]
     out += [
         "",
         "## Tensorclass methods that tensordicts do not have",
@@ -98,12 +157,7 @@ def render() -> str:
         "| method | defined in |",
         "| --- | --- |",
     ]
-    out += [f"| `{n}` | `{w}` |" for n, w in tc_rows]
-    mmt = [
-        (name, _file_of(value))
-        for name, value in sorted(vars(MemoryMappedTensor).items())
-        if not name.startswith("_")
-    ]
+    out += [f"| `{n}` | `{w}` |" for n, w in rows["tensorclass"]]
     out += [
         "",
         "## `MemoryMappedTensor`",
@@ -113,21 +167,11 @@ def render() -> str:
         "| method | defined in |",
         "| --- | --- |",
     ]
-    out += [f"| `{n}` | `{w}` |" for n, w in mmt]
-    functions = [
-        (name, _file_of(obj))
-        for name in sorted(tensordict.__all__)
-        if inspect.isroutine(obj := getattr(tensordict, name))
-    ]
-    classes = [
-        (name, _file_of(obj))
-        for name in sorted(tensordict.__all__)
-        if inspect.isclass(obj := getattr(tensordict, name))
-    ]
+    out += [f"| `{n}` | `{w}` |" for n, w in rows["memmap_tensor"]]
     out += ["", "## Functions of `tensordict`", "", "| function | defined in |", "| --- | --- |"]
-    out += [f"| `{n}` | `{w}` |" for n, w in functions]
+    out += [f"| `{n}` | `{w}` |" for n, w in rows["functions"]]
     out += ["", "## Classes of `tensordict`", "", "| class | defined in |", "| --- | --- |"]
-    out += [f"| `{n}` | `{w}` |" for n, w in classes]
+    out += [f"| `{n}` | `{w}` |" for n, w in rows["classes"]]
     return "\n".join(out) + "\n"
 
 

@@ -75,6 +75,7 @@ from tensordict._stack import cat, stack
 from tensordict._td import TensorDict
 from tensordict._typed import TypedTensorDict
 from tensordict._unbatched import UnbatchedTensor
+from tensordict._version import __version__
 from tensordict.base import TensorDictBase
 from tensordict.functional import (
     collate,
@@ -101,10 +102,6 @@ from tensordict.nn import (
     as_tensordict_module,
 )
 from tensordict.tensorclass import TensorClass, is_tensorclass, tensorclass
-
-# The version of the well-known API this package implements, which code written for it
-# may check.
-__version__ = "0.15.3"
 
 __all__ = [
     "KEY_SEPARATOR",

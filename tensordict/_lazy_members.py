@@ -172,7 +172,11 @@ class LazyMembersMixin:
         """The keys every member has: the same as :meth:`keys`.
 
         Args:
-            include_nested, leaves_only, is_leaf: as for :meth:`keys`.
+            include_nested (bool, optional): include the keys of sub-tensordicts.
+                Defaults to ``False``.
+            leaves_only (bool, optional): only the keys of leaves. Defaults to ``False``.
+            is_leaf (callable, optional): takes a value's class, True for a leaf, as for
+                :meth:`keys`. Defaults to ``None``.
 
         Keyword Args:
             sort (bool, optional): sort the keys. Defaults to ``False``.

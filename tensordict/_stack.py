@@ -68,6 +68,9 @@ def stack(  # noqa: A002 - the well-known API's name
     Keyword Args:
         out (TensorDictBase, optional): written into in place and returned. Defaults to None.
 
+    Returns:
+        The stacked tensordict (a lazy stack under ``set_lazy_legacy(True)``).
+
     Raises:
         RuntimeError: if the batch sizes or the keys differ (naming them), or a leaf's
             shapes differ (naming the key).
@@ -201,7 +204,11 @@ def cat(  # noqa: A002 - the well-known API's name
     Keyword Args:
         out (TensorDictBase, optional): written into in place and returned. Defaults to None.
 
+    Returns:
+        The concatenated tensordict.
+
     Raises:
+        DimensionError: if ``dim`` is not a batch dimension (an ``IndexError``).
         RuntimeError: if the keys differ, or the batch sizes differ outside ``dim``.
 
     Examples:

@@ -102,7 +102,7 @@ class TensorDictBase(
     @property
     @abc.abstractmethod
     def batch_size(self) -> torch.Size:
-        """The batch size: the leading dimensions every entry shares; setting it checks each entry.
+        """The batch size, the leading dimensions every entry shares; setting it checks each entry.
 
         Raises:
             RuntimeError: on setting, if an entry does not fit the new size (BatchSizeError), or if
@@ -131,7 +131,7 @@ class TensorDictBase(
     @property
     @abc.abstractmethod
     def names(self) -> list | None:
-        """The names of the batch dimensions: a list with a name or None per dimension, or None.
+        """The names of the batch dimensions, a list with a name or None per dimension, or None.
 
         A TensorDict always returns a list; a lazy stack returns None unless its stack dim is named.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import tempfile
 
 import pytest
@@ -11,6 +12,8 @@ from torch.utils.data import DataLoader
 
 import tensordict
 from tensordict import TensorDict
+
+from conftest import ours_only
 
 PACKAGE_NAMES = [
     "KEY_SEPARATOR",
@@ -190,9 +193,17 @@ def test_the_same_objects_under_every_path():
     assert unravel_key is tensordict.unravel_key
 
 
-def test_version_is_the_well_known_one():
-    """``__version__`` reports the version of the well-known API implemented."""
-    assert tensordict.__version__ == "0.15.3"
+@ours_only  # the reference's __version__ is its own release; it has no command line
+def test_one_version_in_the_metadata_the_module_and_the_command(capsys):
+    """The package metadata, ``__version__`` and ``tensordict --version`` say one version."""
+    from tensordict.cli import main
+
+    installed = importlib.metadata.version("tensordict")
+    assert tensordict.__version__ == installed
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out == f"tensordict {installed} (the API of tensordict 0.15.3)\n"
 
 
 def test_module_memmap_save_and_load(tmp_path):

@@ -270,8 +270,17 @@ class ApplyMixin(Contract):
         Keyword Args:
             nested_keys (bool, optional): pass the full key (a tuple when nested), not the key
                 at the leaf's level. Defaults to False.
-            batch_size, names, device, inplace, default, call_on_nested, num_threads, out: as
-                in :meth:`apply`.
+            batch_size (sequence of int, optional): the batch size of the result when ``fn``
+                changes the batch dims. Defaults to None: this one.
+            names (list of str, optional): the batch dimension names of the result.
+            device (torch.device, optional): the device the result reports (nothing is moved).
+            inplace (bool, optional): write the results into this tensordict. Defaults to False.
+            default: passed to ``fn`` for a key missing from one of ``others``.
+            call_on_nested (bool, optional): call ``fn`` on sub-tensordicts. Defaults to False.
+            num_threads (int, optional): call ``fn`` on a pool of that many threads, as in
+                :meth:`apply`. Defaults to None: no threads.
+            out (TensorDictBase, optional): a tensordict that receives the results, and is
+                returned, as in :meth:`apply`. Defaults to None.
             **kwargs: accepted for compatibility; ignored.
 
         Returns:

@@ -245,6 +245,8 @@ class ConvertMixin(Contract):
                 ``prefix=`` or a temporary folder; the other keywords go to :meth:`memmap_`) or
                 ``"shared"`` (shared memory).
             device (torch.device, optional): the device (ignored by ``"memmap"``).
+            **kwargs: with ``storage="memmap"``, passed to :meth:`memmap_` (``prefix``,
+                ``num_threads``, ...); otherwise ignored.
 
         Returns:
             A new tensordict of zeros.
@@ -280,7 +282,16 @@ class ConvertMixin(Contract):
             input_dict (dict): the entries; nested dicts become nested entries.
 
         Keyword Args:
-            auto_batch_size, batch_size, device, batch_dims, names: as for :meth:`from_dict`.
+            auto_batch_size (bool, optional): infer the batch size: the longest leading
+                shape that every entry shares. Defaults to ``None`` (no).
+            batch_size (torch.Size or sequence of int, optional): the batch size.
+                Defaults to ``None``: ``torch.Size([])``, unless it is inferred.
+            device (torch.device, str or int, optional): the device of every tensor.
+                Defaults to ``None``.
+            batch_dims (int, optional): infer the batch size, keeping at most this many
+                dimensions. Defaults to ``None``.
+            names (list of str, optional): the names of the batch dimensions. Defaults to
+                ``None``.
 
         Returns:
             A new tensordict.

@@ -380,7 +380,12 @@ class EntriesMixin(Contract):
 
         Args:
             key (NestedKey): the key to read.
-            index (int, slice, torch.Tensor or tuple): the index, positional or by keyword.
+            *args: the index (int, slice, torch.Tensor or tuple), then optionally the
+                default.
+
+        Keyword Args:
+            index (int, slice, torch.Tensor or tuple): the index, when it is not given by
+                position (``idx`` is another name for it).
             default (optional): returned when the key is missing. Defaults to None.
 
         Returns:
@@ -538,8 +543,8 @@ class EntriesMixin(Contract):
                 sub-tensordict) instead of rebinding; a missing key is added. Defaults to False.
 
         Keyword Args:
-            non_blocking, is_leaf, ignore_lock: accepted for compatibility; ignored.
-            **kwargs: more entries, written after those of ``input_dict_or_td``.
+            non_blocking (bool, optional): accepted for compatibility; ignored.
+            **kwargs: accepted for compatibility; ignored.
 
         Returns:
             The tensordict itself.
@@ -762,7 +767,12 @@ class EntriesMixin(Contract):
             update_batch_size (bool, optional): when ``input_dict_or_td`` is a tensordict of
                 another batch size, take its batch size (and entries) instead of refusing it;
                 every key of this tensordict must then be one of its keys. Defaults to False.
-            non_blocking, **kwargs: accepted for compatibility; ignored.
+            non_blocking (bool, optional): accepted for compatibility; ignored.
+            is_leaf (callable, optional): takes the class of a value of the source; True
+                writes that value whole instead of key by key. Defaults to None: every
+                mapping and tensordict is written key by key.
+            ignore_lock (bool, optional): accepted for compatibility; ignored.
+            **kwargs: more entries, written after those of ``input_dict_or_td``.
 
         Returns:
             The tensordict itself.

@@ -274,7 +274,11 @@ class KeysMixin(Contract):
         """Iterates over the values, in the order of :meth:`keys` called with the same arguments.
 
         Args:
-            include_nested, leaves_only, is_leaf: as in :meth:`keys`.
+            include_nested (bool, optional): include the entries of sub-tensordicts.
+                Defaults to False.
+            leaves_only (bool, optional): only the leaves. Defaults to False.
+            is_leaf (callable, optional): takes a value's class, True for a leaf, as in
+                :meth:`keys`. Defaults to None.
 
         Keyword Args:
             sort (bool, optional): follow the sorted keys. Defaults to False.
@@ -300,7 +304,11 @@ class KeysMixin(Contract):
         """Iterates over ``(key, value)`` pairs, ordered as :meth:`keys` with the same arguments.
 
         Args:
-            include_nested, leaves_only, is_leaf: as in :meth:`keys`.
+            include_nested (bool, optional): include the entries of sub-tensordicts.
+                Defaults to False.
+            leaves_only (bool, optional): only the leaves. Defaults to False.
+            is_leaf (callable, optional): takes a value's class, True for a leaf, as in
+                :meth:`keys`. Defaults to None.
 
         Keyword Args:
             sort (bool, optional): follow the sorted keys. Defaults to False.

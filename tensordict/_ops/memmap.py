@@ -600,6 +600,17 @@ class MemmapMixin(Contract):
     def load(cls, prefix, device=None, non_blocking: bool = False, *, out=None, **kwargs):
         """Opens a memory-mapped folder: the same as :meth:`load_memmap`, with its arguments.
 
+        Args:
+            prefix (str or path): the folder, or an archive file.
+            device (torch.device, optional): move the result there (a copy, unless it is
+                the CPU).
+            non_blocking (bool, optional): passed on to the move.
+
+        Keyword Args:
+            out (TensorDictBase, optional): copy the loaded entries into this tensordict.
+            **kwargs: the other keyword arguments of :meth:`load_memmap` (``robust_key``,
+                ``subpath``, ``mode``, ``num_threads``, ``allow_pickle``).
+
         Returns:
             The loaded tensordict.
 
@@ -619,6 +630,18 @@ class MemmapMixin(Contract):
 
         ``dumps`` is another name for it. As with :meth:`memmap`, every write is atomic
         (``atomic`` is accepted, whatever its value).
+
+        Args:
+            prefix (str or path, optional): the folder, or an archive file (a path ending
+                with ``".tdz"``). Defaults to ``None`` (shared memory).
+            copy_existing (bool, optional): accepted for compatibility; files are always
+                written fresh.
+
+        Keyword Args:
+            num_threads (int, optional): write files with this many threads. Defaults to 0.
+            **kwargs: the other keyword arguments of :meth:`memmap` (``return_early``,
+                ``share_non_tensor``, ``existsok``, ``robust_key``, ``archive``,
+                ``compression``, ``atomic``).
 
         Returns:
             The memory-mapped, locked copy.
@@ -718,7 +741,8 @@ class MemmapMixin(Contract):
 
         Args:
             prefix (str or Path): the folder to read.
-            *args, **kwargs: passed to :meth:`load_memmap_`.
+            *args: passed to :meth:`load_memmap_`.
+            **kwargs: passed to :meth:`load_memmap_`.
 
         Returns:
             What :meth:`load_memmap_` returns (the tensordict).

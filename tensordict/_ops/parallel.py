@@ -400,8 +400,20 @@ class ParallelMixin(Contract):
         Keyword Args:
             shuffle (bool, optional): chunks drawn from a random permutation along ``dim``;
                 needs ``index_with_generator=True``. Defaults to ``False``.
-            chunksize, num_chunks, pool, generator, max_tasks_per_child, worker_threads,
-            pbar, mp_start_method: as in :meth:`map`.
+            chunksize (int, optional): the size of each chunk along ``dim``; ``0`` sends the
+                elements one by one, without ``dim``. Exclusive with ``num_chunks``.
+            num_chunks (int, optional): the number of chunks. When neither is given, one
+                chunk per worker.
+            pool (multiprocessing.Pool, optional): a pool to run the chunks on (left open).
+                Defaults to a pool made for the call.
+            generator (torch.Generator, optional): draws the workers' base seed, as in
+                :meth:`map`. Defaults to a new ``torch.Generator``.
+            max_tasks_per_child (int, optional): chunks a worker handles before it is
+                replaced. Defaults to ``None`` (workers live for the whole call).
+            worker_threads (int, optional): torch threads per worker. Defaults to 1.
+            pbar (bool, optional): show a ``tqdm`` progress bar. Defaults to ``False``.
+            mp_start_method (str, optional): ``"fork"``, ``"spawn"`` or ``"forkserver"``.
+                Defaults to ``torch.multiprocessing``'s default.
             index_with_generator (bool, optional): index each chunk when it is sent.
                 Defaults to ``True`` (unlike :meth:`map`).
 

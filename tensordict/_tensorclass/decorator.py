@@ -36,6 +36,12 @@ REGISTRY: dict = {}
 def is_tensorclass(obj: Any) -> bool:
     """Returns True if ``obj`` (an instance or a class) is a ``@tensorclass``.
 
+    Args:
+        obj: the object or class to test.
+
+    Returns:
+        True for a tensorclass or one of its instances, False for anything else.
+
     Examples:
         >>> @tensorclass
         ... class Point:

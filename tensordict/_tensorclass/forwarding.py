@@ -215,6 +215,17 @@ def as_class(cls: type, result: TensorCollection, name: str) -> Any:
     return cls.from_tensordict(result)
 
 
+def _argument_sections(doc: str | None) -> str:
+    """The ``Args:`` and ``Keyword Args:`` sections of a docstring, as they are written there."""
+    kept, keeping = [], False
+    for line in inspect.cleandoc(doc or "").splitlines():
+        if line and not line[0].isspace():
+            keeping = line.rstrip() in ("Args:", "Keyword Args:")
+        if keeping:
+            kept.append(line)
+    return "\n".join(kept).strip() + "\n\n" if kept else ""
+
+
 def _class_builder(holder: type, name: str, what: str, example: str) -> classmethod:
     built_by = inspect.getattr_static(TensorDict, name).__func__
 
@@ -230,9 +241,10 @@ def _class_builder(holder: type, name: str, what: str, example: str) -> classmet
         f"Builds an instance of the class holding {what}.\n\n"
         f"Takes the arguments of :meth:`TensorDict.{name}`, builds that tensordict, and wraps "
         "it as this class:\nevery top-level key must be a field, and the fields it lacks are "
-        f"``None``.\n\nReturns:\n    An instance of this class.\n\nRaises:\n"
-        "    UnknownFieldError: (a ``ValueError``) if a key of the result is not a field.\n"
-        f"    Whatever :meth:`TensorDict.{name}` raises for its arguments.\n\n"
+        f"``None``. Arguments it refuses raise as in :meth:`TensorDict.{name}`.\n\n"
+        f"{_argument_sections(built_by.__doc__)}"
+        "Returns:\n    An instance of this class.\n\nRaises:\n"
+        "    UnknownFieldError: (a ``ValueError``) if a key of the result is not a field.\n\n"
         "Examples:\n    >>> @tensorclass\n    ... class Point:\n    ...     x: torch.Tensor\n"
         f"{lines}\n"
     )
@@ -243,7 +255,7 @@ def _class_builder(holder: type, name: str, what: str, example: str) -> classmet
 # Every public tensordict method and property that the class does not define itself is
 # also a class attribute (``C.apply``, ``C.dtype``, as the well-known API has them); each
 # calls the instance's tensordict and wraps the result, as ``__getattr__`` does for the rest.
-def _forwarded_method(holder: type, name: str, doc: str | None):
+def _forwarded_method(holder: type, name: str, doc: str | None, signature: inspect.Signature):
     def method(self, *args, **kwargs):
         return forward(self, name, getattr(self._tensordict, name))(*args, **kwargs)
 
@@ -251,6 +263,9 @@ def _forwarded_method(holder: type, name: str, doc: str | None):
     method.__qualname__ = f"{holder.__qualname__}.{name}"
     method.__module__ = holder.__module__  # pickles by reference, as a written method would
     method.__doc__ = doc
+    # The arguments its docstring describes are those of the tensordict method it calls (the
+    # result may be wrapped in the class, so no return type).
+    method.__signature__ = signature
     return method
 
 
@@ -285,4 +300,6 @@ def install(holder: type) -> None:
         if isinstance(attr, property):
             setattr(holder, name, _forwarded_property(name, attr, name in WRAPPED_PROPERTIES))
         elif inspect.isfunction(attr):
-            setattr(holder, name, _forwarded_method(holder, name, attr.__doc__))
+            signature = inspect.signature(attr).replace(return_annotation=inspect.Signature.empty)
+            forwarder = _forwarded_method(holder, name, attr.__doc__, signature)
+            setattr(holder, name, forwarder)

@@ -23,6 +23,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from tensordict._version import REFERENCE_API, __version__
 from tensordict.cli import _demo, _demo_shared
 from tensordict.cli._report import CliError, counts, human_bytes, plural, render_info, scan_folder
 
@@ -100,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Inspect, check and demonstrate memory-mapped tensordict folders.",
         epilog=_ROOT_EPILOG,
         formatter_class=formatter,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"tensordict {__version__} (the API of tensordict {REFERENCE_API})",
+        help="print the version of the package and of the API it implements, and exit",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 

@@ -865,6 +865,10 @@ class TensorDictParams(TensorDictBase, nn.Module):
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
         """A ``TensorDict`` with copies of the leaves (clones, which stay in the graph).
 
+        Keyword Args:
+            retain_none (bool, optional): accepted for compatibility; ``None`` entries of
+                tensorclasses are kept either way. Defaults to ``None``.
+
         Examples:
             >>> from tensordict.nn import TensorDictParams
             >>> type(TensorDictParams(TensorDict(a=torch.zeros(1))).to_tensordict()["a"]).__name__

@@ -86,6 +86,12 @@ class TensorClassModuleBase(Generic[InputClass, OutputClass], abc.ABC, nn.Module
     def forward(self, x: InputClass) -> OutputClass:
         """Computes the output; subclasses write it.
 
+        Args:
+            x: an instance of the module's input tensorclass.
+
+        Returns:
+            An instance of the module's output tensorclass.
+
         Examples:
             >>> from tensordict.nn import TensorClassModuleBase
             >>> TensorClassModuleBase.forward.__isabstractmethod__
@@ -155,6 +161,15 @@ class TensorClassModuleWrapper(TensorDictModuleBase):
     @dispatch(auto_batch_size=False)
     def forward(self, tensordict: TensorDict, *args: Any, **kwargs: Any) -> TensorDict:
         """Builds the input tensorclass from ``tensordict``, calls the module, returns its output as a tensordict.
+
+        Args:
+            tensordict (TensorDict): the input; its keys that are not fields of the input
+                tensorclass are left out.
+            *args: accepted for compatibility and ignored, with a ``FutureWarning``.
+            **kwargs: accepted for compatibility and ignored, with a ``FutureWarning``.
+
+        Returns:
+            The module's output as a tensordict.
 
         Examples:
             >>> from tensordict import TensorClass
