@@ -113,8 +113,12 @@ class KeyMismatchError(_Sentence, TensorDictError, KeyError, RuntimeError):
     """Two tensordicts that must have the same keys do not (stacking, concatenating, arithmetic)."""
 
 
-class KeyTypeError(TensorDictError, TypeError, RuntimeError):
-    """A key is not a string or a tuple of strings (the reference raises RuntimeError)."""
+class KeyTypeError(_Sentence, TensorDictError, KeyError, TypeError, RuntimeError):
+    """A key is not a string or a tuple of strings.
+
+    The reference raises ``KeyError`` when reading such a key and ``RuntimeError``
+    elsewhere; this error is both, and a ``TypeError``.
+    """
 
 
 class MissingKeyError(_Sentence, TensorDictError, KeyError):

@@ -43,6 +43,8 @@ from tensordict._tensorclass.memmap import MemmapHooks
 from tensordict._torch_function import dispatch as _dispatch
 from tensordict.base import TensorDictBase
 
+_NO_ATTRIBUTE = object()
+
 
 def _is_key(index) -> bool:
     if type(index) is str:
@@ -462,8 +464,12 @@ class _TensorClassMethods:
 
     @property
     def device(self):
-        """The device of the instance's tensordict, or ``None``."""
+        """The device of the instance's tensordict, or ``None`` (read-only: use ``to(device)``)."""
         return self._tensordict.device
+
+    @device.setter
+    def device(self, value) -> None:
+        self._tensordict.device = value  # refused there, with the way out
 
     @property
     def names(self):
@@ -490,8 +496,27 @@ class _TensorClassMethods:
         """Returns the value at ``key`` (a field, or a nested key), ``default`` when missing.
 
         A non-tensor field reads back as its Python value; ``kwargs`` (``as_list``,
-        ``as_padded_tensor``, ...) go to :meth:`TensorDictBase.get`.
+        ``as_padded_tensor``, ...) go to :meth:`TensorDictBase.get`. A name that is no
+        field and no entry but a public attribute of the instance (``batch_size``,
+        ``device``, ...) gives that attribute, as in the well-known API.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            >>> p = Point(x=torch.zeros(2), batch_size=[2])
+            >>> p.get("x"), p.get("y", "missing"), p.get("batch_size")
+            (tensor([0., 0.]), 'missing', torch.Size([2]))
         """
+        if (
+            type(key) is str
+            and key not in type(self)._tc_field_set
+            and not key.startswith("_")
+            and key not in self._tensordict.keys()
+        ):
+            attr = getattr(self, key, _NO_ATTRIBUTE)
+            if attr is not _NO_ATTRIBUTE:
+                return attr
         value = self._tensordict.get(key, default, **kwargs)
         return value.data if isinstance(value, NonTensorDataBase) else value
 
@@ -514,16 +539,54 @@ class _TensorClassMethods:
             self._tensordict.set(key, value, inplace=inplace, **kwargs)
         return self
 
-    def update(self, input_dict_or_td, clone: bool = False, inplace: bool = False, **kwargs):
-        """Writes the entries of a dict, tensordict or instance into this one and returns it.
+    def update(
+        self,
+        input_dict_or_td=None,
+        clone: bool = False,
+        inplace: bool = False,
+        *,
+        keys_to_update=None,
+        non_blocking: bool = False,
+        update_batch_size: bool = False,
+        is_leaf=None,
+        ignore_lock: bool = False,
+        **kwargs,
+    ):
+        """Writes the entries of a dict, tensordict or instance (and of ``kwargs``) into this one.
+
+        As :meth:`TensorDict.update <tensordict.TensorDictBase.update>`: the keyword
+        arguments other than the options are entries too, and win over those of
+        ``input_dict_or_td``; with neither, nothing changes.
+
+        Returns:
+            The instance itself.
 
         Raises:
             UnknownFieldError: if a top-level key is not a field.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            ...     y: torch.Tensor
+            >>> p = Point(x=torch.zeros(2), y=torch.zeros(2), batch_size=[2])
+            >>> p.update({"x": torch.ones(2)}, y=torch.full((2,), 3.0)).y
+            tensor([3., 3.])
         """
-        source = unwrap(input_dict_or_td)
-        for key in source.keys():
+        source = {} if input_dict_or_td is None else unwrap(input_dict_or_td)
+        for key in [*source.keys(), *kwargs]:
             check_key(type(self), key, "cannot update")
-        self._tensordict.update(source, clone=clone, inplace=inplace, **kwargs)
+        self._tensordict.update(
+            source,
+            clone=clone,
+            inplace=inplace,
+            keys_to_update=keys_to_update,
+            non_blocking=non_blocking,
+            update_batch_size=update_batch_size,
+            is_leaf=is_leaf,
+            ignore_lock=ignore_lock,
+            **{key: unwrap(value) for key, value in kwargs.items()},
+        )
         return self
 
     # ------------------------------------------------------------------ container protocol
