@@ -68,6 +68,7 @@ __all__ = [
     "TensorDictError",
     "TooFewInputsError",
     "UnbatchedMemmapError",
+    "UnexpectedStateKeyError",
     "UnknownFieldError",
     "ValueAtIndexError",
     "UnknownStorageError",
@@ -221,6 +222,10 @@ class UnknownFieldError(TensorDictError, AttributeError, TypeError, ValueError):
     argument), ``AttributeError`` (what the well-known API raises when setting it)
     and ``ValueError`` (what it raises from ``update``).
     """
+
+
+class UnexpectedStateKeyError(_Sentence, TensorDictError, KeyError):
+    """A state dict given to a tensorclass's ``load_state_dict`` holds a key that is no field."""
 
 
 class ReservedFieldError(TensorDictError, AttributeError):

@@ -577,6 +577,80 @@ def test_bitwise_operators_with_the_instance_on_the_right():
     assert torch.equal((False | obj).b, torch.tensor([False, False]))
 
 
+# ====================================================================== state dicts
+@tensorclass
+class Chain:
+    x: torch.Tensor
+    tag: str
+    child: Chain = None
+
+
+def _chain() -> Chain:
+    return Chain(x=torch.randn(3), tag="t", child=Chain(x=torch.randn(3), tag="u"))
+
+
+def test_state_dict_flat_and_nested_round_trip():
+    """state_dict() keys nested leaves "a.b"; flatten=False nests them; both load back."""
+    source = _chain()
+    flat, nested = source.state_dict(), source.state_dict(flatten=False)
+    assert set(flat) == {"x", "child.x"}
+    assert set(nested) == {"x", "child"} and isinstance(nested["child"], dict)
+    for state in (flat, nested):
+        target = source.clone()
+        target.x, target.child.x = torch.zeros(3), torch.zeros(3)
+        target.load_state_dict(state)
+        assert torch.equal(target.x, source.x) and torch.equal(target.child.x, source.child.x)
+
+
+def test_load_state_dict_refuses_a_key_that_is_no_field():
+    """A key that is no field of the tensorclass holding it raises KeyError, at any depth."""
+    target = _chain()
+    flat = target.state_dict()
+    flat["a"] = torch.zeros(3)
+    with pytest.raises(KeyError):
+        target.load_state_dict(flat)
+    nested = target.state_dict(flatten=False)
+    nested["child"]["a"] = torch.zeros(3)
+    with pytest.raises((KeyError, RuntimeError)):
+        target.load_state_dict(nested)
+
+
+def test_load_state_dict_reads_the_older_form():
+    """The older form (tensors under "_tensordict", other fields under "_non_tensordict") loads."""
+    target = Pair(a=torch.zeros(3), b=torch.zeros(3))
+    older = {
+        "_tensordict": {
+            "a": torch.ones(3),
+            "b": torch.full((3,), 2.0),
+            "__batch_size": torch.Size([]),
+        },
+        "_non_tensordict": {},
+    }
+    target.load_state_dict(older)
+    assert (target.a == 1).all() and (target.b == 2).all()
+
+
+def test_setitem_takes_an_instance_of_a_class_with_the_same_fields_only():
+    """tc[idx] = other works for another class with the same fields, and raises ValueError otherwise."""
+
+    class Twin(TensorClass):
+        a: torch.Tensor
+        b: torch.Tensor
+
+    class Other(TensorClass):
+        a: torch.Tensor
+        c: torch.Tensor
+
+    target = Pair(a=torch.zeros(3), b=torch.zeros(3), batch_size=[3])
+    target[:2] = Twin(a=torch.ones(3), b=torch.ones(3), batch_size=[3])[:2]
+    assert target.a.tolist() == [1.0, 1.0, 0.0]
+    wrong = Other(a=torch.ones(3), c=torch.ones(3), batch_size=[3])
+    with pytest.raises(ValueError):
+        target[:2] = wrong[:2]
+    with pytest.raises(ValueError):
+        wrong[:2] = target[:2]
+
+
 # ====================================================================== keys that are no field
 def test_set_get_and_indexing_with_keys_that_are_no_field():
     """set() and attributes refuse undeclared keys; get() returns the default; str indexing raises."""

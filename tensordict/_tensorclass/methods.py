@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import torch
@@ -37,13 +38,24 @@ from tensordict._tensorclass.forwarding import (
     as_class,
     forward,
     install,
+    is_tc,
     unwrap,
 )
 from tensordict._tensorclass.memmap import MemmapHooks
 from tensordict._torch_function import dispatch as _dispatch
 from tensordict.base import TensorDictBase
+from tensordict.errors import UnexpectedStateKeyError
 
 _NO_ATTRIBUTE = object()
+
+
+def _flatten_state(state: Mapping, prefix: str, out: dict) -> None:
+    """Puts the entries of a nested state dict into ``out``, keyed by ``"."``-joined keys."""
+    for key, value in state.items():
+        if isinstance(value, Mapping) and not is_tensor_collection(value):
+            _flatten_state(value, f"{prefix}{key}.", out)
+        else:
+            out[prefix + key] = value
 
 
 def _is_key(index) -> bool:
@@ -589,6 +601,112 @@ class _TensorClassMethods:
         )
         return self
 
+    # ------------------------------------------------------------------ state dicts
+    def state_dict(
+        self,
+        destination: dict | None = None,
+        prefix: str = "",
+        keep_vars: bool = False,
+        flatten: bool = True,
+    ) -> dict:
+        """Returns the leaf tensors of the instance, like ``nn.Module.state_dict``.
+
+        Args:
+            destination (dict, optional): the dict to fill. Defaults to a new OrderedDict.
+            prefix (str, optional): prepended to every top-level key. Defaults to ``""``.
+            keep_vars (bool, optional): keep tensors as they are, not detached. Defaults to False.
+            flatten (bool, optional): key the nested leaves by ``"."``-joined keys; with
+                False, a nested tensorclass or tensordict gives a nested dict under its
+                field. Defaults to True.
+
+        Returns:
+            The filled dict (non-tensor fields are left out).
+
+        Examples:
+            >>> @tensorclass
+            ... class Pair:
+            ...     x: torch.Tensor
+            ...     inner: TensorDict = None
+            >>> pair = Pair(x=torch.zeros(2), inner=TensorDict(y=torch.ones(2)))
+            >>> list(pair.state_dict()), list(pair.state_dict(flatten=False))
+            (['x', 'inner.y'], ['x', 'inner'])
+        """
+        if flatten:
+            return self._tensordict.state_dict(
+                destination=destination, prefix=prefix, keep_vars=keep_vars, flatten=True
+            )
+        out = OrderedDict() if destination is None else destination
+        for key, value in self._tensordict.items():
+            if isinstance(value, torch.Tensor):
+                out[prefix + key] = value if keep_vars else value.detach()
+            elif is_tensor_collection(value) and not getattr(type(value), "_is_non_tensor", False):
+                out[prefix + key] = value.state_dict(keep_vars=keep_vars, flatten=False)
+        return out
+
+    def load_state_dict(
+        self, state_dict: dict, strict: bool = True, assign: bool = False, from_flatten=None
+    ):
+        """Copies the tensors of a :meth:`state_dict` (flat or nested) into the instance, and returns it.
+
+        A nested dict stands for the entries under its key. The form written by
+        earlier versions of the well-known API (the tensors under ``"_tensordict"``,
+        the other fields under ``"_non_tensordict"``) is read too.
+
+        Args:
+            state_dict (dict): the tensors, keyed by ``"."``-joined keys or nested.
+            strict (bool, optional): require every leaf of the instance in
+                ``state_dict``. Defaults to True.
+            assign (bool, optional): rebind existing tensors instead of copying.
+                Defaults to False.
+            from_flatten (bool, optional): accepted for compatibility: both forms are read.
+
+        Returns:
+            The instance itself.
+
+        Raises:
+            UnexpectedStateKeyError: (a ``KeyError``) if a key is no field of the
+                tensorclass that would hold it.
+            RuntimeError: if ``strict`` and a leaf is missing, or a tensor does not fit.
+
+        Examples:
+            >>> @tensorclass
+            ... class Pair:
+            ...     x: torch.Tensor
+            ...     inner: TensorDict = None
+            >>> pair = Pair(x=torch.zeros(2), inner=TensorDict(y=torch.zeros(2)))
+            >>> pair.load_state_dict({"x": torch.ones(2), "inner": {"y": torch.ones(2)}}).inner["y"]
+            tensor([1., 1.])
+        """
+        fields = {}
+        legacy = state_dict.get("_tensordict")
+        if isinstance(legacy, Mapping):
+            fields = dict(state_dict.get("_non_tensordict") or {})
+            state_dict = legacy
+        flat = OrderedDict()
+        _flatten_state(state_dict, "", flat)
+        for key in flat:
+            if not key.startswith("__"):
+                self._check_state_key(tuple(key.split(".")))
+        self._tensordict.load_state_dict(flat, strict=strict, assign=assign, from_flatten=True)
+        for name, value in fields.items():
+            self._check_state_key((name,))
+            self._set_field(name, value)
+        return self
+
+    def _check_state_key(self, parts: tuple) -> None:
+        holder = self
+        for i, part in enumerate(parts):
+            if is_tc(holder) and part not in type(holder)._tc_field_set:
+                msg = (
+                    f"the state dict holds the key {'.'.join(parts)!r}, but {part!r} is no field "
+                    f"of {type(holder).__name__} (its fields are {list(type(holder)._tc_fields)})"
+                )
+                raise UnexpectedStateKeyError(msg)
+            if i + 1 < len(parts):
+                holder = holder.get(part, None)
+                if not is_tensor_collection(holder):
+                    return
+
     # ------------------------------------------------------------------ container protocol
     def __getitem__(self, index):
         if _is_key(index):
@@ -606,6 +724,14 @@ class _TensorClassMethods:
                 f"{index!r} as an attribute or with set({index!r}, value)"
             )
             raise ValueError(msg)
+        if is_tc(value) and type(value) is not type(self):
+            # An instance of another tensorclass fits if each of its fields is one of ours.
+            fields = type(self)._tc_field_set
+            extra = [name for name in type(value)._tc_fields if name not in fields]
+            if extra:
+                raise unknown_field(
+                    type(self), extra[0], f"cannot take a {type(value).__name__} with the field"
+                )
         self._tensordict[index] = unwrap(value)
 
     def __len__(self) -> int:
