@@ -17,6 +17,7 @@ method to the file that defines it.
 from __future__ import annotations
 
 import abc
+import types
 
 import torch
 
@@ -97,6 +98,8 @@ class TensorDictBase(
     _is_tensorclass = False
     _is_lazy = False
     _is_non_tensor = False  # declared, so that is_non_tensor() finds it without a failed lookup
+    # ``TensorDict[str, torch.Tensor]`` is an annotation, as for any mapping type.
+    __class_getitem__ = classmethod(types.GenericAlias)
 
     # ------------------------------------------------------------------ primitives
     @property

@@ -68,6 +68,7 @@ __all__ = [
     "TensorDictError",
     "TooFewInputsError",
     "UnbatchedMemmapError",
+    "UnexpectedStateKeyError",
     "UnknownFieldError",
     "ValueAtIndexError",
     "UnknownStorageError",
@@ -113,8 +114,12 @@ class KeyMismatchError(_Sentence, TensorDictError, KeyError, RuntimeError):
     """Two tensordicts that must have the same keys do not (stacking, concatenating, arithmetic)."""
 
 
-class KeyTypeError(TensorDictError, TypeError, RuntimeError):
-    """A key is not a string or a tuple of strings (the reference raises RuntimeError)."""
+class KeyTypeError(_Sentence, TensorDictError, KeyError, TypeError, RuntimeError):
+    """A key is not a string or a tuple of strings.
+
+    The reference raises ``KeyError`` when reading such a key and ``RuntimeError``
+    elsewhere; this error is both, and a ``TypeError``.
+    """
 
 
 class MissingKeyError(_Sentence, TensorDictError, KeyError):
@@ -217,6 +222,10 @@ class UnknownFieldError(TensorDictError, AttributeError, TypeError, ValueError):
     argument), ``AttributeError`` (what the well-known API raises when setting it)
     and ``ValueError`` (what it raises from ``update``).
     """
+
+
+class UnexpectedStateKeyError(_Sentence, TensorDictError, KeyError):
+    """A state dict given to a tensorclass's ``load_state_dict`` holds a key that is no field."""
 
 
 class ReservedFieldError(TensorDictError, AttributeError):

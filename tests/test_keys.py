@@ -70,13 +70,14 @@ def test_unravel_key_of_a_tuple_that_is_no_key_is_empty(key):
 
 @pytest.mark.parametrize("key", [1, None, 1.5, ["a", "b"]])
 def test_unravel_key_non_key_raises(key):
-    """A key that is neither a string nor a tuple raises KeyTypeError, which is both the
-    TypeError ours raised and the RuntimeError the reference raises."""
+    """A key that is neither a string nor a tuple raises KeyTypeError, which is the TypeError
+    ours raised, the RuntimeError the reference raises and the KeyError its get raises."""
     from tensordict.errors import KeyTypeError
 
     with pytest.raises(KeyTypeError, match="string or a tuple") as info:
         unravel_key(key)
     assert isinstance(info.value, TypeError) and isinstance(info.value, RuntimeError)
+    assert isinstance(info.value, KeyError) and str(info.value).startswith("a key must")
 
 
 @pytest.mark.parametrize("key", [("a", 1), ("b", ("c", None))])

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import pathlib
 import warnings
+from collections import UserDict
 from typing import Any, Union
 
 import numpy as np
@@ -18,9 +19,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tensordict import TensorDict, is_tensor_collection, tensorclass
+from tensordict import NonTensorData, TensorDict, is_tensor_collection, tensorclass
 from tensordict.base import TensorCollection
-from tensordict.tensorclass import TensorClass, is_tensorclass
+from tensordict.tensorclass import TensorClass, from_dataclass, is_tensorclass
+
+from conftest import ours_only
 
 
 @tensorclass
@@ -31,6 +34,11 @@ class Decorated:
 class Sub(TensorClass):
     x: torch.Tensor
     label: str = "a"
+
+
+class Pair(TensorClass):
+    a: torch.Tensor
+    b: torch.Tensor = None
 
 
 class Casting(TensorClass, autocast=True):
@@ -401,6 +409,246 @@ def test_tensor_only_casts_numbers_and_checks_annotations():
 
         class Bad(TensorClass["tensor_only"]):
             x: int
+
+
+def test_tensor_only_accepts_legacy_tensor_types_and_generic_collections():
+    """tensor_only takes torch.IntTensor-style and TensorDict[...] annotations, refuses Any and str."""
+
+    class Legacy(TensorClass["tensor_only"]):
+        a: torch.IntTensor
+        b: torch.LongTensor | None = None
+        c: TensorDict[str, torch.Tensor] | None = None
+
+    obj = Legacy(a=1, c=UserDict({"t": torch.ones(())}))
+    assert torch.equal(obj.a, torch.tensor(1)) and obj.b is None
+    assert isinstance(obj.c, TensorDict)
+    for bad in ("Any", "torch.Tensor | str"):
+        with pytest.raises(TypeError, match="tensor_only"):
+            exec(f"class Bad(TensorClass['tensor_only']):\n    a: {bad}\n", globals())
+
+
+@pytest.mark.parametrize("mapping", [dict, UserDict])
+def test_tensor_only_collection_field_makes_a_tensordict_of_a_mapping(mapping):
+    """A tensor_only field annotated TensorDict turns a (nested) mapping into a sub-tensordict."""
+
+    class Holder(TensorClass["tensor_only"]):
+        data: TensorDict
+
+    kept = TensorDict(t=torch.zeros(2), batch_size=[2]).lock_()
+    obj = Holder(data=mapping({"t": torch.ones(2), "inner": mapping({"k": kept})}), batch_size=[2])
+    assert isinstance(obj.data, TensorDict) and obj.data.batch_size == torch.Size([2])
+    assert isinstance(obj.data["inner"], TensorDict)
+    assert obj.data["inner", "k"] is kept
+    obj.data = mapping({"t": torch.zeros(2)})
+    assert isinstance(obj.data, TensorDict) and (obj.data["t"] == 0).all()
+    obj.set("data", mapping({"t": torch.full((2,), 3.0)}))
+    assert (obj.data["t"] == 3).all()
+
+
+def test_tensor_only_non_tensor_field_holds_the_mapping_as_non_tensor_data():
+    """A tensor_only field annotated NonTensorData keeps a mapping whole, read back as NonTensorData."""
+
+    class Holder(TensorClass["tensor_only"]):
+        meta: NonTensorData
+
+    value = UserDict({"key": "value"})
+    obj = Holder(meta=value)
+    assert isinstance(obj.meta, NonTensorData) and obj.meta.data is value
+
+
+def test_tensor_only_from_dataclass_keeps_the_tensordicts_given():
+    """from_dataclass(..., tensor_only=True) keeps tensordict values (and those in dicts) as they are."""
+
+    @dataclasses.dataclass
+    class Data:
+        data: TensorDict
+        nested: TensorDict
+
+    kept = TensorDict(t=torch.ones(())).lock_()
+    obj = from_dataclass(Data(kept, UserDict({"k": kept})), tensor_only=True)
+    assert obj.data is kept and obj.data.is_locked
+    assert obj.nested["k"] is kept
+
+
+def test_autocast_resolves_postponed_and_quoted_names_of_the_class():
+    """Each annotation resolves on its own: the class's own name (quoted or not) casts dicts to it."""
+
+    @tensorclass(autocast=True)
+    class Node:
+        value: torch.Tensor
+        td: TensorDict
+        child: Node = None
+        quoted: "Node" = None  # noqa: UP037 - quoted twice over under postponed annotations
+
+    obj = Node(
+        value=torch.zeros(()),
+        td={"a": 0.0},
+        child={"value": torch.ones(()), "td": {}},
+        quoted={"value": torch.ones(()), "td": {}},
+    )
+    assert isinstance(obj.td, TensorDict)
+    assert isinstance(obj.child, Node) and isinstance(obj.quoted, Node)
+
+
+# The reference resolves the annotations all together: one it cannot resolve and it casts
+# nothing (with a warning). Ours loses only that field's cast.
+@ours_only
+def test_autocast_an_unresolvable_annotation_leaves_the_others_cast():
+    """A field whose annotation names nothing known is kept as given; the other fields are cast."""
+
+    @tensorclass(autocast=True)
+    class Partly:
+        td: TensorDict
+        unknown: NameNotDefinedAnywhere = None  # noqa: F821
+
+    obj = Partly(td={"a": 0.0}, unknown={"a": 1})
+    assert isinstance(obj.td, TensorDict)
+    assert obj.unknown == {"a": 1}
+
+
+def test_a_setattr_of_the_class_sees_every_field_assignment():
+    """A __setattr__ defined by the class runs for each field, in __init__ too, and super() stores."""
+    seen = []
+
+    class Shifted(TensorClass):
+        a: torch.Tensor
+        b: torch.Tensor
+
+        def __setattr__(self, key, value):
+            seen.append(key)
+            super().__setattr__(key, value + 1)
+
+    obj = Shifted(a=torch.zeros(2), b=torch.zeros(2), batch_size=[2])
+    assert sorted(seen) == ["a", "b"] and (obj.a == 1).all() and (obj.b == 1).all()
+    obj.a = torch.full((2,), 5.0)
+    assert seen[-1] == "a" and (obj.a == 6).all()
+
+
+# ====================================================================== tensordict behaviour
+def test_update_takes_entries_as_keyword_arguments():
+    """update() and update_() take entries as keywords, which win; with nothing they change nothing."""
+    obj = Pair(a=torch.zeros(3), b=torch.zeros(3), batch_size=[3])
+    assert obj.update() is obj and obj.update_() is obj
+    obj.update(a=torch.ones(3))
+    obj.update_(b=torch.full((3,), 2.0))
+    assert (obj.a == 1).all() and (obj.b == 2).all()
+    other = Pair(a=torch.full((3,), 5.0), b=torch.full((3,), 7.0), batch_size=[3])
+    obj.update(other, b=torch.full((3,), 9.0))
+    assert (obj.a == 5).all() and (obj.b == 9).all()
+    with pytest.raises((AttributeError, ValueError)):
+        obj.update(c=torch.ones(3))
+
+
+def test_device_cannot_be_assigned():
+    """Assigning tc.device raises RuntimeError: to() is the way to move an instance."""
+    obj = Pair(a=torch.zeros(3), b=torch.zeros(3), batch_size=[3], device="cpu")
+    with pytest.raises(RuntimeError, match="device"):
+        obj.device = torch.device("cpu")
+
+
+def test_get_of_a_public_attribute_name_gives_the_attribute():
+    """get() of a name that is no field but an attribute (batch_size, device) gives the attribute."""
+    obj = Pair(a=torch.zeros(3), b=None, batch_size=[3])
+    assert obj.get("batch_size") == torch.Size([3])
+    assert obj.get("device") is None
+    assert obj.get("b") is None and obj.get("missing", "else") == "else"
+
+
+def test_get_of_a_malformed_key_raises_key_error():
+    """get() of a key that is no string or tuple of strings raises KeyError."""
+    obj = Pair(a=torch.zeros(3), b=TensorDict(batch_size=[3]), batch_size=[3])
+    with pytest.raises(KeyError):
+        obj.get(("b", str))
+
+
+def test_grad_is_an_instance_of_the_class():
+    """tc.grad is an instance of the class holding the gradients of its leaves."""
+    obj = Pair(a=torch.ones(3, requires_grad=True), b=torch.ones(3), batch_size=[3])
+    (obj * 2).sum().a.backward()
+    assert isinstance(obj.grad, Pair)
+    assert torch.equal(obj.grad.a, torch.full((3,), 2.0)) and obj.grad.b is None
+
+
+def test_bitwise_operators_with_the_instance_on_the_right():
+    """True ^ tc, True & tc and True | tc are computed leafwise, as with the instance on the left."""
+    obj = Pair(a=torch.tensor([True, False]), b=torch.tensor([False, False]), batch_size=[2])
+    assert torch.equal((True ^ obj).a, torch.tensor([False, True]))
+    assert torch.equal((True & obj).a, torch.tensor([True, False]))
+    assert torch.equal((False | obj).b, torch.tensor([False, False]))
+
+
+# ====================================================================== state dicts
+@tensorclass
+class Chain:
+    x: torch.Tensor
+    tag: str
+    child: Chain = None
+
+
+def _chain() -> Chain:
+    return Chain(x=torch.randn(3), tag="t", child=Chain(x=torch.randn(3), tag="u"))
+
+
+def test_state_dict_flat_and_nested_round_trip():
+    """state_dict() keys nested leaves "a.b"; flatten=False nests them; both load back."""
+    source = _chain()
+    flat, nested = source.state_dict(), source.state_dict(flatten=False)
+    assert set(flat) == {"x", "child.x"}
+    assert set(nested) == {"x", "child"} and isinstance(nested["child"], dict)
+    for state in (flat, nested):
+        target = source.clone()
+        target.x, target.child.x = torch.zeros(3), torch.zeros(3)
+        target.load_state_dict(state)
+        assert torch.equal(target.x, source.x) and torch.equal(target.child.x, source.child.x)
+
+
+def test_load_state_dict_refuses_a_key_that_is_no_field():
+    """A key that is no field of the tensorclass holding it raises KeyError, at any depth."""
+    target = _chain()
+    flat = target.state_dict()
+    flat["a"] = torch.zeros(3)
+    with pytest.raises(KeyError):
+        target.load_state_dict(flat)
+    nested = target.state_dict(flatten=False)
+    nested["child"]["a"] = torch.zeros(3)
+    with pytest.raises((KeyError, RuntimeError)):
+        target.load_state_dict(nested)
+
+
+def test_load_state_dict_reads_the_older_form():
+    """The older form (tensors under "_tensordict", other fields under "_non_tensordict") loads."""
+    target = Pair(a=torch.zeros(3), b=torch.zeros(3))
+    older = {
+        "_tensordict": {
+            "a": torch.ones(3),
+            "b": torch.full((3,), 2.0),
+            "__batch_size": torch.Size([]),
+        },
+        "_non_tensordict": {},
+    }
+    target.load_state_dict(older)
+    assert (target.a == 1).all() and (target.b == 2).all()
+
+
+def test_setitem_takes_an_instance_of_a_class_with_the_same_fields_only():
+    """tc[idx] = other works for another class with the same fields, and raises ValueError otherwise."""
+
+    class Twin(TensorClass):
+        a: torch.Tensor
+        b: torch.Tensor
+
+    class Other(TensorClass):
+        a: torch.Tensor
+        c: torch.Tensor
+
+    target = Pair(a=torch.zeros(3), b=torch.zeros(3), batch_size=[3])
+    target[:2] = Twin(a=torch.ones(3), b=torch.ones(3), batch_size=[3])[:2]
+    assert target.a.tolist() == [1.0, 1.0, 0.0]
+    wrong = Other(a=torch.ones(3), c=torch.ones(3), batch_size=[3])
+    with pytest.raises(ValueError):
+        target[:2] = wrong[:2]
+    with pytest.raises(ValueError):
+        wrong[:2] = target[:2]
 
 
 # ====================================================================== keys that are no field

@@ -131,5 +131,6 @@ class TensorClass(TensorCollection, metaclass=_TensorClassMeta):
     _tc_nocast = False
     _tc_shadow = False
     _tc_tensor_only = False
+    _tc_own_setattr = False
     _tc_skip_post_init_on_rebuild = False
     _tc_cast_filter = None

@@ -217,6 +217,9 @@ def decorate(
     flags.check_flags(cls.__name__, casts)
     if shadow:
         _hide_inherited_members(cls)
+    # A __setattr__ of the class body (or of a base) is kept: it sees every field assignment,
+    # those of __init__ included, and reaches ours through object.__setattr__ and the fields.
+    own_setattr = _user_defined(cls, "__setattr__")
     cls = dataclasses.dataclass(
         cls, init=False, repr=False, eq=False, kw_only=kw_only, frozen=frozen
     )
@@ -236,6 +239,8 @@ def decorate(
     for name, value in vars(_TensorClassMethods).items():
         if name in _CLASS_METADATA:
             continue
+        if name == "__setattr__" and own_setattr:
+            continue
         if name in _MANDATORY or not _user_defined(cls, name):
             setattr(cls, name, value)
             installed.add(name)
@@ -254,6 +259,7 @@ def decorate(
     cls.__init__ = make_init(cls, fields)
     cls._tc_fields = tuple(f.name for f in dataclasses.fields(cls))
     cls._tc_field_set = frozenset(cls._tc_fields)
+    cls._tc_own_setattr = own_setattr
     cls._tc_autocast = autocast
     cls._tc_frozen = frozen
     cls._tc_nocast = nocast

@@ -44,7 +44,7 @@ class Field:
             return self.default
         value = obj._tensordict._get_str(self.name, None)
         if isinstance(value, NonTensorDataBase):
-            return value.data
+            return value if flags.keeps_non_tensor(type(obj), self.name) else value.data
         if getattr(type(value), "_is_non_tensor", False):
             return value._read_value()  # a stack of values reads as its linked list
         return value
@@ -131,6 +131,9 @@ def make_init(cls: type, fields: list) -> Callable:
                 source[field.name] = value
         td = TensorDict(source, batch_size=batch_size, device=device, names=names)
         self.__dict__["_tensordict"] = td
+        if cls._tc_own_setattr:
+            for name, value in values.items():  # the class's own __setattr__ sees each field
+                setattr(self, name, value)
         post_init = getattr(self, "__post_init__", None)
         if post_init is not None:
             post_init()

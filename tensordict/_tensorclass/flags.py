@@ -36,6 +36,7 @@ attributes ``_tc_<flag>``.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -90,27 +91,46 @@ def is_flag_item(item: Any) -> bool:
 def field_hints(cls: type) -> dict:
     """Field name to its annotation, resolved once (on first use) and cached on ``cls``.
 
-    An annotation that cannot be resolved (a forward reference to a class local to
-    a function, say) counts as ``typing.Any``.
+    Each annotation is resolved on its own, in the namespace of the class that
+    declares it, with the class's own name bound to the class (a field annotated with
+    the name of a class local to a function, say). One that cannot be resolved counts
+    as ``typing.Any``; the others keep their meaning.
     """
     hints = cls.__dict__.get("_tc_hints")
     if hints is None:
-        try:
-            # The class body's names, not those the decorator installed: ``x: int`` means
-            # the builtin, not the ``int()`` cast every tensorclass has.
-            installed = getattr(cls, "_tc_installed", frozenset())
-            local = {}
-            for klass in reversed(cls.__mro__):
-                local.update((k, v) for k, v in vars(klass).items() if k not in installed)
-            resolved = typing.get_type_hints(cls, localns=local)
-        except Exception:  # noqa: BLE001 - any failure to resolve means "unknown"
-            resolved = {}
+        # The class body's names, not those the decorator installed: ``x: int`` means
+        # the builtin, not the ``int()`` cast every tensorclass has.
+        installed = getattr(cls, "_tc_installed", frozenset())
+        local = {}
+        for klass in reversed(cls.__mro__):
+            local.update((k, v) for k, v in vars(klass).items() if k not in installed)
+        local.setdefault(cls.__name__, cls)
+        declared = {}
+        for klass in reversed(cls.__mro__):
+            module = sys.modules.get(getattr(klass, "__module__", None))
+            namespace = vars(module) if module is not None else {}
+            for name, hint in vars(klass).get("__annotations__", {}).items():
+                declared[name] = (hint, namespace)
         hints = {}
         for field in dataclasses.fields(cls):
-            hint = resolved.get(field.name, field.type)
-            hints[field.name] = typing.Any if isinstance(hint, str) else hint
+            hint, namespace = declared.get(field.name, (field.type, {}))
+            hints[field.name] = _resolve(hint, namespace, local)
         type.__setattr__(cls, "_tc_hints", hints)
     return hints
+
+
+def _resolve(hint, namespace: dict, local: dict):
+    """The annotation ``hint`` (a string when postponed) evaluated, or ``typing.Any``."""
+    # A quoted annotation in a module with postponed annotations is a string twice over.
+    for _ in range(2):
+        if not isinstance(hint, str):
+            return hint
+        try:
+            # what typing.get_type_hints does with one postponed annotation
+            hint = eval(hint, dict(namespace), local)  # noqa: S307
+        except Exception:  # noqa: BLE001 - any failure to resolve means "unknown"
+            return typing.Any
+    return typing.Any if isinstance(hint, str) else hint
 
 
 def _union_args(hint) -> tuple | None:
@@ -133,13 +153,32 @@ def _scalar_types(cls, name: str) -> tuple:
     return found
 
 
+_TENSOR_TYPE = type(torch.IntTensor)  # the metaclass of the legacy torch.IntTensor, ...
+
+
 def _is_tensorish(hint) -> bool:
     if hint is typing.Any:
         return False
     args = _union_args(hint)
     if args is not None:
         return bool(args) and all(_is_tensorish(a) for a in args)
+    if isinstance(hint, _TENSOR_TYPE):
+        return True  # torch.IntTensor, torch.LongTensor, ...: tensors of one dtype
+    origin = typing.get_origin(hint)  # TensorDict[str, torch.Tensor] is a TensorDict
+    hint = hint if origin is None else origin
     return isinstance(hint, type) and (issubclass(hint, torch.Tensor) or is_tensor_collection(hint))
+
+
+def _annotated_classes(hint) -> tuple:
+    """The classes an annotation names: its members for a union, its origin for a generic."""
+    args = _union_args(hint)
+    members = args if args is not None else (hint,)
+    found = ()
+    for member in members:
+        member = typing.get_origin(member) or member
+        if isinstance(member, type):
+            found += (member,)
+    return found
 
 
 def check_tensor_only(cls: type) -> None:
@@ -178,6 +217,8 @@ def stored_value(cls: type, name: str, value: Any, batch_dims: int) -> Any:
     if isinstance(value, (torch.Tensor, NonTensorDataBase)) or is_tensor_collection(value):
         return value
     if isinstance(value, Mapping):
+        if cls._tc_tensor_only:
+            return _tensor_only_mapping(cls, name, value)
         return NonTensorData(value)  # a dict is a value of the field, not a sub-tensordict
     if _is_number(value):
         if cls._tc_nocast:
@@ -199,6 +240,29 @@ def stored_value(cls: type, name: str, value: Any, batch_dims: int) -> Any:
     if isinstance(value, list):
         return value  # the tensordict decides what a list becomes
     return NonTensorData(value)
+
+
+def _tensor_only_mapping(cls, name: str, value: Mapping):
+    """What a ``tensor_only`` field stores for a dict: a sub-tensordict if it is annotated so."""
+    classes = _annotated_classes(field_hints(cls).get(name, typing.Any))
+    if any(issubclass(c, NonTensorDataBase) for c in classes):
+        return NonTensorData(value)
+    if any(is_tensor_collection(c) for c in classes):
+        # The tensordict makes each level of the dict a sub-tensordict of its batch size,
+        # and keeps the tensordicts found in it.
+        return dict(value)
+    return NonTensorData(value)
+
+
+def keeps_non_tensor(cls: type, name: str) -> bool:
+    """True when reading the field ``name`` of ``cls`` gives its :class:`NonTensorData`, not the value.
+
+    A ``tensor_only`` field annotated ``NonTensorData`` holds the entry itself.
+    """
+    if not cls._tc_tensor_only:
+        return False
+    classes = _annotated_classes(field_hints(cls).get(name, typing.Any))
+    return any(issubclass(c, NonTensorDataBase) for c in classes)
 
 
 def _autocast(cls, name: str, value):

@@ -44,7 +44,7 @@ def unwrap(value: Any) -> Any:
 
 # ====================================================================== instance forwarders
 # Properties whose tensordict value a tensorclass returns as an instance of its class.
-WRAPPED_PROPERTIES = frozenset({"data"})
+WRAPPED_PROPERTIES = frozenset({"data", "grad"})
 # Methods whose result is an entry (maybe a sub-tensordict), never a new instance.
 _RAW_RESULT = frozenset({"pop", "setdefault", "get_non_tensor", "data_ptr"})
 
@@ -66,6 +66,8 @@ OPERATORS = (
     "__mul__", "__rmul__", "__imul__", "__truediv__", "__rtruediv__", "__itruediv__",
     "__floordiv__", "__mod__", "__pow__", "__rpow__", "__ipow__", "__matmul__",
     "__and__", "__or__", "__xor__", "__neg__", "__abs__", "__invert__",
+    "__rand__", "__ror__", "__rxor__", "__iand__", "__ior__", "__ixor__",
+    "__rfloordiv__", "__ifloordiv__", "__rmod__", "__imod__", "__rmatmul__",
 )  # fmt: skip
 """The operators every tensorclass gets from its tensordict, unless its class defines them."""
 

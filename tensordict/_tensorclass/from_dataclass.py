@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
+from tensordict._collection import is_tensor_collection
 from tensordict._helpers import check_batch_args
 from tensordict._tensorclass.decorator import is_tensorclass, tensorclass
 from tensordict.errors import ConversionInputError
@@ -121,8 +123,14 @@ def from_dataclass(
         raise ConversionInputError(msg)
     check_batch_args("from_dataclass", batch_size, auto_batch_size, batch_dims)
     cls = dest_cls if dest_cls is not None else _tensorclass_type(type(obj), flags)
-    # copies of the values, nested dataclasses as dicts, as the well-known API gives them
+    # copies of the values, nested dataclasses as dicts, as the well-known API gives them;
+    # a tensor_only class keeps the tensordicts (and the dicts of them) it is given.
     values = dataclasses.asdict(obj)
+    if cls._tc_tensor_only:
+        for field in dataclasses.fields(obj):
+            value = getattr(obj, field.name)
+            if is_tensor_collection(value) or isinstance(value, Mapping):
+                values[field.name] = value
     instance = cls(**values, batch_size=batch_size, device=device)
     if auto_batch_size:
         instance.auto_batch_size_(batch_dims)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import torch
@@ -37,11 +38,24 @@ from tensordict._tensorclass.forwarding import (
     as_class,
     forward,
     install,
+    is_tc,
     unwrap,
 )
 from tensordict._tensorclass.memmap import MemmapHooks
 from tensordict._torch_function import dispatch as _dispatch
 from tensordict.base import TensorDictBase
+from tensordict.errors import UnexpectedStateKeyError
+
+_NO_ATTRIBUTE = object()
+
+
+def _flatten_state(state: Mapping, prefix: str, out: dict) -> None:
+    """Puts the entries of a nested state dict into ``out``, keyed by ``"."``-joined keys."""
+    for key, value in state.items():
+        if isinstance(value, Mapping) and not is_tensor_collection(value):
+            _flatten_state(value, f"{prefix}{key}.", out)
+        else:
+            out[prefix + key] = value
 
 
 def _is_key(index) -> bool:
@@ -462,8 +476,12 @@ class _TensorClassMethods:
 
     @property
     def device(self):
-        """The device of the instance's tensordict, or ``None``."""
+        """The device of the instance's tensordict, or ``None`` (read-only: use ``to(device)``)."""
         return self._tensordict.device
+
+    @device.setter
+    def device(self, value) -> None:
+        self._tensordict.device = value  # refused there, with the way out
 
     @property
     def names(self):
@@ -490,8 +508,27 @@ class _TensorClassMethods:
         """Returns the value at ``key`` (a field, or a nested key), ``default`` when missing.
 
         A non-tensor field reads back as its Python value; ``kwargs`` (``as_list``,
-        ``as_padded_tensor``, ...) go to :meth:`TensorDictBase.get`.
+        ``as_padded_tensor``, ...) go to :meth:`TensorDictBase.get`. A name that is no
+        field and no entry but a public attribute of the instance (``batch_size``,
+        ``device``, ...) gives that attribute, as in the well-known API.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            >>> p = Point(x=torch.zeros(2), batch_size=[2])
+            >>> p.get("x"), p.get("y", "missing"), p.get("batch_size")
+            (tensor([0., 0.]), 'missing', torch.Size([2]))
         """
+        if (
+            type(key) is str
+            and key not in type(self)._tc_field_set
+            and not key.startswith("_")
+            and key not in self._tensordict.keys()
+        ):
+            attr = getattr(self, key, _NO_ATTRIBUTE)
+            if attr is not _NO_ATTRIBUTE:
+                return attr
         value = self._tensordict.get(key, default, **kwargs)
         return value.data if isinstance(value, NonTensorDataBase) else value
 
@@ -514,17 +551,161 @@ class _TensorClassMethods:
             self._tensordict.set(key, value, inplace=inplace, **kwargs)
         return self
 
-    def update(self, input_dict_or_td, clone: bool = False, inplace: bool = False, **kwargs):
-        """Writes the entries of a dict, tensordict or instance into this one and returns it.
+    def update(
+        self,
+        input_dict_or_td=None,
+        clone: bool = False,
+        inplace: bool = False,
+        *,
+        keys_to_update=None,
+        non_blocking: bool = False,
+        update_batch_size: bool = False,
+        is_leaf=None,
+        ignore_lock: bool = False,
+        **kwargs,
+    ):
+        """Writes the entries of a dict, tensordict or instance (and of ``kwargs``) into this one.
+
+        As :meth:`TensorDict.update <tensordict.TensorDictBase.update>`: the keyword
+        arguments other than the options are entries too, and win over those of
+        ``input_dict_or_td``; with neither, nothing changes.
+
+        Returns:
+            The instance itself.
 
         Raises:
             UnknownFieldError: if a top-level key is not a field.
+
+        Examples:
+            >>> @tensorclass
+            ... class Point:
+            ...     x: torch.Tensor
+            ...     y: torch.Tensor
+            >>> p = Point(x=torch.zeros(2), y=torch.zeros(2), batch_size=[2])
+            >>> p.update({"x": torch.ones(2)}, y=torch.full((2,), 3.0)).y
+            tensor([3., 3.])
         """
-        source = unwrap(input_dict_or_td)
-        for key in source.keys():
+        source = {} if input_dict_or_td is None else unwrap(input_dict_or_td)
+        for key in [*source.keys(), *kwargs]:
             check_key(type(self), key, "cannot update")
-        self._tensordict.update(source, clone=clone, inplace=inplace, **kwargs)
+        self._tensordict.update(
+            source,
+            clone=clone,
+            inplace=inplace,
+            keys_to_update=keys_to_update,
+            non_blocking=non_blocking,
+            update_batch_size=update_batch_size,
+            is_leaf=is_leaf,
+            ignore_lock=ignore_lock,
+            **{key: unwrap(value) for key, value in kwargs.items()},
+        )
         return self
+
+    # ------------------------------------------------------------------ state dicts
+    def state_dict(
+        self,
+        destination: dict | None = None,
+        prefix: str = "",
+        keep_vars: bool = False,
+        flatten: bool = True,
+    ) -> dict:
+        """Returns the leaf tensors of the instance, like ``nn.Module.state_dict``.
+
+        Args:
+            destination (dict, optional): the dict to fill. Defaults to a new OrderedDict.
+            prefix (str, optional): prepended to every top-level key. Defaults to ``""``.
+            keep_vars (bool, optional): keep tensors as they are, not detached. Defaults to False.
+            flatten (bool, optional): key the nested leaves by ``"."``-joined keys; with
+                False, a nested tensorclass or tensordict gives a nested dict under its
+                field. Defaults to True.
+
+        Returns:
+            The filled dict (non-tensor fields are left out).
+
+        Examples:
+            >>> @tensorclass
+            ... class Pair:
+            ...     x: torch.Tensor
+            ...     inner: TensorDict = None
+            >>> pair = Pair(x=torch.zeros(2), inner=TensorDict(y=torch.ones(2)))
+            >>> list(pair.state_dict()), list(pair.state_dict(flatten=False))
+            (['x', 'inner.y'], ['x', 'inner'])
+        """
+        if flatten:
+            return self._tensordict.state_dict(
+                destination=destination, prefix=prefix, keep_vars=keep_vars, flatten=True
+            )
+        out = OrderedDict() if destination is None else destination
+        for key, value in self._tensordict.items():
+            if isinstance(value, torch.Tensor):
+                out[prefix + key] = value if keep_vars else value.detach()
+            elif is_tensor_collection(value) and not getattr(type(value), "_is_non_tensor", False):
+                out[prefix + key] = value.state_dict(keep_vars=keep_vars, flatten=False)
+        return out
+
+    def load_state_dict(
+        self, state_dict: dict, strict: bool = True, assign: bool = False, from_flatten=None
+    ):
+        """Copies the tensors of a :meth:`state_dict` (flat or nested) into the instance, and returns it.
+
+        A nested dict stands for the entries under its key. The form written by
+        earlier versions of the well-known API (the tensors under ``"_tensordict"``,
+        the other fields under ``"_non_tensordict"``) is read too.
+
+        Args:
+            state_dict (dict): the tensors, keyed by ``"."``-joined keys or nested.
+            strict (bool, optional): require every leaf of the instance in
+                ``state_dict``. Defaults to True.
+            assign (bool, optional): rebind existing tensors instead of copying.
+                Defaults to False.
+            from_flatten (bool, optional): accepted for compatibility: both forms are read.
+
+        Returns:
+            The instance itself.
+
+        Raises:
+            UnexpectedStateKeyError: (a ``KeyError``) if a key is no field of the
+                tensorclass that would hold it.
+            RuntimeError: if ``strict`` and a leaf is missing, or a tensor does not fit.
+
+        Examples:
+            >>> @tensorclass
+            ... class Pair:
+            ...     x: torch.Tensor
+            ...     inner: TensorDict = None
+            >>> pair = Pair(x=torch.zeros(2), inner=TensorDict(y=torch.zeros(2)))
+            >>> pair.load_state_dict({"x": torch.ones(2), "inner": {"y": torch.ones(2)}}).inner["y"]
+            tensor([1., 1.])
+        """
+        fields = {}
+        legacy = state_dict.get("_tensordict")
+        if isinstance(legacy, Mapping):
+            fields = dict(state_dict.get("_non_tensordict") or {})
+            state_dict = legacy
+        flat = OrderedDict()
+        _flatten_state(state_dict, "", flat)
+        for key in flat:
+            if not key.startswith("__"):
+                self._check_state_key(tuple(key.split(".")))
+        self._tensordict.load_state_dict(flat, strict=strict, assign=assign, from_flatten=True)
+        for name, value in fields.items():
+            self._check_state_key((name,))
+            self._set_field(name, value)
+        return self
+
+    def _check_state_key(self, parts: tuple) -> None:
+        holder = self
+        for i, part in enumerate(parts):
+            if is_tc(holder) and part not in type(holder)._tc_field_set:
+                msg = (
+                    f"the state dict holds the key {'.'.join(parts)!r}, but {part!r} is no field "
+                    f"of {type(holder).__name__} (its fields are {list(type(holder)._tc_fields)})"
+                )
+                raise UnexpectedStateKeyError(msg)
+            if i + 1 < len(parts):
+                holder = holder.get(part, None)
+                if not is_tensor_collection(holder):
+                    return
 
     # ------------------------------------------------------------------ container protocol
     def __getitem__(self, index):
@@ -543,6 +724,14 @@ class _TensorClassMethods:
                 f"{index!r} as an attribute or with set({index!r}, value)"
             )
             raise ValueError(msg)
+        if is_tc(value) and type(value) is not type(self):
+            # An instance of another tensorclass fits if each of its fields is one of ours.
+            fields = type(self)._tc_field_set
+            extra = [name for name in type(value)._tc_fields if name not in fields]
+            if extra:
+                raise unknown_field(
+                    type(self), extra[0], f"cannot take a {type(value).__name__} with the field"
+                )
         self._tensordict[index] = unwrap(value)
 
     def __len__(self) -> int:
