@@ -53,6 +53,7 @@ __all__ = [
     "NotTensorCollectionError",
     "PaddingError",
     "PathThroughLeafError",
+    "PeerFailedError",
     "ProcessGroupNotInitializedError",
     "ReadOnlyMemmapError",
     "RenameDestinationError",
@@ -64,6 +65,7 @@ __all__ = [
     "SymlinkError",
     "TensorDictError",
     "TooFewInputsError",
+    "TransferTimeoutError",
     "UnbatchedMemmapError",
     "UnknownFieldError",
     "ValueAtIndexError",
@@ -139,6 +141,21 @@ class ForeignWriterError(TensorDictError, RuntimeError):
 
 class StructureMismatchError(TensorDictError, RuntimeError):
     """A tensordict received over ``torch.distributed`` does not have the sender's keys, shapes and dtypes."""
+
+
+class PeerFailedError(TensorDictError, RuntimeError):
+    """A transfer over ``torch.distributed`` failed because the peer rank died or its connection broke.
+
+    Every pending transfer from that peer fails with it, at once; the message names
+    the peer's rank and chains the backend's error.
+    """
+
+
+class TransferTimeoutError(TensorDictError, TimeoutError, RuntimeError):
+    """A transfer over ``torch.distributed`` did not finish within the ``timeout`` given to ``wait``.
+
+    A ``RuntimeError`` too, what ``torch.distributed.Work.wait`` raises on a timeout.
+    """
 
 
 class MemmapFormatError(TensorDictError, ValueError):
