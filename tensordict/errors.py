@@ -24,6 +24,7 @@ __all__ = [
     "ConsolidateArgumentError",
     "ConsolidateEntryError",
     "ConsolidatedFormatError",
+    "ConsolidatedNotFoundError",
     "ConversionInputError",
     "CopyAtError",
     "DensifyError",
@@ -382,6 +383,10 @@ class ConsolidateEntryError(TensorDictError, NotImplementedError):
 
 class ConsolidatedFormatError(TensorDictError, RuntimeError, ValueError):
     """A consolidated file cannot be read, or its metadata cannot be written as JSON."""
+
+
+class ConsolidatedNotFoundError(TensorDictError, FileNotFoundError):
+    """The file given to ``from_consolidated`` does not exist (its ``filename`` is the path)."""
 
 
 class DimTypeError(TensorDictError, TypeError, ValueError):
