@@ -24,6 +24,7 @@ __all__ = [
     "ConsolidateArgumentError",
     "ConsolidateEntryError",
     "ConsolidatedFormatError",
+    "ConsolidatedNotFoundError",
     "ConversionInputError",
     "CopyAtError",
     "DensifyError",
@@ -55,6 +56,7 @@ __all__ = [
     "NotTensorCollectionError",
     "PaddingError",
     "PathThroughLeafError",
+    "PeerFailedError",
     "PermutationError",
     "ProcessGroupNotInitializedError",
     "ReadOnlyMemmapError",
@@ -67,6 +69,7 @@ __all__ = [
     "SymlinkError",
     "TensorDictError",
     "TooFewInputsError",
+    "TransferTimeoutError",
     "UnbatchedMemmapError",
     "UnexpectedStateKeyError",
     "UnknownFieldError",
@@ -155,6 +158,21 @@ class ForeignWriterError(TensorDictError, RuntimeError):
 
 class StructureMismatchError(TensorDictError, RuntimeError):
     """A tensordict received over ``torch.distributed`` does not have the sender's keys, shapes and dtypes."""
+
+
+class PeerFailedError(TensorDictError, RuntimeError):
+    """A transfer over ``torch.distributed`` failed because the peer rank died or its connection broke.
+
+    Every pending transfer from that peer fails with it, at once; the message names
+    the peer's rank and chains the backend's error.
+    """
+
+
+class TransferTimeoutError(TensorDictError, TimeoutError, RuntimeError):
+    """A transfer over ``torch.distributed`` did not finish within the ``timeout`` given to ``wait``.
+
+    A ``RuntimeError`` too, what ``torch.distributed.Work.wait`` raises on a timeout.
+    """
 
 
 class MemmapFormatError(TensorDictError, ValueError):
@@ -401,6 +419,10 @@ class ConsolidateEntryError(TensorDictError, NotImplementedError):
 
 class ConsolidatedFormatError(TensorDictError, RuntimeError, ValueError):
     """A consolidated file cannot be read, or its metadata cannot be written as JSON."""
+
+
+class ConsolidatedNotFoundError(TensorDictError, FileNotFoundError):
+    """The file given to ``from_consolidated`` does not exist (its ``filename`` is the path)."""
 
 
 class DimTypeError(TensorDictError, TypeError, ValueError):

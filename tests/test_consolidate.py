@@ -681,7 +681,7 @@ def test_bad_leaf_records_are_refused(tmp_path, record, problem):
     payload = json.dumps(meta).encode()
     path = tmp_path / "bad.bin"
     path.write_bytes(bytes(8) + payload + len(payload).to_bytes(8, "little"))
-    with pytest.raises(ConsolidatedFormatError, match=f"'a'.*{problem}"):
+    with pytest.raises(ConsolidatedFormatError, match=rf"bad\.bin.*'a'.*{problem}"):
         TensorDict.from_consolidated(path)
 
 
@@ -696,8 +696,85 @@ def test_an_unknown_class_is_named(tmp_path):
     payload = json.dumps(meta).encode()
     path = tmp_path / "bad.bin"
     path.write_bytes(payload + len(payload).to_bytes(8, "little"))
-    with pytest.raises(ConsolidatedFormatError, match="nowhere.Thing"):
+    with pytest.raises(ConsolidatedFormatError, match=r"bad\.bin.*nowhere\.Thing"):
         TensorDict.from_consolidated(path)
+
+
+def _bad_file(tmp_path, meta, data: bytes = b"") -> Path:
+    """A file of ``data``, then ``meta`` as JSON, then its length: the consolidated layout."""
+    payload = json.dumps(meta).encode()
+    path = tmp_path / "bad.bin"
+    path.write_bytes(data + payload + len(payload).to_bytes(8, "little"))
+    return path
+
+
+_LEVEL = {"cls": "TensorDict", "non_tensors": {}, "leaves": {}, "cls_metadata": {}}
+
+
+# differs from the reference: it raises KeyError, TypeError or a bare RuntimeError from
+# deep inside the rebuild; ours says what is wrong, where, in which file
+@ours_only
+@pytest.mark.parametrize(
+    ("meta", "problem"),
+    [
+        ([1, 2], "top level.*must be an object"),
+        ({**_LEVEL, "leaves": 5}, "the top level.*must be objects"),
+        ({**_LEVEL, "sub": 3}, r"\('sub',\).*must be an object"),
+        ({**_LEVEL, "cls_metadata": {"batch_size": "x"}}, "batch_size"),
+        ({**_LEVEL, "non_tensors": {"x": 3}}, "non-tensor entry 'x'"),
+        (
+            {**_LEVEL, "sub": {**_LEVEL, "leaves": {"a": ["torch.float32", [4], 0, 64, 0]}}},
+            r"\('sub',\): the leaf 'a'.*not within",
+        ),
+    ],
+    ids=[
+        "not-an-object",
+        "leaves-not-an-object",
+        "level-not-an-object",
+        "batch-size",
+        "non-tensor",
+        "nested-leaf",
+    ],
+)
+def test_bad_metadata_names_the_file(tmp_path, meta, problem):
+    """Metadata that does not describe a tree raises ConsolidatedFormatError naming the file,
+    the level and the problem; the file is left as it was."""
+    from tensordict.errors import ConsolidatedFormatError
+
+    path = _bad_file(tmp_path, meta, bytes(8))
+    before = path.read_bytes()
+    with pytest.raises(ConsolidatedFormatError, match=rf"^'.*bad\.bin'.*{problem}"):
+        TensorDict.from_consolidated(path)
+    assert path.read_bytes() == before
+
+
+# differs from the reference: a cut footer reads as a huge length and fails in torch
+@ours_only
+@pytest.mark.parametrize("cut", [1, 10, 100, "half"])
+def test_a_truncated_file_names_the_file(tmp_path, cut):
+    """A consolidated file cut short raises ConsolidatedFormatError naming the file."""
+    from tensordict.errors import ConsolidatedFormatError
+
+    path = tmp_path / "td.bin"
+    sample().consolidate(filename=path)
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2 if cut == "half" else len(raw) - cut])
+    with pytest.raises(ConsolidatedFormatError, match=r"^'.*td\.bin'"):
+        TensorDict.from_consolidated(path)
+
+
+# differs from the reference: a bare FileNotFoundError
+@ours_only
+def test_a_missing_file_raises_our_error_naming_it(tmp_path):
+    """from_consolidated of a missing file raises ConsolidatedNotFoundError (a FileNotFoundError) naming the path."""
+    from tensordict.errors import ConsolidatedNotFoundError, TensorDictError
+
+    path = tmp_path / "nothing.bin"
+    with pytest.raises(ConsolidatedNotFoundError, match=r"nothing\.bin") as info:
+        TensorDict.from_consolidated(path)
+    assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, TensorDictError)
+    assert info.value.filename == str(path)
+    assert not path.exists()
 
 
 # differs from the reference: it reads only files; ours also reads the bytes of one in memory

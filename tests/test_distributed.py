@@ -12,6 +12,8 @@ from __future__ import annotations
 import datetime
 import multiprocessing
 import os
+import signal
+import time
 import traceback
 from pathlib import Path
 
@@ -27,7 +29,12 @@ from tensordict import (
     tensorclass,
 )
 from tensordict.cli import _demo_shared
-from tensordict.errors import ProcessGroupNotInitializedError, StructureMismatchError
+from tensordict.errors import (
+    PeerFailedError,
+    ProcessGroupNotInitializedError,
+    StructureMismatchError,
+    TransferTimeoutError,
+)
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -86,8 +93,8 @@ def _entry(rank: int, world: int, store: str, backend: str, job: str, out: str) 
         os._exit(0)
 
 
-def _run(job: str, world: int, tmp_path: Path, backend: str = "gloo", wait: float = 90.0) -> None:
-    """Runs ``job(rank, world, tmp_path)`` in ``world`` spawned ranks; fails with every rank's traceback."""
+def _spawn(job: str, world: int, tmp_path: Path, backend: str, wait: float) -> dict[int, str]:
+    """Runs ``job(rank, world, tmp_path)`` in ``world`` spawned ranks; returns each rank's report."""
     ctx = multiprocessing.get_context("spawn")
     store = f"file://{tmp_path / 'store'}"
     procs = [
@@ -96,8 +103,9 @@ def _run(job: str, world: int, tmp_path: Path, backend: str = "gloo", wait: floa
     ]
     for p in procs:
         p.start()
+    deadline = time.monotonic() + wait
     for p in procs:
-        p.join(wait)
+        p.join(max(0.0, deadline - time.monotonic()))
     for p in procs:
         if p.is_alive():
             p.kill()
@@ -106,6 +114,12 @@ def _run(job: str, world: int, tmp_path: Path, backend: str = "gloo", wait: floa
     for r in range(world):
         path = tmp_path / f"rank{r}.txt"
         reports[r] = path.read_text() if path.exists() else "no report (killed or crashed)"
+    return reports
+
+
+def _run(job: str, world: int, tmp_path: Path, backend: str = "gloo", wait: float = 90.0) -> None:
+    """Runs ``job(rank, world, tmp_path)`` in ``world`` spawned ranks; fails with every rank's traceback."""
+    reports = _spawn(job, world, tmp_path, backend, wait)
     failed = {r: text for r, text in reports.items() if text != "ok"}
     assert not failed, "\n".join(f"--- rank {r}:\n{text}" for r, text in failed.items())
 
@@ -364,6 +378,57 @@ def job_mismatch(rank: int, world: int, tmp: Path) -> None:
         _assert_same(td, _sample(1.5))
 
 
+def _big(value: float) -> TensorDict:
+    """Six leaves of 16 MB: a transfer long enough to be cut in the middle."""
+    return TensorDict({f"k{i}": torch.full((4_000_000,), value) for i in range(6)})
+
+
+def job_sender_killed(rank: int, world: int, tmp: Path) -> None:
+    """Rank 0 starts sending to ranks 1 (one packed message) and 2 (per leaf), then dies."""
+    td = _big(float(rank == 0))
+    dist.barrier()  # every receive is posted at once: the bytes flow as soon as they are sent
+    if rank == 0:
+        td.isend(dst=1, return_early=True, consolidated=True)
+        td.isend(dst=2, return_early=True)
+        time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGKILL)
+    dest = td
+    start = time.monotonic()
+    with pytest.raises(PeerFailedError, match="rank 0") as info:
+        if rank == 1:
+            dest.recv(src=0, consolidated=True)
+        else:
+            for work in dest.irecv(src=0, return_premature=True):
+                work.wait()
+    elapsed = time.monotonic() - start
+    assert isinstance(info.value, RuntimeError)
+    assert elapsed < 10, f"raised after {elapsed:.1f} s"
+    if rank == 2:
+        # every other pending receive of the call fails too, at once
+        start = time.monotonic()
+        with pytest.raises(PeerFailedError, match="rank 0"):
+            dest.recv(src=0, init_tag=100)
+        assert time.monotonic() - start < 10
+    # no barrier: rank 0 is gone
+    Path(tmp, f"rank{rank}.txt").write_text("ok")
+    os._exit(0)
+
+
+def job_wait_timeout(rank: int, world: int, tmp: Path) -> None:
+    """96 MB are not in after 1 ms: wait(timeout) raises; gloo has then closed the connection."""
+    td = _big(float(rank == 0))
+    if rank == 0:
+        works = td.isend(dst=1, return_early=True, consolidated=True)
+    else:
+        works = td.irecv(src=0, return_premature=True, consolidated=True)
+        with pytest.raises(TransferTimeoutError, match="rank 0"):
+            works[0].wait(timeout=0.001)
+        with pytest.raises(PeerFailedError, match="rank 0"):
+            works[0].wait()
+    Path(tmp, f"rank{rank}.txt").write_text("ok")
+    os._exit(0)  # no barrier: the connection between the two ranks is closed
+
+
 def job_nccl(rank: int, world: int, tmp: Path) -> None:  # pragma: no cover - needs GPUs
     """The leaves live on each rank's GPU; headers and buffers go there too."""
     torch.cuda.set_device(rank)
@@ -444,6 +509,20 @@ def test_lazy_stack_tensorclass_and_memmap_destination(tmp_path):
 def test_structure_mismatch_raises_on_the_receiver(tmp_path):
     """Other keys, shapes, dtypes, leaf counts or modes raise naming the first difference, not hang."""
     _run("job_mismatch", 2, tmp_path)
+
+
+def test_a_receiver_whose_sender_dies_raises_within_seconds(tmp_path):
+    """recv and irecv raise PeerFailedError naming the sender's rank within seconds of its death
+    (the process group's timeout is 30 s; a cut packed message used to wait for ever)."""
+    reports = _spawn("job_sender_killed", 3, tmp_path, "gloo", wait=40.0)
+    assert reports[1] == "ok", reports[1]
+    assert reports[2] == "ok", reports[2]
+
+
+def test_wait_with_a_timeout(tmp_path):
+    """A Work of irecv takes wait(timeout): TransferTimeoutError naming the rank, then PeerFailedError."""
+    reports = _spawn("job_wait_timeout", 2, tmp_path, "gloo", wait=40.0)
+    assert reports[1] == "ok", reports[1]
 
 
 def test_a_folder_shared_by_ranks(tmp_path, capsys):

@@ -63,6 +63,7 @@ same file (torch cannot send a file-backed storage to another process).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -79,6 +80,7 @@ from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     ConsolidateArgumentError,
     ConsolidatedFormatError,
+    ConsolidatedNotFoundError,
     ConsolidateEntryError,
     DeviceUnavailableError,
     warn,
@@ -413,6 +415,24 @@ def _rebuild(meta: dict, views: _Views):
     )
 
 
+def _rebuild_named(meta: dict, views: _Views, where: str):
+    """:func:`_rebuild`, its errors prefixed with ``where`` (the file)."""
+    try:
+        return _rebuild(meta, views)
+    except ConsolidatedFormatError as err:
+        msg = f"{where} is not a valid consolidated file: {err}"
+        raise ConsolidatedFormatError(msg) from err
+
+
+def _file_size(path: str) -> int:
+    """The size of ``path``; a missing file raises :class:`ConsolidatedNotFoundError` naming it."""
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError as err:
+        what = "no such consolidated file (write one with consolidate(filename=...))"
+        raise ConsolidatedNotFoundError(errno.ENOENT, what, path) from err
+
+
 def _rebuild_consolidated(metadata: dict, storage: _Tensor):
     """Unpickles a consolidated tensordict: its tree over ``storage``."""
     return _rebuild(metadata, _Views(storage))
@@ -420,12 +440,12 @@ def _rebuild_consolidated(metadata: dict, storage: _Tensor):
 
 def _rebuild_consolidated_file(path: str, metadata: dict, data_size: int):
     """Unpickles a consolidated tensordict whose leaves map ``path``: maps its data again."""
-    size = os.path.getsize(path)
+    size = _file_size(path)
     if size < data_size:
         msg = f"cannot unpickle the consolidated tensordict of {path!r}: the file holds {size} bytes, fewer than its {data_size} bytes of data"
         raise ConsolidatedFormatError(msg)
     file = torch.from_file(path, shared=True, size=size, dtype=torch.uint8)
-    out = _rebuild(metadata, _Views(file[:data_size]))
+    out = _rebuild_named(metadata, _Views(file[:data_size]), repr(path))
     out._tree_inner()._consolidated.update(filename=Path(path), file_id=_file_id(path), mapped=True)
     return out
 
@@ -504,7 +524,8 @@ def _write_footer(total: _Tensor, payload: bytes) -> None:
 
 
 def _read_file(source):
-    """The metadata and the data part of a consolidated file, or of its bytes as a tensor."""
+    """``(metadata, data, where)``: the metadata and the data part of a consolidated file,
+    or of its bytes as a tensor, and how errors name it."""
     if isinstance(source, torch.UntypedStorage):
         source = torch.empty(0, dtype=torch.uint8).set_(source)
     if isinstance(source, _Tensor):
@@ -515,7 +536,7 @@ def _read_file(source):
     else:
         where = repr(os.fspath(source))
         path = os.fspath(source)
-        size = os.path.getsize(path)
+        size = _file_size(path)
         if os.path.isdir(path):
             msg = f"{where} is a folder, not a consolidated file"
             raise ConsolidatedFormatError(msg)
@@ -538,7 +559,7 @@ def _read_file(source):
     if data_size % ALIGNMENT:
         msg = f"{where} is not a consolidated file: its {data_size} bytes of data are not a multiple of {ALIGNMENT}"
         raise ConsolidatedFormatError(msg)
-    return metadata, file[:data_size]
+    return metadata, file[:data_size], where
 
 
 # ---------------------------------------------------------------------- checks
@@ -822,7 +843,8 @@ class ConsolidateMixin(tree.TreeMixin):
             The tensordict the file holds.
 
         Raises:
-            FileNotFoundError: if the file does not exist.
+            ConsolidatedNotFoundError: (a ``FileNotFoundError``) if the file does not
+                exist, naming it.
             ConsolidatedFormatError: if the file is not a consolidated file: too short,
                 a footer or metadata that cannot be read, a record that does not fit
                 the data, an unknown class (a ``RuntimeError`` and ``ValueError``).
@@ -837,8 +859,8 @@ class ConsolidateMixin(tree.TreeMixin):
             ...     print(loaded["b", "c"], loaded.is_consolidated())
             tensor([1., 1., 1.]) True
         """
-        metadata, storage = _read_file(filename)
-        return _rebuild(metadata, _Views(storage))
+        metadata, storage, where = _read_file(filename)
+        return _rebuild_named(metadata, _Views(storage), where)
 
     def __reduce_ex__(self, protocol):
         # A consolidated tensordict pickles as its storage plus the metadata: one buffer

@@ -30,14 +30,25 @@ naming the first leaf that differs, instead of waiting for messages that never
 come or writing bytes into the wrong leaves. The header travels with the tag of
 the first leaf (messages of one tag between two ranks arrive in order).
 
+After the values, the sender sends a trailer (one ``int64``, ``MAGIC``) on the tag
+of the header. The receiver posts its receive after those of the values and waits
+for it first (:class:`_Transfer`): once it is in, so is every value. A peer that
+dies: gloo fails every receive posted from a peer whose connection closes, except
+the one whose bytes it is reading at that moment, which waits for ever. The trailer
+is never that one while values are in flight, so the call raises
+:class:`PeerFailedError` naming the peer's rank at once, and the value cut in the
+middle is not waited for.
+
 Packing is isolated in :func:`_pack`, :func:`_layout` and :func:`_unpack_into`,
 so that the one-buffer form of ``consolidate()`` can replace it later.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
+import time
 from typing import Any
 
 import numpy as np
@@ -46,7 +57,12 @@ import torch
 from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._ops import tree
 from tensordict._typing import DeviceType, T
-from tensordict.errors import ProcessGroupNotInitializedError, StructureMismatchError
+from tensordict.errors import (
+    PeerFailedError,
+    ProcessGroupNotInitializedError,
+    StructureMismatchError,
+    TransferTimeoutError,
+)
 
 MAGIC = 0x7444_6973
 """The first word of every point-to-point header ("tDis")."""
@@ -298,6 +314,87 @@ def _p2p(op: str, tensor, peer, tag: int, group, group_peer, wait: bool):
     return work
 
 
+# ====================================================================== a peer that dies
+_ABANDONED: list = []
+"""Receives of failed transfers, never waited for again: gloo may still hold their buffers."""
+
+
+def _peer_failed(method: str, peer, cause: BaseException, when: str) -> PeerFailedError:
+    msg = (
+        f"{method}(): rank {peer} failed (its process died or its connection broke) {when}; "
+        f"every pending receive from it fails. Destroy the process group and start a new "
+        f"one to go on. Backend error: {cause}"
+    )
+    return PeerFailedError(msg)
+
+
+class _Transfer:
+    """The receives of one call from one peer, and its trailer, sent after every value.
+
+    The trailer is waited for first: once it is in, every value sent before it is too
+    (one connection per pair of ranks, in order). When the peer dies, gloo fails the
+    trailer at once, as every receive that is posted but not being read; only the
+    receive whose bytes were being read would wait for ever, and it is not waited for.
+    """
+
+    def __init__(self, method: str, peer, trailer, works: list) -> None:
+        self.method, self.peer, self.trailer, self.works = method, peer, trailer, works
+        self.error: BaseException | None = None
+        self.arrived = False
+
+    def wait_trailer(self, timeout: datetime.timedelta | None = None) -> None:
+        """Returns once every value has arrived; raises :class:`PeerFailedError` when the peer died."""
+        if self.arrived:
+            return
+        if self.error is not None:
+            raise _peer_failed(self.method, self.peer, self.error, "earlier") from self.error
+        start = time.monotonic()
+        try:
+            self.trailer.wait(*(() if timeout is None else (timeout,)))
+        except RuntimeError as exc:
+            if timeout is not None and time.monotonic() - start >= timeout.total_seconds():
+                msg = (
+                    f"{self.method}(): the transfer from rank {self.peer} is still pending after "
+                    f"{timeout}; gloo closes the connection on a timeout, so later receives "
+                    "from that rank fail"
+                )
+                self.error = exc
+                _ABANDONED.append(self)
+                raise TransferTimeoutError(msg) from exc
+            self.error = exc
+            _ABANDONED.append(self)
+            raise _peer_failed(self.method, self.peer, exc, "during the transfer") from exc
+        self.arrived = True
+
+    def wait(self) -> None:
+        """Waits for the trailer, then for every value (each already in)."""
+        self.wait_trailer()
+        _finish(self.works)
+
+
+def _post(method: str, tensor, peer, tag: int, group, group_peer):
+    """Posts one receive; a connection already broken raises :class:`PeerFailedError`."""
+    try:
+        return _p2p("recv", tensor, peer, tag, group, group_peer, wait=False)
+    except RuntimeError as exc:
+        who = peer if group_peer is None else group_peer
+        raise _peer_failed(method, who, exc, "before this receive was posted") from exc
+
+
+def _receive(method: str, tensor, peer, tag: int, group, group_peer) -> None:
+    """Receives one message (a header, a description) and waits for it."""
+    work = _post(method, tensor, peer, tag, group, group_peer)
+    try:
+        work.wait()
+    except RuntimeError as exc:
+        who = peer if group_peer is None else group_peer
+        _ABANDONED.append(work)
+        if "Timed out" in str(exc):  # gloo's words for the process group's timeout
+            msg = f"{method}(): rank {who} sent nothing within the process group's timeout; did it call send()/isend()?"
+            raise TransferTimeoutError(msg) from exc
+        raise _peer_failed(method, who, exc, "before the values were sent") from exc
+
+
 def _peer_id(peer, group, group_peer) -> tuple:
     return (peer, None) if group_peer is None else (group_peer, id(group))
 
@@ -320,14 +417,14 @@ def _recv_header(method, leaves, mode, peer, tag, group, group_peer) -> None:
     """Receives the header (and description) and raises on any structure mismatch."""
     # on the leaves' device: nccl carries no CPU tensor
     header = torch.empty(4, dtype=torch.int64, device=_device_of(leaves))
-    _p2p("recv", header, peer, tag, group, group_peer, wait=True)
+    _receive(method, header, peer, tag, group, group_peer)
     magic, their_mode, fingerprint, desc_len = header.tolist()
     if magic != MAGIC:
         msg = f"{method}(): the first message from the sender is not a tensordict header; did it call send()/isend()?"
         raise StructureMismatchError(msg)
     if desc_len:
         payload = torch.empty(desc_len, dtype=torch.uint8, device=header.device)
-        _p2p("recv", payload, peer, tag, group, group_peer, wait=True)
+        _receive(method, payload, peer, tag, group, group_peer)
         _SEEN[fingerprint] = payload.cpu().numpy().tobytes()
     if their_mode != mode:
         sent = "one packed message" if their_mode == _MODE_PACKED else "one message per leaf"
@@ -340,33 +437,48 @@ def _recv_header(method, leaves, mode, peer, tag, group, group_peer) -> None:
         raise StructureMismatchError(msg)
 
 
-def _recv_leaf(t, peer, tag, group, group_peer, wait: bool):
-    """Receives into ``t`` in place; a non-contiguous leaf gets the value copied in afterwards."""
+def _recv_leaf(method, t, peer, tag, group, group_peer):
+    """Posts the receive into ``t``, in place; a non-contiguous leaf gets the value copied in when it is waited for."""
     if t.is_contiguous():
-        return _p2p("recv", _as_plain(t), peer, tag, group, group_peer, wait)
+        return _post(method, _as_plain(t), peer, tag, group, group_peer)
     target = torch.empty(t.shape, dtype=t.dtype, device=t.device)
-    work = _p2p("recv", target, peer, tag, group, group_peer, wait)
+    work = _post(method, target, peer, tag, group, group_peer)
 
     def finish(_=None):
         with torch.no_grad():
             t.copy_(target)
 
-    if wait:
-        finish()
-        return None
     return _Pending(work, finish)
 
 
+def _seconds(timeout) -> datetime.timedelta | None:
+    """``timeout`` as a ``timedelta`` (``Work.wait`` takes one; a number is seconds)."""
+    if timeout is None or isinstance(timeout, datetime.timedelta):
+        return timeout
+    return datetime.timedelta(seconds=timeout)
+
+
 class _Pending:
-    """A receive whose value is copied into its leaf once it arrives; ``wait()`` as a ``Work``."""
+    """A transfer as a ``Work``: ``wait(timeout=None)``, ``is_completed()``.
 
-    def __init__(self, work, finish) -> None:
-        self.work, self.finish = work, finish
+    ``finish`` runs once the transfer is done (a receive copied into a leaf that is
+    not contiguous). With a ``transfer``, the wait first waits for its trailer, so
+    that it fails at once when the peer dies (see :class:`_Transfer`).
+    """
 
-    def wait(self, *args):
-        result = self.work.wait(*args)
-        self.finish()
-        return result
+    def __init__(self, work, finish=None, transfer: _Transfer | None = None) -> None:
+        self.work, self.finish, self.transfer = work, finish, transfer
+
+    def wait(self, timeout: datetime.timedelta | float | None = None) -> bool:
+        timeout = _seconds(timeout)
+        if self.transfer is not None:
+            self.transfer.wait_trailer(timeout)
+            self.work.wait()  # its bytes came before the trailer
+        else:
+            self.work.wait(*(() if timeout is None else (timeout,)))
+        if self.finish is not None:
+            self.finish()
+        return True
 
     def is_completed(self) -> bool:
         return self.work.is_completed()
@@ -401,14 +513,21 @@ def _send_all(td, method, peer, group, group_peer, init_tag, pseudo_rand, consol
             if not value.is_contiguous():
                 value = value.contiguous()
             works.append((_p2p("send", value, peer, tag, group, group_peer, wait=False), value))
+    trailer = torch.tensor([MAGIC], dtype=torch.int64, device=_device_of(leaves))
+    works.append((_p2p("send", trailer, peer, first, group, group_peer, wait=False), trailer))
     if wait:
         for work, _ in works:
             work.wait()
     return tag, [work for work, _ in works]
 
 
-def _recv_all(td, method, peer, group, group_peer, init_tag, pseudo_rand, consolidated, wait):
-    """Checks the header then receives the values into ``td``; returns ``(last tag, works)``."""
+def _recv_all(td, method, peer, group, group_peer, init_tag, pseudo_rand, consolidated):
+    """Checks the header then posts the receives of the values into ``td``, and of the trailer.
+
+    Returns ``(last tag, transfer)``. Nothing is waited for but the header; ``finish``
+    steps (unpacking, copies into leaves that are not contiguous) run when each work
+    is waited for.
+    """
     leaves = _leaves(td)
     works = []
     first = _next_tag(init_tag - 1, pseudo_rand)
@@ -430,17 +549,18 @@ def _recv_all(td, method, peer, group, group_peer, init_tag, pseudo_rand, consol
             if view is not None
             else torch.empty(size, dtype=torch.uint8, device=_device_of(leaves))
         )
-        work = _p2p("recv", buffer, peer, first, group, group_peer, wait)
+        work = _post(method, buffer, peer, first, group, group_peer)
         if view is None:
-            if wait:
-                _unpack_into(buffer, leaves)
-            else:
-                work = _Pending(work, lambda: _unpack_into(buffer, leaves))
-        return tag, [work]
-    for _, t in leaves:
-        tag = _next_tag(tag, pseudo_rand)
-        works.append(_recv_leaf(t, peer, tag, group, group_peer, wait))
-    return tag, [w for w in works if w is not None]
+            work = _Pending(work, lambda: _unpack_into(buffer, leaves))
+        works.append(work)
+    else:
+        for _, t in leaves:
+            tag = _next_tag(tag, pseudo_rand)
+            works.append(_recv_leaf(method, t, peer, tag, group, group_peer))
+    # after the values on the first tag: the messages of one tag arrive in order
+    trailer = torch.empty(1, dtype=torch.int64, device=_device_of(leaves))
+    posted = _post(method, trailer, peer, first, group, group_peer)
+    return tag, _Transfer(method, peer if group_peer is None else group_peer, posted, works)
 
 
 # ====================================================================== reductions
@@ -688,6 +808,9 @@ class DistributedMixin(tree.TreeMixin):
         Raises:
             StructureMismatchError: (a ``RuntimeError``) if the sender's keys, shapes or
                 dtypes differ, naming the first differing key.
+            PeerFailedError: (a ``RuntimeError``) at once, naming the sender's rank, if its
+                process dies or its connection breaks before every value is in; the values
+                that arrived are written, the others not.
             ValueError: if both or neither of ``src`` and ``group_src`` are given.
             ProcessGroupNotInitializedError: before ``init_process_group``.
 
@@ -704,10 +827,10 @@ class DistributedMixin(tree.TreeMixin):
         """
         _check_peer(src, group_src, group, "src", "group_src")
         _require("recv", group_src is not None)
-        tag, works = _recv_all(
-            self, "recv", src, group, group_src, init_tag, pseudo_rand, consolidated, wait=False
+        tag, transfer = _recv_all(
+            self, "recv", src, group, group_src, init_tag, pseudo_rand, consolidated
         )
-        _finish(works)
+        transfer.wait()
         return None if consolidated else tag
 
     def isend(
@@ -798,7 +921,8 @@ class DistributedMixin(tree.TreeMixin):
             group (ProcessGroup, optional): the process group; ``None`` is the default group.
             group_src (int, optional): the rank of the sender in ``group``.
             return_premature (bool, optional): return the ``Work`` objects at once; call
-                ``wait()`` on each before reading the tensordict. Defaults to ``False``.
+                ``wait(timeout=None)`` on each before reading the tensordict (``timeout``: a
+                ``timedelta`` or seconds). Defaults to ``False``.
             init_tag (int, optional): the sender's ``init_tag``. Defaults to ``0``.
             pseudo_rand (bool, optional): the sender's ``pseudo_rand``. Defaults to ``False``.
             consolidated (bool, optional): one packed message. Defaults to ``False``.
@@ -808,6 +932,10 @@ class DistributedMixin(tree.TreeMixin):
 
         Raises:
             StructureMismatchError: if the sender's structure differs.
+            PeerFailedError: at once, naming the sender's rank, if its process dies or its
+                connection breaks; every pending ``Work`` of the call raises it when waited for.
+            TransferTimeoutError: from a ``Work``'s ``wait(timeout)`` when the values are
+                not in by then.
             ValueError: if both or neither of ``src`` and ``group_src`` are given.
             ProcessGroupNotInitializedError: before ``init_process_group``.
 
@@ -825,13 +953,12 @@ class DistributedMixin(tree.TreeMixin):
         """
         _check_peer(src, group_src, group, "src", "group_src")
         _require("irecv", group_src is not None)
-        _, works = _recv_all(
-            self, "irecv", src, group, group_src, init_tag, pseudo_rand, consolidated, wait=False
+        _, transfer = _recv_all(
+            self, "irecv", src, group, group_src, init_tag, pseudo_rand, consolidated
         )
         if return_premature:
-            return works
-        for work in works:
-            work.wait()
+            return [_Pending(work, None, transfer) for work in transfer.works]
+        transfer.wait()
         return None
 
     def asend(self, dst: Any) -> None:

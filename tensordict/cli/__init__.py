@@ -6,9 +6,11 @@ Subcommands:
   archive), read from
   its files (no class is imported): keys, classes, batch sizes, dtypes and shapes,
   bytes on disk, and the entries whose file is missing (loading drops them).
-* ``tensordict verify PATH``: checks every record against its file (for an archive,
-  also every entry's CRC-32); prints each problem with its path; exits 0 when the folder is sound, 1 when it is not.
-  It never writes.
+* ``tensordict verify PATH [--strict]``: checks every record against its file (for an
+  archive, also every entry's CRC-32); prints each problem and warning with its path;
+  exits 0 when the folder is sound, 1 when it is not. An entry listed in
+  ``meta.json`` without its file (``load_memmap`` drops it) is a warning: exit 0,
+  or 1 with ``--strict``. It never writes.
 * ``tensordict demo``: a memory-mapped replay buffer filled by worker processes,
   sampled, reloaded and checked (see :mod:`tensordict.cli._demo`).
 
@@ -58,11 +60,16 @@ symbolic link, the dtype, shape and class are known, and lazy stacks have their
 members 0/ .. N-1/ without gaps. For a .tdz archive, also every entry's name
 and CRC-32. Files are opened read-only; nothing is written.
 
-exit status: 0 sound, 1 problems found (or the folder cannot be read), 2 bad arguments.
+An entry listed in meta.json whose file or folder is missing is a warning, not
+a problem: load_memmap drops it, and a folder holds such an entry by design when
+it was made from a storage without a file (make_memmap_from_storage).
+
+exit status: 0 sound (warnings allowed, unless --strict), 1 problems found (or
+warnings with --strict, or the folder cannot be read), 2 bad arguments.
 
 examples:
   tensordict verify /data/buffer
-  tensordict verify /data/buffer && echo sound
+  tensordict verify /data/buffer --strict && echo complete
 """
 
 _DEMO_EPILOG = """\
@@ -132,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument(
         "path", metavar="PATH", help="the folder (the one holding meta.json) or a .tdz archive"
+    )
+    verify.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 on warnings too (entries listed in meta.json without their file)",
     )
     verify.set_defaults(run=run_verify)
 
@@ -203,17 +215,32 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    """``tensordict verify``: prints each problem and a summary; 0 when sound, else 1."""
+    """``tensordict verify``: prints each problem and warning, and a summary.
+
+    Returns 0 when sound (with warnings unless ``--strict``), else 1.
+    """
     scan = scan_folder(args.path, check_payloads=True)
     for path, message in scan.problems:
         print(f"{path}: {message}")
+    for path, message in scan.warnings:
+        print(f"{path}: warning: {message}")
     summary = scan.summary()
     checked = counts(summary)
-    if scan.sound:
-        print(f"OK: {scan.shown} is sound ({checked}, {human_bytes(summary['bytes'])})")
-        return 0
-    print(f"FAILED: {scan.shown} has {plural(len(scan.problems), 'problem')} ({checked} checked)")
-    return 1
+    warned = plural(len(scan.warnings), "warning")
+    if not scan.sound:
+        problems = plural(len(scan.problems), "problem")
+        extra = f" and {warned}" if scan.warnings else ""
+        print(f"FAILED: {scan.shown} has {problems}{extra} ({checked} checked)")
+        return 1
+    if scan.warnings and args.strict:
+        print(f"FAILED (--strict): {scan.shown} has {warned} ({checked} checked)")
+        return 1
+    size = human_bytes(summary["bytes"])
+    if scan.warnings:
+        print(f"OK: {scan.shown} is sound, with {warned} ({checked}, {size})")
+    else:
+        print(f"OK: {scan.shown} is sound ({checked}, {size})")
+    return 0
 
 
 def run_demo(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ def _scan_archive(path: str, check_payloads: bool) -> FolderScan:
         scan = FolderScan(staged, shown=path)
     archive = os.path.abspath(path)
     scan.problems = [(p, m.replace(staged, archive)) for p, m in scan.problems]
+    scan.warnings = [(p, m.replace(staged, archive)) for p, m in scan.warnings]
     scan.problems.extend(problems)
     return scan
 

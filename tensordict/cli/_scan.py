@@ -15,7 +15,8 @@ The result is a tree of plain dicts (JSON-ready), one *node* per level or entry:
 * every node: ``"key"`` (``None`` at the root), ``"path"`` (relative to the root,
   ``"."`` for the root), ``"kind"``, ``"bytes"`` (on disk, the whole subtree,
   ``meta.json`` files included), ``"missing"`` (listed in ``meta.json`` but its file
-  or folder is missing, so loading drops it) and ``"problems"`` (messages);
+  or folder is missing, so loading drops it: a warning, not a problem) and
+  ``"problems"`` (messages);
 * ``"tensor"`` and ``"nested"``: ``"file"``, ``"dtype"``, ``"shape"`` (the record's;
   for a nested tensor the shape of its shape tensor), ``"expected_bytes"``; a
   nested tensor also has ``"shape_file"``, ``"components"`` and
@@ -53,6 +54,11 @@ _KINDS = (
 class FolderScan:
     """The tree of one memory-mapped folder and the problems found in it.
 
+    A problem makes loading fail or read wrong values. A warning is an entry listed
+    in ``meta.json`` whose file or folder is missing: ``load_memmap`` drops it, which
+    is what a normal folder holds for an entry made from a storage without a file
+    (``make_memmap_from_storage``), and what a deleted file looks like.
+
     Args:
         path (str or os.PathLike): the folder, as the user wrote it (problems are
             reported under this spelling).
@@ -75,6 +81,7 @@ class FolderScan:
         self.shown = os.fspath(path) if shown is None else os.fspath(shown)
         self.root = os.path.abspath(os.fspath(path))
         self.problems: list = []  # (path as shown, message)
+        self.warnings: list = []  # (path as shown, message): entries load_memmap drops
         self._flagged: set = set()
         if not os.path.lexists(self.root):
             msg = f"no such folder: {self.shown!r}"
@@ -92,11 +99,11 @@ class FolderScan:
     # ------------------------------------------------------------------ results
     @property
     def sound(self) -> bool:
-        """True when no problem was found."""
+        """True when no problem was found (warnings aside)."""
         return not self.problems
 
     def summary(self) -> dict:
-        """Counts over the tree: tensors, levels, bytes, missing entries, problems."""
+        """Counts over the tree: tensors, levels, bytes, missing entries, problems, warnings."""
         counts = {"tensors": 0, "non_tensors": 0, "levels": 0}
         missing = []
         for node in walk(self.tree):
@@ -113,6 +120,7 @@ class FolderScan:
             "bytes": self.tree["bytes"],
             "missing": missing,
             "problems": [{"path": p, "message": m} for p, m in self.problems],
+            "warnings": [{"path": p, "message": m} for p, m in self.warnings],
         }
 
     def as_json(self) -> dict:
@@ -123,9 +131,12 @@ class FolderScan:
     def _rel(self, path: str) -> str:
         return os.path.relpath(path, self.root)
 
+    def _shown(self, path: str) -> str:
+        return os.path.normpath(os.path.join(self.shown, self._rel(path)))
+
     def _problem(self, node: dict, path: str, message: str) -> None:
         node["problems"].append(message)
-        self.problems.append((os.path.normpath(os.path.join(self.shown, self._rel(path))), message))
+        self.problems.append((self._shown(path), message))
 
     def _node(self, path: str, key, kind: str) -> dict:
         node = {"key": key, "path": self._rel(path), "kind": kind, "bytes": 0, "missing": False}
@@ -135,10 +146,10 @@ class FolderScan:
         return node
 
     def _missing(self, node: dict, path: str, what: str) -> dict:
+        """Marks an entry that load_memmap drops: a warning."""
         node["missing"] = True
-        self._problem(
-            node, path, f"{what} is listed in meta.json but missing: load_memmap drops it"
-        )
+        message = f"{what} is listed in meta.json but missing: load_memmap drops it"
+        self.warnings.append((self._shown(path), message))
         return node
 
     def _entry_path(self, node: dict, folder: str, suffix: str) -> str | None:
