@@ -389,6 +389,9 @@ class KeysMixin(Contract):
         )
 
     # ------------------------------------------------------------------ selecting and excluding
+    def _check_restructure(self, method: str) -> None:
+        """Hook: raises when ``method(inplace=True)`` may not change this tensordict's keys (a lazy view)."""
+
     def select(
         self: T,
         *keys: NestedKey,
@@ -430,6 +433,8 @@ class KeysMixin(Contract):
                     break
             else:
                 node[parts[-1]] = True
+        if inplace:
+            self._check_restructure("select")
         out = self._select_tree(tree, strict, ())
         if inplace:
             for key in list(self._keys_level()):
@@ -474,6 +479,8 @@ class KeysMixin(Contract):
             >>> td.exclude(("b", "c"))["b"].sorted_keys, td["b"].sorted_keys
             ([], ['c'])
         """
+        if inplace:
+            self._check_restructure("exclude")
         out = self if inplace else self._shallow_copy()
         for key in keys:
             parts = _key_parts(key)
@@ -763,6 +770,7 @@ class KeysMixin(Contract):
             source[name] = value
         out = self._new_like(source, self.batch_size)
         if inplace:
+            self._check_restructure("flatten_keys")
             for key in list(self._keys_level()):
                 self._del_str(key)
             for key, value in source.items():
@@ -802,6 +810,7 @@ class KeysMixin(Contract):
                 raise KeyError(msg)
             out.set(parts, value)
         if inplace:
+            self._check_restructure("unflatten_keys")
             for key in list(self._keys_level()):
                 self._del_str(key)
             for key, value in out._items_level():
