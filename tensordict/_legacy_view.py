@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import torch
 
-from tensordict._collection import NO_DEFAULT
+from tensordict._collection import NO_DEFAULT, is_non_tensor
 from tensordict._ops.batch_dims import register_legacy_view
 from tensordict._options import lazy_legacy, set_lazy_legacy
 from tensordict._td import TensorDict
@@ -196,7 +196,7 @@ class _ShapeView(TensorDictBase):
 
     def _one(self, key: str, value):
         """The entry ``value`` of the source at ``key``, as the view shows it."""
-        if isinstance(value, TensorDictBase) and lazy_legacy():
+        if isinstance(value, TensorDictBase) and not is_non_tensor(value) and lazy_legacy():
             return _ShapeView(value, self._call)
         holder = self._src._new_like({key: value}, self._src.batch_size)
         return self._call.dense(holder)._get_str(key, NO_DEFAULT)
@@ -225,6 +225,14 @@ class _ShapeView(TensorDictBase):
 
     def _store_entry(self, key: str, value) -> None:
         self._src._store_entry(key, self._back(key, value))
+
+    def _walk_to_parent(self, parts: tuple, create: bool):
+        # The parent level of a nested key is the source's, seen through the same call (a
+        # call applies to the leading batch dims of any level), so that what a nested write
+        # creates lands in the source whatever the mode.
+        if len(parts) == 1:
+            return self
+        return _ShapeView(self._src._walk_to_parent(parts, create), self._call)
 
     def _keys_level(self):
         return self._src._keys_level()

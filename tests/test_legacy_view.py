@@ -272,3 +272,35 @@ def test_the_errors_name_the_view_and_the_way_out():
         view.permute(1, 0, 2, 3)
     with pytest.raises(RuntimeError, match=r"select\(inplace=True\).*lazy unsqueeze view"):
         view.select("a", inplace=True)
+
+
+def test_nested_writes_reach_the_source_outside_the_legacy_mode():
+    """A nested key set, renamed or defaulted on a view lands in the source, in any mode."""
+    with set_lazy_legacy(True):
+        td = make_td()
+        view = td.permute(2, 0, 1)
+    view["p", "q"] = torch.ones(1, 2, 3)
+    assert td["p", "q"].shape == torch.Size([2, 3, 1])
+    view.rename_key_(("p", "q"), ("p", "r"))
+    assert ("p", "r") in td.keys(True) and ("p", "q") not in td.keys(True)
+    view.setdefault(("p", "s"), torch.zeros(1, 2, 3))
+    assert td["p", "s"].shape == torch.Size([2, 3, 1])
+
+
+def test_exclude_of_a_nested_key_leaves_the_source_alone():
+    """exclude() of a nested key on a view gives a tensordict without it; the source keeps it."""
+    with set_lazy_legacy(True):
+        td = make_td()
+        view = td.permute(2, 0, 1)
+    out = view.exclude("a", ("n", "b"))
+    assert ("n", "b") not in out.keys(True) and "a" not in out.keys()
+    assert ("n", "b") in td.keys(True) and "a" in td.keys()
+
+
+@set_lazy_legacy(True)
+def test_a_non_tensor_entry_reads_as_a_non_tensor_value():
+    """A non-tensor entry of the source reads from a view as a non-tensor value, not a view."""
+    td = make_td()
+    td["text"] = "hello"
+    view = td.squeeze(-1)
+    assert view["text"] == "hello"
