@@ -216,8 +216,7 @@ class _ShapeView(TensorDictBase):
         return self._one(key, value)
 
     def _set_str(self, key: str, value, *, inplace: bool, validated: bool) -> None:
-        if not validated:
-            value = self._dense()._validate(key, value)
+        # _back checks the value against the view's batch size (a new TensorDict holds it).
         self._src._set_str(key, self._back(key, value), inplace=inplace, validated=True)
 
     def _del_str(self, key: str) -> None:

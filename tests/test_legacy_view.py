@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tensordict import TensorDict, set_lazy_legacy
+from tensordict import TensorDict, lazy_stack, set_lazy_legacy
 
 from conftest import ours_only
 
@@ -304,3 +304,14 @@ def test_a_non_tensor_entry_reads_as_a_non_tensor_value():
     td["text"] = "hello"
     view = td.squeeze(-1)
     assert view["text"] == "hello"
+
+
+@set_lazy_legacy(True)
+def test_a_lazy_stack_viewed_writes_into_its_members():
+    """view() of a lazy stack in the legacy mode is a view: a set reaches the members."""
+    stack = lazy_stack([TensorDict({"a": torch.zeros(3, 2)}, [3]) for _ in range(4)])
+    flat = stack.view(-1)
+    assert flat.batch_size == torch.Size([12])
+    flat.set("a", torch.ones(12, 2))
+    assert all((member["a"] == 1).all() for member in stack.tensordicts)
+    assert flat.view(4, 3) is stack
