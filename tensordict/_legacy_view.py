@@ -150,6 +150,34 @@ class _ShapeView(TensorDictBase):
         )
         raise LazyViewError(msg)
 
+    def refine_names(self, *names) -> _ShapeView:
+        """Refuses: the names of a view follow its source (name the source instead).
+
+        Args:
+            *names (str or None): the names the caller wanted.
+
+        Raises:
+            RuntimeError: always (LazyViewError).
+
+        Examples:
+            >>> import warnings
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
+            >>> with warnings.catch_warnings():
+            ...     warnings.simplefilter("ignore")
+            ...     with set_lazy_legacy(True):
+            ...         view = td.permute(1, 0)
+            >>> try:
+            ...     view.refine_names("y", "x")
+            ... except RuntimeError:
+            ...     print("name the source")
+            name the source
+        """
+        msg = (
+            f"cannot refine the names of a lazy {self._call.kind} view to {list(names)}: they "
+            "follow its source; name the source, or call to_tensordict() first"
+        )
+        raise LazyViewError(msg)
+
     def _shape_call(self, kind: str, arg: tuple):
         if not lazy_legacy():
             hint = "reshape() or " if kind == "view" else ""

@@ -315,3 +315,23 @@ def test_a_lazy_stack_viewed_writes_into_its_members():
     flat.set("a", torch.ones(12, 2))
     assert all((member["a"] == 1).all() for member in stack.tensordicts)
     assert flat.view(4, 3) is stack
+
+
+def test_split_keys_in_place_takes_the_keys_out_of_the_source():
+    """split_keys(inplace=True) on a view moves the keys out of the source, as del_ does."""
+    with set_lazy_legacy(True):
+        td = make_td()
+        view = td.permute(2, 0, 1)
+    out, rest = view.split_keys(["a"], inplace=True)
+    assert list(out.keys()) == ["a"] and out["a"].shape == torch.Size([1, 2, 3, 4])
+    assert "a" not in rest.keys()
+    assert "a" not in td.keys() and "n" in td.keys()
+
+
+def test_refine_names_of_a_view_is_refused():
+    """refine_names() on a view is a RuntimeError; its names stay those of the source."""
+    with set_lazy_legacy(True):
+        view = TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).permute(1, 0)
+    with pytest.raises(RuntimeError):
+        view.refine_names("y", "x")
+    assert view.names == [None, None]

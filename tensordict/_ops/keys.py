@@ -637,7 +637,9 @@ class KeysMixin(Contract):
             if taken and self.is_locked:
                 msg = f"cannot split {canonical_key(taken[0])!r} out in place: the tensordict is locked"
                 raise LockedError(msg)
-            self.exclude(*taken, inplace=True)
+            for key in taken:  # entry by entry: a lazy view refuses exclude(inplace=True)
+                if self.get(key, None) is not None:
+                    self.del_(key)
             work = self
         if reproduce_struct:
             nested = [k for k, v in self.items(include_nested=True) if is_subtree(v)]
