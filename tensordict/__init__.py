@@ -53,6 +53,7 @@ from tensordict._helpers import (
 )
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
 from tensordict._lazy import LazyStackedTensorDict, lazy_stack
+from tensordict._legacy_view import _ShapeView  # noqa: F401 - registers the legacy lazy views
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict._nontensor_stack import NonTensorStack
 from tensordict._ops.pack import PackLayout

@@ -279,6 +279,10 @@ class LazyShapeMixin:
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
             return super().view(shape[0], batch_size=batch_size)
         shape = shape_arg(shape, size, "view")
+        new = _dummy(self._batch_size).reshape(shape).shape
+        lazy = None if new == self._batch_size else self._shape_call("view", tuple(new))
+        if lazy is not None:
+            return lazy
         return reshaped_back(self._lazy_reshape(shape, "view"), self)
 
     def flatten(

@@ -43,6 +43,8 @@ __all__ = [
     "InvalidSourceError",
     "KeyMismatchError",
     "KeyTypeError",
+    "LazyViewCastError",
+    "LazyViewError",
     "LockedError",
     "MaskError",
     "MemberBatchSizeError",
@@ -349,6 +351,19 @@ class PermutationError(ShapeArgumentError, ValueError):
     A ``ValueError`` as the well-known API's ``permute`` raises, and a ``RuntimeError`` as
     its legacy lazy ``permute`` does.
     """
+
+
+class LazyViewError(TensorDictError, RuntimeError):
+    """A lazy view of the legacy lazy mode was asked to change what follows its source.
+
+    Its shape methods outside the legacy mode, its batch size or names, and in-place
+    changes of its keys (``select(..., inplace=True)``): make it dense first
+    (``to_tensordict()``), or change the source.
+    """
+
+
+class LazyViewCastError(LazyViewError, TypeError):
+    """``to(..., inplace=True)`` on a lazy view of the legacy lazy mode (a TypeError, as the well-known API)."""
 
 
 class DensifyError(TensorDictError, NotImplementedError):

@@ -139,6 +139,17 @@ def legacy_source(td: Any, call: tuple) -> Any:
     return undone(td, call) if lazy_legacy() else None
 
 
+_LEGACY_VIEW: list = []
+
+
+def register_legacy_view(maker: Callable) -> None:
+    """Registers ``maker(td, kind, arg)``, the lazy view the legacy lazy mode gives (see ``_shape_call``).
+
+    :mod:`tensordict._legacy_view` registers its view class here: the mixins sit below the classes.
+    """
+    _LEGACY_VIEW[:] = [maker]
+
+
 def _reshape_to_source(result, source):
     return result.reshape(source.batch_size)
 
@@ -244,6 +255,20 @@ class BatchDimsMixin(Contract):
         """The size of the first batch dimension (0 without batch dimensions)."""
         batch_size = self.batch_size
         return batch_size[0] if batch_size else 0
+
+    # ------------------------------------------------------------------ legacy lazy views
+    def _shape_call(self, kind: str, arg: tuple):
+        """The result of a shape call that the class gives itself, or None to compute it densely.
+
+        ``permute``, ``squeeze``, ``unsqueeze`` and ``view`` (and the methods over them) ask
+        it once their arguments are checked and the call changes something: ``kind`` is the
+        method, ``arg`` the new order, the dims removed, the dims inserted or the new batch
+        size. In the legacy lazy mode the answer is a lazy view of this tensordict (see
+        :mod:`tensordict._legacy_view`); a view answers for itself.
+        """
+        if _LEGACY_VIEW and lazy_legacy():
+            return _LEGACY_VIEW[0](self, kind, arg)
+        return None
 
     # ------------------------------------------------------------------ in place
     def _reshape_batch(self, new_batch_size: torch.Size, names=None):
@@ -375,9 +400,9 @@ class BatchDimsMixin(Contract):
         new = _dummy(self.batch_size).reshape(shape_arg(shape, size, "view")).shape
         if new == self.batch_size:
             return self
-        source = legacy_source(self, ("view", tuple(new)))
-        if source is not None:
-            return source
+        lazy = self._shape_call("view", tuple(new))
+        if lazy is not None:
+            return lazy
         return reshaped_back(self._batch_op(lambda x, extra: x.view(new + extra), new), self)
 
     def flatten(self: T, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False) -> T:
@@ -509,9 +534,9 @@ class BatchDimsMixin(Contract):
         order = permutation(dims, ndim)
         if order == list(range(ndim)):
             return self
-        source = legacy_source(self, ("permute", tuple(order)))
-        if source is not None:
-            return source
+        lazy = self._shape_call("permute", tuple(order))
+        if lazy is not None:
+            return lazy
         new = torch.Size(self.batch_size[d] for d in order)
         names = self.names
         new_names = None if names is None else dimnames.clean(names[d] for d in order)
@@ -704,6 +729,9 @@ class BatchDimsMixin(Contract):
             keep = [i for i in range(len(size)) if i != d]
         if len(keep) == len(size):
             return self
+        lazy = self._shape_call("squeeze", tuple(i for i in range(len(size)) if i not in keep))
+        if lazy is not None:
+            return lazy
         names = self.names
         result = self._batch_op(
             lambda x, extra: x.reshape(torch.Size(size[i] for i in keep) + extra),
@@ -748,6 +776,9 @@ class BatchDimsMixin(Contract):
             msg = f"unsqueeze dimension {dim} is out of range for {ndim} batch dimensions"
             raise DimensionError(msg)
         d = dim + ndim + 1 if dim < 0 else dim
+        lazy = self._shape_call("unsqueeze", (d,))
+        if lazy is not None:
+            return lazy
         size = list(self.batch_size)
         size.insert(d, 1)
         new = torch.Size(size)

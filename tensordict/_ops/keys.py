@@ -397,6 +397,9 @@ class KeysMixin(Contract):
         )
 
     # ------------------------------------------------------------------ selecting and excluding
+    def _check_restructure(self, method: str) -> None:
+        """Hook: raises when ``method(inplace=True)`` may not change this tensordict's keys (a lazy view)."""
+
     def select(
         self: T,
         *keys: NestedKey,
@@ -438,6 +441,8 @@ class KeysMixin(Contract):
                     break
             else:
                 node[parts[-1]] = True
+        if inplace:
+            self._check_restructure("select")
         out = self._select_tree(tree, strict, ())
         if inplace:
             for key in list(self._keys_level()):
@@ -482,6 +487,8 @@ class KeysMixin(Contract):
             >>> td.exclude(("b", "c"))["b"].sorted_keys, td["b"].sorted_keys
             ([], ['c'])
         """
+        if inplace:
+            self._check_restructure("exclude")
         out = self if inplace else self._shallow_copy()
         for key in keys:
             parts = _key_parts(key)
@@ -638,7 +645,9 @@ class KeysMixin(Contract):
             if taken and self.is_locked:
                 msg = f"cannot split {canonical_key(taken[0])!r} out in place: the tensordict is locked"
                 raise LockedError(msg)
-            self.exclude(*taken, inplace=True)
+            for key in taken:  # entry by entry: a lazy view refuses exclude(inplace=True)
+                if self.get(key, None) is not None:
+                    self.del_(key)
             work = self
         if reproduce_struct:
             nested = [k for k, v in self.items(include_nested=True) if is_subtree(v)]
@@ -771,6 +780,7 @@ class KeysMixin(Contract):
             source[name] = value
         out = self._new_like(source, self.batch_size)
         if inplace:
+            self._check_restructure("flatten_keys")
             for key in list(self._keys_level()):
                 self._del_str(key)
             for key, value in source.items():
@@ -810,6 +820,7 @@ class KeysMixin(Contract):
                 raise KeyError(msg)
             out.set(parts, value)
         if inplace:
+            self._check_restructure("unflatten_keys")
             for key in list(self._keys_level()):
                 self._del_str(key)
             for key, value in out._items_level():
