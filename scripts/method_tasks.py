@@ -165,11 +165,11 @@ TASKS: list[tuple[str, str, str, str]] = [
     ),
     (
         "Conversion",
-        "To and from dicts, named tuples, pytrees, structured arrays, modules and states.",
+        "To and from dicts, named tuples, pytrees, structured arrays, HDF5 files, modules and states.",
         """
-        attrs from_any from_module from_modules from_namedtuple from_pytree from_struct_array
-        from_tuple load_state_dict numpy state_dict to_dict to_module to_namedtuple to_pytree
-        to_struct_array
+        attrs from_any from_h5 from_module from_modules from_namedtuple from_pytree
+        from_struct_array from_tuple load_state_dict numpy state_dict to_dict to_h5 to_module
+        to_namedtuple to_pytree to_struct_array
         """,
         """
         from_module from_modules from_namedtuple from_pytree from_struct_array from_tuple
