@@ -37,6 +37,7 @@ from tensordict.errors import (
 )
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
+from tensordict.memmap._ondemand import LazyEntries as _LazyEntries
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
 
 _Tensor = torch.Tensor
@@ -573,7 +574,7 @@ class TensorDict(TensorDictBase):
         if locked == self._locked:
             return
         self._locked = locked
-        for value in self._tensordict.values():
+        for value in _read_values(self._tensordict):
             if isinstance(value, TensorDict):
                 if locked:
                     _hold(value, self)
@@ -599,7 +600,7 @@ class TensorDict(TensorDictBase):
         subs = []
         pending = [self]
         while pending:
-            for value in pending.pop()._tensordict.values():
+            for value in _read_values(pending.pop()._tensordict):
                 if isinstance(value, TensorDict) and value._locked and id(value) not in inside:
                     inside.add(id(value))
                     subs.append(value)
@@ -1150,9 +1151,17 @@ class TensorDict(TensorDictBase):
         level = self._mm
         if level is None or level.path is None:
             return
-        for key, value in self._tensordict.items():
+        data = self._tensordict
+        for key, value in data.items() if type(data) is dict else data.loaded_items():
             if getattr(type(value), "_is_non_tensor", False) and hasattr(value, "_home"):
                 value._home = (level, key)
+
+    def _lazy_loaded(self, value) -> None:
+        # A sub-tensordict of a lazily opened level, read after this one was locked.
+        if self._locked and isinstance(value, TensorDict):
+            _hold(value, self)
+        elif self._locked and type(value) is not _Tensor and hasattr(value, "_propagate_lock"):
+            value._propagate_lock(True)
 
     def _persist_entry(self, key: str, value) -> None:
         # A non-tensor entry of a memory-mapped level replaced by a write in place (set_,
@@ -1278,6 +1287,11 @@ def _mark_view(view: TensorDict, locked: bool) -> None:
             value._mm = None
 
 
+def _read_values(data):
+    """The values of a level's entries; of a lazily opened level, only those read so far."""
+    return data.values() if type(data) is dict else data.loaded_values()
+
+
 def _live_locked(ref) -> bool:
     holder = ref()
     return holder is not None and holder._locked
@@ -1390,6 +1404,8 @@ def _load(folder: str, meta: dict, stat, options) -> TensorDict:
     """The loader of TensorDict folders, registered with the storage layer."""
     batch_size, device, names, data, inodes = _io.load_entries(folder, meta, options)
     td = TensorDict._new_unsafe(data, batch_size, device, names)
+    if type(data) is _LazyEntries:
+        data.owner = weakref.ref(td)
     td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes, data)
     td._home_entries()
     return td
