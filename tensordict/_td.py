@@ -39,6 +39,7 @@ from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap._ondemand import LazyEntries as _LazyEntries
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
+from tensordict.memmap.tensor import rows_alias
 
 _Tensor = torch.Tensor
 _no_subclass_dispatch = torch._C.DisableTorchFunctionSubclass
@@ -716,7 +717,22 @@ class TensorDict(TensorDictBase):
                     "its leaves are memory-mapped tensors; index a copy (td.clone()) instead"
                 )
                 raise FirstClassDimError(msg)
-        if new_size is not None:
+        if new_size is not None and type(leaf_index) is _Tensor and leaf_index.ndim:
+            # Rows picked by a tensor: every leaf is copied, so a memory-mapped leaf is
+            # indexed as the plain tensor it is (no view to keep), in one dispatch-free loop.
+            out = _index_copies(self._tensordict, leaf_index, new_size)
+            if out is not None:
+                names = None
+                if self._names is not None:
+                    names = dimnames.index(self._names, leaf_index, len(new_size))
+                return TensorDict._new_unsafe(out, new_size, self._device, names)
+            out = {
+                key: _index_leaf(value, leaf_index)
+                if type(value) is not _Unbatched
+                else value.rebatched(new_size)
+                for key, value in self._tensordict.items()
+            }
+        elif new_size is not None:
             out = {
                 key: _index_leaf(value, leaf_index)
                 if type(value) is not _Unbatched
@@ -749,18 +765,28 @@ class TensorDict(TensorDictBase):
         return result
 
     def _set_at(self, index, value) -> None:
-        leaf_index, rows = normalize_index(index, self._batch_size)
+        batch_size = self._batch_size
+        if type(index) is _Tensor and index.dtype is torch.long and index.ndim == 1 and batch_size:
+            # The replay-buffer hot path: one long tensor of rows (what normalize_index and
+            # _indexed_batch make of it, without their general cases).
+            leaf_index, rows = index, _Size((index.shape[0],)) + batch_size[1:]
+        else:
+            leaf_index, rows = normalize_index(index, batch_size)
         data = self._tensordict
-        given = getattr(value, "batch_size", None)
+        given = (
+            value._batch_size if type(value) is TensorDict else getattr(value, "batch_size", None)
+        )
         if given is not None and given != rows:
-            rows = _indexed_batch(self._batch_size, leaf_index, rows)
+            rows = _indexed_batch(batch_size, leaf_index, rows)
             if given != rows:
                 _check_rows(index, given, rows)
         if type(value) is TensorDict and value._tensordict.keys() == data.keys():
             # The replay-buffer hot path: the same keys, written leaf by leaf, after every
             # shape was checked so that a refused value writes nothing.
             items = value._tensordict.items()
-            bd, vbd = len(self._batch_size), len(value._batch_size)
+            bd, vbd = len(batch_size), len(value._batch_size)
+            if _write_dense_rows(data, items, leaf_index, bd, vbd):
+                return
             with _no_subclass_dispatch():  # shapes of memory-mapped leaves, read cheaply
                 for key, sub in items:
                     current = data[key]
@@ -1228,6 +1254,48 @@ def _adopt_batch(key: str, value, batch_size: torch.Size):
         )
         raise BatchSizeError(msg) from err
     return adopted
+
+
+def _write_dense_rows(data, items, index, bd: int, vbd: int) -> bool:
+    """``data[key][index] = sub`` for every ``(key, sub)`` of ``items`` when every entry on
+    both sides is a dense tensor (plain, or memory-mapped on this side); False, writing
+    nothing, otherwise. Every feature shape is checked before the first write, so that a
+    refused value writes nothing. The writes go straight to the tensors' memory, as
+    ``MemoryMappedTensor.__setitem__`` does."""
+    targets = []
+    for key, sub in items:
+        current = data[key]
+        kind = type(current)
+        if kind is _MMT:
+            current = current._plain
+            if current is None:
+                current = rows_alias(data[key])
+        elif kind is not _Tensor:
+            return False
+        if type(sub) is not _Tensor:
+            return False
+        if sub.shape[vbd:] != current.shape[bd:]:
+            if current.is_nested or sub.is_nested:
+                return False
+            _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
+        targets.append(current)
+    for target, (_, sub) in zip(targets, items):
+        target[index] = sub
+    return True
+
+
+def _index_copies(data, index, new_size):
+    """``{key: value[index]}`` when every entry is a dense tensor (plain or memory-mapped),
+    else None. ``index`` is a tensor of rows: each result is a plain copy, as
+    ``MemoryMappedTensor.__getitem__`` returns it for such an index."""
+    out = {}
+    with _no_subclass_dispatch():
+        for key, value in data.items():
+            kind = type(value)
+            if (kind is not _Tensor and kind is not _MMT) or value.is_nested:
+                return None
+            out[key] = value[index]
+    return out or None  # no entry: the generic path marks the empty view
 
 
 def _index_leaf(value, index):
