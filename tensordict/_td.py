@@ -538,6 +538,10 @@ class TensorDict(TensorDictBase):
     def _items_level(self):
         return self._tensordict.items()
 
+    def _walk_items(self):
+        data = self._tensordict
+        return data.items() if type(data) is dict else data.walk_items()
+
     def _new_like(self, source: dict, batch_size, names=NO_DEFAULT, device=NO_DEFAULT):
         if names is NO_DEFAULT:
             names = self._names if batch_size == self._batch_size else None

@@ -29,6 +29,7 @@ from collections.abc import ItemsView, MutableMapping, ValuesView
 import torch
 
 from tensordict.memmap import format as fmt
+from tensordict.memmap.tensor import MemoryMappedTensor
 
 _Tensor = torch.Tensor
 
@@ -49,6 +50,7 @@ MAX_MAP_COUNT = _max_map_count()
 MAX_MAPPED = min(16384, MAX_MAP_COUNT // 4)
 CHUNK = 256  # entries read at once when a lazy level is iterated (below MAX_MAPPED)
 
+_STAND_IN: list = []  # one MemoryMappedTensor without elements (so without a mapping)
 _RECENT: OrderedDict = OrderedDict()  # id(tensor) -> tensor: the strong holders, oldest first
 
 
@@ -223,6 +225,36 @@ class LazyEntries(MutableMapping):
             for key in chunk:
                 if key in held and key in self._keys:
                     yield key, held[key]
+
+    def walk_items(self):
+        """``(key, value)`` pairs for a walk of the keys, which only needs each value's type.
+
+        An unread tensor entry whose file is there is given as a stand-in of its class
+        (``MemoryMappedTensor``, no mapping), so that listing the keys of a huge tree
+        maps nothing; the other unread entries (sub-levels, non-tensor values, a
+        tensor without its file, which is then dropped) are read.
+        """
+        if not _STAND_IN:
+            _STAND_IN.append(MemoryMappedTensor.empty(0))
+        stand_in = _STAND_IN[0]
+        meta, robust_key = self.meta, self.options.robust_key
+        prefix = self.folder + os.sep
+        for key in list(self._keys):
+            value = self._loaded(key)
+            if value is None:
+                record = meta.get(key)
+                if type(record) is dict and "type" not in record and key in self._keys:
+                    try:
+                        name = fmt.file_name(key, fmt.MEMMAP_SUFFIX, robust_key)
+                    except ValueError:
+                        name = None
+                    if name is not None and os.path.lexists(prefix + name):
+                        yield key, stand_in
+                        continue
+                value = self.get(key)
+                if value is None:
+                    continue
+            yield key, value
 
     def loaded_items(self) -> list:
         """``(key, value)`` of the entries read (or set) so far, nothing read now."""

@@ -293,3 +293,19 @@ def test_memmap_beyond_the_limit_without_a_lazy_result_raises_before_writing(
             src.memmap()
     assert not (tmp_path / "td").exists()
     assert isinstance(MappingLimitError("x"), RuntimeError)
+
+
+def test_listing_every_key_of_a_lazy_tree_maps_no_file(tmp_path, monkeypatch):
+    """keys(True, True) of a lazy tree reads the levels' meta.json files, and maps no tensor."""
+    _episodes(tmp_path / "td", 3, 4)
+    os.unlink(tmp_path / "td" / "ep1" / "x2.memmap")
+    eager = TensorDict.load_memmap(tmp_path / "td")
+    maps = []
+    from_file = torch.from_file
+    monkeypatch.setattr(torch, "from_file", lambda *a, **k: maps.append(a) or from_file(*a, **k))
+    lazy = TensorDict.load_memmap(tmp_path / "td", lazy=True)
+    assert list(lazy.keys(True, True)) == list(eager.keys(True, True))
+    assert maps == []
+    values = list(lazy.values(True, True))
+    assert len(maps) == len(values) == 11
+    assert all(type(v) is type(eager["ep0", "x0"]) and v.numel() == 2 for v in values)
