@@ -553,6 +553,9 @@ class MemmapMixin(Contract):
             >>> frozen["a"][0] = 7  # stays in this process: the file is not changed
             >>> TensorDict.load_memmap("ckpt")["a"][0]
             MemoryMappedTensor(0)
+            >>> lazy = TensorDict.load_memmap("ckpt", lazy=True)  # reads ckpt/meta.json only
+            >>> list(lazy.keys()), lazy["sub", "b"]
+            (['a', 'sub'], MemoryMappedTensor([1., 1., 1.]))
         """
         options = _load_options(robust_key, allow_pickle, mode, num_threads)
         options.lazy = bool(lazy)
