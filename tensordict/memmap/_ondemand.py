@@ -24,7 +24,8 @@ from __future__ import annotations
 import os
 import weakref
 from collections import OrderedDict
-from collections.abc import ItemsView, MutableMapping, ValuesView
+from collections.abc import Callable, ItemsView, Iterator, MutableMapping, ValuesView
+from typing import Any
 
 import torch
 
@@ -54,7 +55,7 @@ _STAND_IN: list = []  # one MemoryMappedTensor without elements (so without a ma
 _RECENT: OrderedDict = OrderedDict()  # id(tensor) -> tensor: the strong holders, oldest first
 
 
-def _keep(tensor) -> None:
+def _keep(tensor: torch.Tensor) -> None:
     """Holds ``tensor`` among the most recently used; the oldest beyond the bound is let go."""
     recent = _RECENT
     key = id(tensor)
@@ -83,14 +84,14 @@ def entry_keys(meta: dict) -> dict:
 class _Items(ItemsView):
     __slots__ = ()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator:
         return self._mapping.iter_items()
 
 
 class _Values(ValuesView):
     __slots__ = ()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator:
         for _, value in self._mapping.iter_items():
             yield value
 
@@ -126,7 +127,15 @@ class LazyEntries(MutableMapping):
         "__weakref__",
     )
 
-    def __init__(self, folder: str, meta: dict, options, batch_size, inodes: dict, read) -> None:
+    def __init__(
+        self,
+        folder: str,
+        meta: dict,
+        options: Any,
+        batch_size: torch.Size,
+        inodes: dict,
+        read: Callable,
+    ) -> None:
         self.folder = folder
         self.meta = meta
         self.options = options
@@ -141,7 +150,7 @@ class LazyEntries(MutableMapping):
         self._weak: dict = {}  # key -> weakref of a mapped tensor
 
     # ------------------------------------------------------------------ reading
-    def _read(self, keys) -> dict:
+    def _read(self, keys: Any) -> dict:
         """Reads ``keys`` (not yet loaded) with the eager reader; drops those whose file is missing."""
         meta = self.meta
         options = self.options
@@ -166,7 +175,7 @@ class LazyEntries(MutableMapping):
             level.view = {k: v for k, v in meta.items() if k in self._keys}
         return data
 
-    def _adopt(self, key: str, value) -> None:
+    def _adopt(self, key: str, value: Any) -> None:
         if isinstance(value, _Tensor):
             self._weak[key] = weakref.ref(value)
             _keep(value)
@@ -178,7 +187,7 @@ class LazyEntries(MutableMapping):
         if owner is not None:
             owner._lazy_loaded(value)
 
-    def _loaded(self, key):
+    def _loaded(self, key: str) -> Any:
         value = self._strong.get(key)
         if value is not None:
             return value
@@ -189,7 +198,7 @@ class LazyEntries(MutableMapping):
                 _keep(value)
         return value
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         value = self._loaded(key)
         if value is not None:
             return value
@@ -200,13 +209,13 @@ class LazyEntries(MutableMapping):
             raise KeyError(key)
         return data[key]
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         try:
             return self[key]
         except KeyError:
             return default
 
-    def iter_items(self):
+    def iter_items(self) -> Iterator:
         """Yields ``(key, value)`` of every entry, reading the unread ones :data:`CHUNK` at a time."""
         keys = list(self._keys)
         for start in range(0, len(keys), CHUNK):
@@ -226,7 +235,7 @@ class LazyEntries(MutableMapping):
                 if key in held and key in self._keys:
                     yield key, held[key]
 
-    def walk_items(self):
+    def walk_items(self) -> Iterator:
         """``(key, value)`` pairs for a walk of the keys, which only needs each value's type.
 
         An unread tensor entry whose file is there is given as a stand-in of its class
@@ -273,32 +282,32 @@ class LazyEntries(MutableMapping):
         return [value for _, value in self.loaded_items()]
 
     # ------------------------------------------------------------------ mapping
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key: str, value: Any) -> None:
         self._weak.pop(key, None)
         self._strong[key] = value
         self._keys[key] = None
 
-    def __delitem__(self, key) -> None:
+    def __delitem__(self, key: str) -> None:
         del self._keys[key]
         self._strong.pop(key, None)
         self._weak.pop(key, None)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator:
         return iter(self._keys)
 
     def __len__(self) -> int:
         return len(self._keys)
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
         return key in self._keys
 
-    def keys(self):
+    def keys(self) -> Any:
         return self._keys.keys()
 
-    def items(self):
+    def items(self) -> _Items:
         return _Items(self)
 
-    def values(self):
+    def values(self) -> _Values:
         return _Values(self)
 
     def clear(self) -> None:
@@ -309,14 +318,14 @@ class LazyEntries(MutableMapping):
     def copy(self) -> dict:
         return dict(self.iter_items())
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple:
         return (dict, (list(self.iter_items()),))
 
     def __repr__(self) -> str:
         return f"LazyEntries({self.folder!r}, {len(self._keys)} entries, {len(self.loaded_items())} read)"
 
     # ------------------------------------------------------------------ refreshing
-    def reopen(self, meta: dict, batch_size, old_level) -> dict:
+    def reopen(self, meta: dict, batch_size: torch.Size, old_level: Any) -> dict:
         """Takes the new ``meta.json`` of the level; returns the inodes of the entries kept.
 
         Entries already read are checked as an eager refresh checks them (a tensor
