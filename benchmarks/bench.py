@@ -1254,7 +1254,10 @@ def _run_other(python: str, args) -> dict:
         if args.threads:
             cmd += ["--threads", str(args.threads)]
         _log(f"running under {python} ...")
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        # Without this run's PYTHONPATH, which would make the other interpreter import
+        # this checkout instead of its own tensordict.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
         with open(path) as f:
             return json.load(f)
     finally:
