@@ -95,7 +95,7 @@ def _measure(src: TensorDict, folder: str, repeat: int) -> dict:
     seconds, loaded, error = _timed(lambda: TensorDict.load_memmap(folder), 3)
     figures["load_memmap"] = (seconds, error)
     if loaded is None:
-        loaded, _, _ = _timed(lambda: lazy_open(folder), 1)
+        _, loaded, _ = _timed(lambda: lazy_open(folder), 1)
     figures["lazy_open"] = _timed(lambda: lazy_open(folder), 5)[::2]
     figures["lazy_read_all"] = _timed(lambda: _read_all(lazy_open(folder)), 3)[::2]
     if loaded is not None:
