@@ -149,6 +149,18 @@ class LazyEntries(MutableMapping):
         self._strong: dict = {}  # sub-levels, non-tensor values, entries set since
         self._weak: dict = {}  # key -> weakref of a mapped tensor
 
+    def __del__(self) -> None:
+        # A level that is collected lets go of its tensors in the queue at once, so that a
+        # dropped tree holds no mapping there (a tensor held elsewhere stays valid).
+        recent = _RECENT
+        try:
+            for ref in self._weak.values():
+                tensor = ref()
+                if tensor is not None:
+                    recent.pop(id(tensor), None)
+        except (AttributeError, TypeError):  # half-built, or at interpreter exit
+            pass
+
     # ------------------------------------------------------------------ reading
     def _read(self, keys: Any) -> dict:
         """Reads ``keys`` (not yet loaded) with the eager reader; drops those whose file is missing."""

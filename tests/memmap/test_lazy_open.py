@@ -309,3 +309,16 @@ def test_listing_every_key_of_a_lazy_tree_maps_no_file(tmp_path, monkeypatch):
     values = list(lazy.values(True, True))
     assert len(maps) == len(values) == 11
     assert all(type(v) is type(eager["ep0", "x0"]) and v.numel() == 2 for v in values)
+
+
+def test_a_dropped_lazy_tree_lets_go_of_its_mappings(tmp_path, monkeypatch):
+    """Once a lazily opened tree is dropped, the bounded queue holds none of its tensors."""
+    monkeypatch.setattr(_ondemand, "_RECENT", type(_ondemand._RECENT)())
+    _episodes(tmp_path / "td", 2, 3)
+    lazy = TensorDict.load_memmap(tmp_path / "td", lazy=True)
+    kept = lazy["ep1", "x2"]
+    assert sum(1 for _ in lazy.values(True, True)) == 6
+    assert _ondemand.held_mappings() == 6
+    del lazy
+    assert _ondemand.held_mappings() == 0
+    assert kept.tolist() == [5.0, 5.0]
