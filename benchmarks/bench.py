@@ -44,6 +44,9 @@ except ImportError:  # not installed in this venv: use the checkout this script 
 
 from tensordict import MemoryMappedTensor, TensorDict
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scale as _scale  # noqa: E402 - beside this script
+
 # --------------------------------------------------------------------------- settings
 
 
@@ -65,6 +68,10 @@ class Settings:
     rb_rows: int = 100_000
     rb_batch: int = 256
     rb_rounds: int = 100
+    lazy_levels: int = 1000  # the lazy rows' folder: this many levels of lazy_leaves entries
+    lazy_leaves: int = 100
+    lazy_flat: int = 100_000
+    lazy_all_levels: int = 100  # lazy_read_all: levels of lazy_leaves, read whole
     map_bytes: int = 64 << 20
     map_workers: int = 2
     dist_bytes: int = 256 << 20
@@ -91,6 +98,9 @@ class Settings:
             micro_repeat=3,
             io_repeat=3,
             big_repeat=2,
+            lazy_levels=100,
+            lazy_flat=10_000,
+            lazy_all_levels=20,
             memmap_bytes=64 << 20,
             from_tensor_bytes=32 << 20,
             map_bytes=8 << 20,
@@ -439,6 +449,145 @@ def row_refresh(res: Result, cfg: Settings, scratch: Scratch) -> None:
     res.record(
         _alternate(loaded.memmap_refresh_, lambda: _floor_load(folder), cfg.io_repeat, warmup=2)
     )
+
+
+def _episodes(levels: int, leaves: int) -> TensorDict:
+    """``levels`` nested levels (episodes) of ``leaves`` small entries each."""
+    return TensorDict(
+        {
+            f"ep{i}": TensorDict({f"x{j}": torch.full((4,), float(j)) for j in range(leaves)})
+            for i in range(levels)
+        }
+    )
+
+
+def _lazy_folder(cfg: Settings, scratch: Scratch) -> str:
+    """The folder of ``lazy_levels`` x ``lazy_leaves`` entries (100,000 in full runs), built once.
+
+    Past ``vm.max_map_count`` (65,530 mappings), ``memmap`` writes it file by file (ours),
+    or fails (the reference): the rows that need it are then ``n/a``.
+    """
+    folder = getattr(scratch, "lazy_folder", None)
+    if folder is None:
+        folder = scratch.path("lazy")
+        _log(f"writing {cfg.lazy_levels * cfg.lazy_leaves} entries ...")
+        written = _episodes(cfg.lazy_levels, cfg.lazy_leaves).memmap(folder)
+        del written
+        gc.collect()
+        scratch.lazy_folder = folder
+    return folder
+
+
+_lazy_open = _scale.lazy_open  # n/a where load_memmap has no lazy option (the reference)
+
+
+def _json_load(path: str) -> dict:
+    with open(os.path.join(path, "meta.json")) as f:
+        return json.load(f)
+
+
+def row_lazy_open(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    folder = _lazy_folder(cfg, scratch)
+    res.record(
+        _alternate(lambda: _lazy_open(folder), lambda: _json_load(folder), cfg.io_repeat, warmup=2)
+    )
+    res.notes.append(
+        f"{cfg.lazy_levels * cfg.lazy_leaves} entries in {cfg.lazy_levels} levels; "
+        "floor: json.load of the top meta.json"
+    )
+
+
+def row_lazy_first_read(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    folder = _lazy_folder(cfg, scratch)
+    level, leaf = f"ep{cfg.lazy_levels // 2}", f"x{cfg.lazy_leaves // 2}"
+    opened: list = []
+
+    def floor():
+        record = _json_load(os.path.join(folder, level))[leaf]
+        return _open_leaf(
+            os.path.join(folder, level, leaf + ".memmap"), torch.float32, record["shape"]
+        )
+
+    res.record(
+        _alternate(
+            lambda: opened[0][level][leaf],
+            floor,
+            cfg.io_repeat,
+            warmup=2,
+            work_setup=lambda: opened.clear() or opened.append(_lazy_open(folder)),
+        )
+    )
+    res.notes.append(
+        "one entry of a freshly opened lazy tree; floor: its level's json.load + one map"
+    )
+
+
+def row_lazy_read_all(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    folder = scratch.path("lazyall")
+    _episodes(cfg.lazy_all_levels, cfg.lazy_leaves).memmap(folder)
+    gc.collect()
+
+    def every(td) -> int:
+        return sum(1 for _ in td.values(True, True))
+
+    res.record(
+        _alternate(
+            lambda: every(_lazy_open(folder)),
+            lambda: every(TensorDict.load_memmap(folder)),
+            cfg.io_repeat,
+            warmup=1,
+        )
+    )
+    res.notes.append(
+        f"{cfg.lazy_all_levels * cfg.lazy_leaves} entries: lazy open + every leaf read; "
+        "floor: the eager load_memmap + every leaf"
+    )
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _maps() -> int:
+    with open("/proc/self/maps", "rb") as f:
+        return sum(1 for _ in f)
+
+
+def row_lazy_memory(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    folder = _lazy_folder(cfg, scratch)
+    gc.collect()
+    base = _rss()
+    td = _lazy_open(folder)
+    opened = _rss() - base
+    touched = 0
+    for i in range(0, cfg.lazy_levels, max(1, cfg.lazy_levels // 10)):
+        for value in td[f"ep{i}"].values():
+            touched += int(value[0] >= 0)
+    after_some = _rss() - base
+    for value in td.values(True, True):
+        touched += int(value[0] >= 0)
+    after_all = _rss() - base
+    total = cfg.lazy_levels * cfg.lazy_leaves
+    res.notes.append(
+        f"resident memory: +{opened / 2**20:.1f} MiB after open, "
+        f"+{after_some / 2**20:.1f} MiB after {10 * cfg.lazy_leaves} of {total} entries, "
+        f"+{after_all / 2**20:.1f} MiB after all; {_maps()} mappings in the process"
+    )
+
+
+def row_lazy_flat(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    folder = scratch.path("flat")
+    # Entries of no element (the format keeps no file for them): the folder builds in
+    # seconds, and a lazy open reads no entry's file either way.
+    src = TensorDict({f"x{j}": torch.zeros(0) for j in range(cfg.lazy_flat)})
+    written = src.memmap(folder)
+    del written, src  # only the folder is needed
+    gc.collect()
+    res.record(
+        _alternate(lambda: _lazy_open(folder), lambda: _json_load(folder), cfg.io_repeat, warmup=2)
+    )
+    res.notes.append(f"one level of {cfg.lazy_flat} entries; floor: json.load of its meta.json")
 
 
 def _linear_calls(res: Result, cfg: Settings, setup, calls) -> None:
@@ -964,6 +1113,16 @@ ROWS = [
         "LazyMemmapStorage extend + sample of 100 batches of 256 rows",
         None,
     ),
+    ("lazy_open", row_lazy_open, "load_memmap(lazy=True), 1000 levels x 100", ("abs", 10e-3)),
+    ("lazy_first_read", row_lazy_first_read, "first read of one lazy entry", ("abs", 1e-3)),
+    (
+        "lazy_read_all",
+        row_lazy_read_all,
+        "every entry of a lazy 100 x 100 (vs the eager load)",
+        ("ratio", 1.1),
+    ),
+    ("lazy_memory", row_lazy_memory, "resident memory of a lazy 1000 x 100 tree", None),
+    ("lazy_flat", row_lazy_flat, "load_memmap(lazy=True), one level of 100,000", ("ratio", 1.2)),
     ("from_tensor", row_from_tensor, "MemoryMappedTensor.from_tensor, 256 MiB", ("ratio", 1.1)),
     ("from_filename", row_from_filename, "1000 MemoryMappedTensor.from_filename", ("ratio", 1.2)),
     ("map", row_map, "td.map(fn) of 64 MiB memmap, 2 workers (vs 1 process)", ("ratio", 1 / 1.6)),
@@ -1106,7 +1265,7 @@ def _table(results: list[Result], env: dict, other: dict | None) -> str:
                 res.name,
                 _fmt(res.work),
                 _fmt(res.floor),
-                f"{res.ratio:.2f}x",
+                "-" if res.ratio is None else f"{res.ratio:.2f}x",
                 res.target,
                 mark,
             ]
@@ -1118,7 +1277,8 @@ def _table(results: list[Result], env: dict, other: dict | None) -> str:
                 cells += ["n/a", "-"]
                 tail.append(f"other: n/a ({o['error']})")
             else:
-                cells += [f"{o['ratio']:.2f}x", _fmt(o["work"])]
+                ratio = o["ratio"]
+                cells += ["-" if ratio is None else f"{ratio:.2f}x", _fmt(o["work"])]
         body.append(cells)
         tails.append("  ".join(tail))
     widths = [max(len(h), *(len(cells[i]) for cells in body)) for i, h in enumerate(headers)]
@@ -1172,6 +1332,8 @@ def _run_other(python: str, args) -> dict:
     os.close(fd)
     try:
         cmd = [python, os.path.abspath(__file__), "--json", path, "--no-table"]
+        if args.scale:
+            cmd.append("--scale")
         if args.quick:
             cmd.append("--quick")
         if args.only:
@@ -1179,7 +1341,10 @@ def _run_other(python: str, args) -> dict:
         if args.threads:
             cmd += ["--threads", str(args.threads)]
         _log(f"running under {python} ...")
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        # Without this run's PYTHONPATH, which would make the other interpreter import
+        # this checkout instead of its own tensordict.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
         with open(path) as f:
             return json.load(f)
     finally:
@@ -1199,6 +1364,18 @@ def main(argv: list[str] | None = None) -> int:
         help="torch intra-op threads for every row (default: 1, but torch's default for "
         "the bulk copies memmap and from_tensor)",
     )
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="scaling curves instead of the table: load_memmap (eager, lazy), memmap and "
+        "memmap_refresh_ at 1k, 10k and 100k entries (see scale.py)",
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="PNG",
+        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "scale.png"),
+        help="where --scale draws its plot (needs matplotlib, the 'bench' extra)",
+    )
     parser.add_argument("--no-table", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--list", action="store_true", help="list the rows and exit")
     args = parser.parse_args(argv)
@@ -1215,6 +1392,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown row(s) {', '.join(unknown)}; rows: {', '.join(names)}")
         names = wanted
 
+    if args.scale:
+        return _main_scale(args)
     cfg = Settings.make(args.quick, args.threads)
     env = _environment()
     env["threads_small"], env["threads_bulk"] = cfg.threads_small, cfg.threads_bulk
@@ -1236,6 +1415,36 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_table:
         out = sys.stderr if args.json == "-" else sys.stdout
         print(_table(results, env, other), file=out)
+    return 0
+
+
+def _main_scale(args) -> int:
+    """``--scale``: the scaling table (and plot), ours and ``--python``'s side by side."""
+    torch.set_num_threads(args.threads or 1)
+    env = _environment()
+    ours = _scale.run(args.quick, _log)
+    other = _run_other(args.python, args) if args.python else None
+    figures = {"environment": env, "scale": ours}
+    if other is not None:
+        figures["other"] = other
+    if args.json == "-":
+        json.dump(figures, sys.stdout, indent=2)
+        print()
+    elif args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+    if not args.no_table:
+        out = sys.stderr if args.json == "-" else sys.stdout
+        print(f"this:  {env['python']}  tensordict {env['tensordict_version']}", file=out)
+        if other is not None:
+            oenv = other["environment"]
+            print(f"other: {oenv['python']}  tensordict {oenv['tensordict_version']}", file=out)
+        print(file=out)
+        print(_scale.table(ours, None if other is None else other["scale"]), file=out)
+        if _scale.plot(ours, None if other is None else other["scale"], args.plot):
+            print(f"\nplot: {args.plot}", file=out)
+        else:
+            print("\nplot: not drawn (pip install matplotlib, the 'bench' extra)", file=out)
     return 0
 
 

@@ -39,7 +39,9 @@ from tensordict.errors import (
 )
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
+from tensordict.memmap._ondemand import LazyEntries as _LazyEntries
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
+from tensordict.memmap.tensor import rows_alias
 
 _Tensor = torch.Tensor
 _no_subclass_dispatch = torch._C.DisableTorchFunctionSubclass
@@ -541,6 +543,10 @@ class TensorDict(TensorDictBase):
     def _items_level(self):
         return self._tensordict.items()
 
+    def _walk_items(self):
+        data = self._tensordict
+        return data.items() if type(data) is dict else data.walk_items()
+
     def _new_like(self, source: dict, batch_size, names=NO_DEFAULT, device=NO_DEFAULT):
         if names is NO_DEFAULT:
             names = self._names if batch_size == self._batch_size else None
@@ -578,7 +584,7 @@ class TensorDict(TensorDictBase):
         if locked == self._locked:
             return
         self._locked = locked
-        for value in self._tensordict.values():
+        for value in _read_values(self._tensordict):
             if isinstance(value, TensorDict):
                 if locked:
                     _hold(value, self)
@@ -604,7 +610,7 @@ class TensorDict(TensorDictBase):
         subs = []
         pending = [self]
         while pending:
-            for value in pending.pop()._tensordict.values():
+            for value in _read_values(pending.pop()._tensordict):
                 if isinstance(value, TensorDict) and value._locked and id(value) not in inside:
                     inside.add(id(value))
                     subs.append(value)
@@ -720,7 +726,22 @@ class TensorDict(TensorDictBase):
                     "its leaves are memory-mapped tensors; index a copy (td.clone()) instead"
                 )
                 raise FirstClassDimError(msg)
-        if new_size is not None:
+        if new_size is not None and type(leaf_index) is _Tensor and leaf_index.ndim:
+            # Rows picked by a tensor: every leaf is copied, so a memory-mapped leaf is
+            # indexed as the plain tensor it is (no view to keep), in one dispatch-free loop.
+            out = _index_copies(self._tensordict, leaf_index, new_size)
+            if out is not None:
+                names = None
+                if self._names is not None:
+                    names = dimnames.index(self._names, leaf_index, len(new_size))
+                return TensorDict._new_unsafe(out, new_size, self._device, names)
+            out = {
+                key: _index_leaf(value, leaf_index)
+                if type(value) is not _Unbatched
+                else value.rebatched(new_size)
+                for key, value in self._tensordict.items()
+            }
+        elif new_size is not None:
             out = {
                 key: _index_leaf(value, leaf_index)
                 if type(value) is not _Unbatched
@@ -759,18 +780,28 @@ class TensorDict(TensorDictBase):
             self._write_rows(index, value)
 
     def _write_rows(self, index, value) -> None:
-        leaf_index, rows = normalize_index(index, self._batch_size)
+        batch_size = self._batch_size
+        if type(index) is _Tensor and index.dtype is torch.long and index.ndim == 1 and batch_size:
+            # The replay-buffer hot path: one long tensor of rows (what normalize_index and
+            # _indexed_batch make of it, without their general cases).
+            leaf_index, rows = index, _Size((index.shape[0],)) + batch_size[1:]
+        else:
+            leaf_index, rows = normalize_index(index, batch_size)
         data = self._tensordict
-        given = getattr(value, "batch_size", None)
+        given = (
+            value._batch_size if type(value) is TensorDict else getattr(value, "batch_size", None)
+        )
         if given is not None and given != rows:
-            rows = _indexed_batch(self._batch_size, leaf_index, rows)
+            rows = _indexed_batch(batch_size, leaf_index, rows)
             if given != rows:
                 _check_rows(index, given, rows)
         if type(value) is TensorDict and value._tensordict.keys() == data.keys():
             # The replay-buffer hot path: the same keys, written leaf by leaf, after every
             # shape was checked so that a refused value writes nothing.
             items = value._tensordict.items()
-            bd, vbd = len(self._batch_size), len(value._batch_size)
+            bd, vbd = len(batch_size), len(value._batch_size)
+            if _write_dense_rows(data, items, leaf_index, bd, vbd):
+                return
             with _no_subclass_dispatch():  # shapes of memory-mapped leaves, read cheaply
                 for key, sub in items:
                     current = data[key]
@@ -1173,9 +1204,17 @@ class TensorDict(TensorDictBase):
         level = self._mm
         if level is None or level.path is None:
             return
-        for key, value in self._tensordict.items():
+        data = self._tensordict
+        for key, value in data.items() if type(data) is dict else data.loaded_items():
             if getattr(type(value), "_is_non_tensor", False) and hasattr(value, "_home"):
                 value._home = (level, key)
+
+    def _lazy_loaded(self, value) -> None:
+        # A sub-tensordict of a lazily opened level, read after this one was locked.
+        if self._locked and isinstance(value, TensorDict):
+            _hold(value, self)
+        elif self._locked and type(value) is not _Tensor and hasattr(value, "_propagate_lock"):
+            value._propagate_lock(True)
 
     def _persist_entry(self, key: str, value) -> None:
         # A non-tensor entry of a memory-mapped level replaced by a write in place (set_,
@@ -1244,6 +1283,48 @@ def _adopt_batch(key: str, value, batch_size: torch.Size):
     return adopted
 
 
+def _write_dense_rows(data, items, index, bd: int, vbd: int) -> bool:
+    """``data[key][index] = sub`` for every ``(key, sub)`` of ``items`` when every entry on
+    both sides is a dense tensor (plain, or memory-mapped on this side); False, writing
+    nothing, otherwise. Every feature shape is checked before the first write, so that a
+    refused value writes nothing. The writes go straight to the tensors' memory, as
+    ``MemoryMappedTensor.__setitem__`` does."""
+    targets = []
+    for key, sub in items:
+        current = data[key]
+        kind = type(current)
+        if kind is _MMT:
+            current = current._plain
+            if current is None:
+                current = rows_alias(data[key])
+        elif kind is not _Tensor:
+            return False
+        if type(sub) is not _Tensor:
+            return False
+        if sub.shape[vbd:] != current.shape[bd:]:
+            if current.is_nested or sub.is_nested:
+                return False
+            _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
+        targets.append(current)
+    for target, (_, sub) in zip(targets, items):
+        target[index] = sub
+    return True
+
+
+def _index_copies(data, index, new_size):
+    """``{key: value[index]}`` when every entry is a dense tensor (plain or memory-mapped),
+    else None. ``index`` is a tensor of rows: each result is a plain copy, as
+    ``MemoryMappedTensor.__getitem__`` returns it for such an index."""
+    out = {}
+    with _no_subclass_dispatch():
+        for key, value in data.items():
+            kind = type(value)
+            if (kind is not _Tensor and kind is not _MMT) or value.is_nested:
+                return None
+            out[key] = value[index]
+    return out or None  # no entry: the generic path marks the empty view
+
+
 def _index_leaf(value, index):
     """``value[index]``; a jagged nested tensor, which torch cannot index along its first dim
     but by an int, is rebuilt from the components the index picks."""
@@ -1299,6 +1380,11 @@ def _mark_view(view: TensorDict, locked: bool) -> None:
         if type(value) is TensorDict and value._locked:
             value._propagate_lock(False)
             value._mm = None
+
+
+def _read_values(data):
+    """The values of a level's entries; of a lazily opened level, only those read so far."""
+    return data.values() if type(data) is dict else data.loaded_values()
 
 
 def _live_locked(ref) -> bool:
@@ -1413,6 +1499,8 @@ def _load(folder: str, meta: dict, stat, options) -> TensorDict:
     """The loader of TensorDict folders, registered with the storage layer."""
     batch_size, device, names, data, inodes = _io.load_entries(folder, meta, options)
     td = TensorDict._new_unsafe(data, batch_size, device, names)
+    if type(data) is _LazyEntries:
+        data.owner = weakref.ref(td)
     td._mm = _io.Level(folder, meta, stat, options.robust_key, inodes, data)
     td._home_entries()
     return td

@@ -46,6 +46,7 @@ __all__ = [
     "LazyViewCastError",
     "LazyViewError",
     "LockedError",
+    "MappingLimitError",
     "MaskError",
     "MemberBatchSizeError",
     "MemmapFormatError",
@@ -225,6 +226,10 @@ class NotDifferentiableError(TensorDictError, RuntimeError):
 
 class NotMemmapError(TensorDictError, RuntimeError):
     """A memory-mapping method was called on a tensordict that is not memory-mapped."""
+
+
+class MappingLimitError(TensorDictError, RuntimeError):
+    """Memory-mapping would need more mappings than the kernel allows this process (``vm.max_map_count``)."""
 
 
 class ReadOnlyMemmapError(NotMemmapError):

@@ -26,6 +26,7 @@ from tensordict.errors import (
 )
 from tensordict.memmap import _archive, _fs, _io
 from tensordict.memmap import format as fmt
+from tensordict.memmap._ondemand import LazyEntries
 from tensordict.memmap.tensor import MemoryMappedTensor, _storage_filename
 
 STORAGE_WARNING = (
@@ -173,6 +174,17 @@ def _load_options(robust_key, allow_pickle, mode, num_threads) -> _io.Options:
     return _io.Options(robust_key, allow_pickle, None, mode)
 
 
+def _read_items(td) -> list:
+    """The ``(key, value)`` pairs of a level; of a lazily opened one, those read so far.
+
+    An entry a lazy level has not read is, as recorded, one of its folder's files.
+    """
+    data = getattr(td, "_tensordict", None)
+    if type(data) is LazyEntries:
+        return data.loaded_items()
+    return list(td._items_level())
+
+
 def warn_storage_without_file(key, path: str) -> None:
     """The ``FutureWarning`` of a file-less storage added to a tensordict with a directory."""
     warn(STORAGE_WARNING.format(key=key, path=path), FutureWarning)
@@ -181,7 +193,7 @@ def warn_storage_without_file(key, path: str) -> None:
 class MemmapMixin(Contract):
     """Memory-mapping methods shared by every tensordict class.
 
-    Calls: ``_del_str``, ``_get_str``, ``_items_level``, ``_memmap_load_into``,
+    Calls: ``_del_str``, ``_get_str``, ``_items_level``, ``_keys_level``, ``_memmap_load_into``,
         ``_memmap_record``, ``_memmap_record_type``, ``_memmap_refresh``, ``_mm``,
         ``_new_like``, ``_store_entry``, ``_tensordict``.
     """
@@ -207,7 +219,7 @@ class MemmapMixin(Contract):
         """
         if self._mm is None:
             return False
-        for _, value in self._items_level():
+        for _, value in _read_items(self):
             if isinstance(value, torch.Tensor):
                 if not isinstance(value, MemoryMappedTensor):
                     return False
@@ -451,6 +463,7 @@ class MemmapMixin(Contract):
         mode: str | None = None,
         num_threads: int = 0,
         allow_pickle: bool = False,
+        lazy: bool = False,
     ):
         """Opens a memory-mapped folder (or ``.tdz`` archive) without copying and returns its tensordict.
 
@@ -499,6 +512,27 @@ class MemmapMixin(Contract):
                 chunks. Defaults to ``0``.
             allow_pickle (bool, optional): unpickle non-tensor values that JSON could not
                 hold. Only for folders you trust. Defaults to False.
+            lazy (bool, optional): our extension, not in the well-known API: open the
+                folder lazily. Only the top ``meta.json`` is read now (its level's
+                batch size, device and names checked); each entry is read and mapped
+                on its first access, and a nested TensorDict level is opened lazily
+                on its first access. Every check of the eager load still runs, on
+                the first access of the entry it concerns, and raises the same error
+                there; an entry whose file is missing is dropped then (``keys()``
+                lists it until it is accessed). Reading, writing, indexing,
+                ``apply``, iteration, ``memmap_()`` and ``memmap_refresh_()`` give the
+                results of an eager load. The mapped tensors of lazy levels are held
+                by one process-wide queue of the most recently used ones, of
+                ``min(16384, vm.max_map_count // 4)`` tensors (``vm.max_map_count``,
+                65,530 by default, is the number of memory mappings Linux allows a
+                process, and each file is one: a quarter leaves room for the
+                interpreter, torch, eager loads and your own tensors); a tensor that
+                leaves the queue and that nothing references is unmapped, and mapped
+                again on its next access, so that every entry of a folder of 100,000
+                can be visited. A tensor you hold stays valid. With ``mode="r"``, a
+                write into such a released copy-on-write tensor is forgotten with it.
+                Levels of other classes (tensorclass, lazy stack) and archives are
+                read whole. Defaults to False.
 
         Returns:
             The tensordict (of the class the folder records).
@@ -519,8 +553,12 @@ class MemmapMixin(Contract):
             >>> frozen["a"][0] = 7  # stays in this process: the file is not changed
             >>> TensorDict.load_memmap("ckpt")["a"][0]
             MemoryMappedTensor(0)
+            >>> lazy = TensorDict.load_memmap("ckpt", lazy=True)  # reads ckpt/meta.json only
+            >>> list(lazy.keys()), lazy["sub", "b"]
+            (['a', 'sub'], MemoryMappedTensor([1., 1., 1.]))
         """
         options = _load_options(robust_key, allow_pickle, mode, num_threads)
+        options.lazy = bool(lazy)
         parts = () if subpath is None else fmt.subpath_parts(subpath)
         if _archive.is_archive_file(prefix):
             loaded = _archive.load_archive(prefix, options, writable=mode == "r+", subpath=parts)
@@ -546,8 +584,8 @@ class MemmapMixin(Contract):
         inner = self._tensordict_of()
         level = inner._mm
         folder = level.path
-        items = list(inner._items_level())
-        present = {key for key, _ in items}
+        items = _read_items(inner)  # the entries a lazy level did not read are its files
+        present = set(inner._keys_level())
         mine = level.ours()
         deleted = [key for key in mine if key not in present]
         for key, value in items:

@@ -49,14 +49,16 @@ from tensordict.errors import (
     EntryExistsError,
     ExistingFileError,
     InvalidArgumentError,
+    MappingLimitError,
     MemmapFormatError,
     MemmapNotFoundError,
     NotAFolderError,
     ReadOnlyMemmapError,
     SymlinkError,
 )
-from tensordict.memmap import _fs
+from tensordict.memmap import _fs, _ondemand
 from tensordict.memmap import format as fmt
+from tensordict.memmap._ondemand import LazyEntries
 from tensordict.memmap.tensor import MemoryMappedTensor, _open_file
 
 _Tensor = torch.Tensor
@@ -111,6 +113,8 @@ class Level:
         self.robust_key = robust_key
         self.view: dict | None = None
         self.clean = False  # dead writers' temporary files removed (once per level)
+        if type(loaded) is LazyEntries:
+            loaded.level = self  # it notes entries it drops, and homes non-tensor values
         if loaded is not None and meta:
             # Entries dropped at load (a missing file) were never this tensordict's to delete.
             fields = sum(
@@ -379,18 +383,25 @@ class Options:
 
     ``mode`` is ``None`` (each file shared when this process may write it, else
     copy-on-write), ``"r"`` (every file copy-on-write, and the levels refuse to change
-    their folders) or ``"r+"`` (every file shared; a read-only file raises).
+    their folders) or ``"r+"`` (every file shared; a read-only file raises). ``lazy``:
+    TensorDict levels are opened with :class:`~tensordict.memmap._ondemand.LazyEntries`.
     """
 
-    __slots__ = ("robust_key", "allow_pickle", "device", "depth", "mode")
+    __slots__ = ("robust_key", "allow_pickle", "device", "depth", "mode", "lazy")
 
     def __init__(
-        self, robust_key=None, allow_pickle: bool = False, device=None, mode: str | None = None
+        self,
+        robust_key=None,
+        allow_pickle: bool = False,
+        device=None,
+        mode: str | None = None,
+        lazy: bool = False,
     ) -> None:
         self.robust_key = robust_key
         self.allow_pickle = allow_pickle
         self.device = device
         self.mode = mode
+        self.lazy = lazy
         self.depth = 0  # folders being loaded, root included
 
 
@@ -787,10 +798,11 @@ def write_tree(
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
     plan = Plan()
     obj._memmap_plan(folder, plan, robust_key, existsok, like)
+    lean = _beyond_mappings(plan, folder, inplace)
     stage, exchange = (None, False) if folder is None else _staging_folder(folder)
     where = (lambda path: path) if stage is None else (lambda path: stage + path[len(folder) :])
     try:
-        out = _write_files(obj, plan, folder, where, like, inplace, num_threads, robust_key)
+        out = _write_files(obj, plan, folder, where, like, inplace, num_threads, robust_key, lean)
         if folder is not None:
             out._memmap_write_meta(where(folder), robust_key)
             if exchange:
@@ -803,8 +815,50 @@ def write_tree(
             if isinstance(err, OSError) and err.errno is not None:
                 raise _at_destination(err, folder, stage) from err
         raise
+    if lean:  # every file written and released: the result opens them as they are used
+        out = load_tree(folder, Options(robust_key, lazy=True), (), load_folder)
     out.lock_()
     return out
+
+
+MAPPINGS_MARGIN = 1024  # mappings left free when a tree is written whole (libraries, the heap)
+
+
+def _mappings_in_use() -> int:
+    try:
+        with open("/proc/self/maps", "rb") as handle:
+            return sum(1 for _ in handle)
+    except OSError:
+        return 0
+
+
+def _beyond_mappings(plan: Plan, folder, inplace: bool) -> bool:
+    """True when mapping every tensor of ``plan`` at once would pass ``vm.max_map_count``.
+
+    Such a tree is written file by file, each file released once written, and the
+    result is opened lazily (see ``LazyEntries``), so that it holds a bounded number
+    of mappings. Where no lazy result can stand in (shared memory without a folder, a
+    tree mapped in place), it raises before anything is written.
+
+    Raises:
+        MappingLimitError: without a folder, or in place, naming the limit.
+    """
+    count = len(plan.tensors)
+    if count <= _ondemand.MAX_MAPPED:
+        return False  # far below the limit: /proc is not read
+    free = _ondemand.MAX_MAP_COUNT - _mappings_in_use() - MAPPINGS_MARGIN
+    if count <= free:
+        return False
+    if folder is not None and not inplace:
+        return True
+    how = "in anonymous shared memory" if folder is None else "in place (memmap_)"
+    msg = (
+        f"cannot memory-map {count} tensors {how}: each is one mapping, and this process "
+        f"may hold {_ondemand.MAX_MAP_COUNT} (vm.max_map_count), about {max(free, 0)} more "
+        "now; write them with memmap(prefix), whose result opens its files lazily as they "
+        "are used, or raise the limit (sysctl vm.max_map_count)"
+    )
+    raise MappingLimitError(msg)
 
 
 def _at_destination(err: OSError, folder: str, stage: str) -> OSError:
@@ -918,11 +972,13 @@ def _only_recorded_names(folder: str) -> bool:
     return True
 
 
-def _write_files(obj, plan: Plan, folder, where, like, inplace, num_threads, robust_key):
+def _write_files(obj, plan: Plan, folder, where, like, inplace, num_threads, robust_key, lean):
     """Writes the plan's files at ``where(path)`` and returns the rebuilt tree (final paths).
 
     With a folder, ``where`` maps into the staging folder, which the caller removes
-    whole if this fails.
+    whole if this fails. ``lean``: each written file is released at once, and the
+    rebuilt tree holds the source tensors (it only serves to write the ``meta.json``
+    files: the caller loads the result).
     """
     if folder is not None:
         for level_folder, _ in plan.folders:
@@ -940,6 +996,8 @@ def _write_files(obj, plan: Plan, folder, where, like, inplace, num_threads, rob
             None if shape_path is None else where(shape_path),
             like,
         )
+        if lean:
+            return tensor  # its record is the same; the mapping goes with ``out``
         if out is not tensor and path is not None and out._filename is not None:
             out._filename = path  # where the file lies once the tree is in place
         return out
@@ -1089,6 +1147,13 @@ def load_folder(folder: str, meta: dict, stat, options: Options):
 
 def _load_kind(folder: str, meta: dict, stat, options: Options):
     kind = fmt.level_kind(folder, meta)
+    if options.lazy and kind != fmt.KIND_TD:
+        # Lazy opening is for TensorDict levels: any other class is read whole, as eager.
+        options.lazy = False
+        try:
+            return _load_kind(folder, meta, stat, options)
+        finally:
+            options.lazy = True
     if kind == fmt.KIND_NONTENSOR:
         return _load_nontensor(folder, meta, options)
     cls, type_str = meta.get("_class"), meta.get("_type")
@@ -1125,6 +1190,10 @@ def load_entries(folder: str, meta: dict, options: Options) -> tuple:
     names = fmt.parse_names(folder, meta, batch_size)
     if options.device is not None:
         device = options.device
+    if options.lazy:
+        inodes = {}
+        data = LazyEntries(folder, meta, options, batch_size, inodes, _read_entries)
+        return batch_size, device, names, data, inodes
     data, inodes = _read_entries(folder, meta, options, batch_size, None)
     return batch_size, device, names, data, inodes
 
@@ -1294,13 +1363,14 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
             raise MemmapNotFoundError(msg) from err
         if not _fs.same_file(current, level.stat):
             read = fmt.read_meta(level.path)
+    lazy = type(data) is LazyEntries
     if read is None or _fs.same_file(read[1], level.stat):
         meta = level.meta
         if not data.keys() <= meta.keys():
             for key in [k for k in data if k not in meta]:
                 del data[key]
         mmt = MemoryMappedTensor
-        for value in data.values():
+        for value in data.loaded_values() if lazy else data.values():
             # This loop runs once per entry of every unchanged level: the common leaf first.
             if type(value) is mmt or isinstance(value, _Tensor) or is_non_tensor(value):
                 continue
@@ -1310,6 +1380,13 @@ def refresh_entries(level: Level, data: dict, options: Options, read=None):
     meta, stat = read
     batch_size, _ = fmt.parse_td_level(level.path, meta)
     names = fmt.parse_names(level.path, meta, batch_size)
+    if lazy:  # what was read is checked again; the rest stays unread
+        inodes = data.reopen(meta, batch_size, level)
+        return (
+            batch_size,
+            names,
+            Level(level.path, meta, stat, level.robust_key, inodes, data, level.mode),
+        )
     fresh, inodes = _read_entries(level.path, meta, options, batch_size, data, level)
     data.clear()
     data.update(fresh)

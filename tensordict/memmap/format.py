@@ -811,6 +811,9 @@ def parse_record(folder: str, key: str, record) -> str | None:
     return kind
 
 
+_INT_ONLY = frozenset((int,))  # the exact type of every dimension (bool, a subclass, is refused)
+
+
 def parse_tensor_record(folder: str, key: str, record: dict) -> tuple:
     """Returns ``(dtype, shape, is_nested)`` of a tensor record.
 
@@ -832,7 +835,7 @@ def parse_tensor_record(folder: str, key: str, record: dict) -> tuple:
     if (
         dtype is not None
         and type(shape) is list
-        and all(type(s) is int for s in shape)
+        and _INT_ONLY.issuperset(map(type, shape))
         and (nested is False or (nested is True and len(shape) == 2))
     ):
         fits = not shape or (min(shape) >= 0 and max(shape) <= _MAX_SIZE)

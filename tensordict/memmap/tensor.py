@@ -65,6 +65,31 @@ _DisableSubclass = torch._C.DisableTorchFunctionSubclass
 _GETITEM, _SETITEM = torch.Tensor.__getitem__, torch.Tensor.__setitem__
 
 
+# Torch methods that change a tensor's shape, strides or storage in place.
+_RESHAPE_INPLACE = frozenset(
+    getattr(torch.Tensor, name)
+    for name in (
+        "set_ resize_ resize_as_ as_strided_ unsqueeze_ squeeze_ t_ transpose_ "
+        "swapdims_ swapaxes_ share_memory_"
+    ).split()
+    if hasattr(torch.Tensor, name)
+)
+
+
+def rows_alias(tensor: MemoryMappedTensor) -> torch.Tensor:
+    """A plain tensor over the memory of ``tensor``, with its shape and strides (kept on it).
+
+    Writes through it are writes into ``tensor``'s mapping, without the subclass
+    dispatch: the replay-buffer hot path of ``td[rows] = batch``.
+    """
+    alias = tensor._plain
+    if alias is None:
+        with _DisableSubclass():
+            alias = tensor.as_subclass(torch.Tensor)
+        tensor._plain = alias
+    return alias
+
+
 def _view_functions() -> frozenset:
     """The torch functions whose result may be a view of their first argument."""
     names = (
@@ -463,10 +488,16 @@ class MemoryMappedTensor(torch.Tensor):
 
     _filename: str | None = None
     _cow: bool = False
+    # A plain tensor over the same memory, same shape and strides (see rows_alias): index
+    # writes through it skip the subclass dispatch. Dropped by any op that changes this
+    # tensor's geometry in place.
+    _plain: torch.Tensor | None = None
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         """Runs ``func`` on plain tensors; views of a MemoryMappedTensor keep its class and file."""
+        if func in _RESHAPE_INPLACE and args and isinstance(args[0], MemoryMappedTensor):
+            vars(args[0]).pop("_plain", None)
         with _DisableSubclass():
             out = func(*args, **kwargs) if kwargs else func(*args)
             if func in _VIEW_FUNCS and args and isinstance(args[0], MemoryMappedTensor):

@@ -1,0 +1,65 @@
+"""Rows written into and read from a memory-mapped tensordict by a tensor of indices (replay buffers)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tensordict import MemoryMappedTensor, TensorDict
+from tensordict.errors import BatchSizeError
+
+
+def _buffer(path):
+    template = TensorDict(
+        {"obs": torch.zeros(10, 3), "done": torch.zeros(10, 1, dtype=torch.bool)}, [10]
+    )
+    return template.memmap_like(path)
+
+
+def _batch(n=2):
+    return TensorDict({"obs": torch.randn(n, 3), "done": torch.ones(n, 1, dtype=torch.bool)}, [n])
+
+
+def test_rows_written_by_index_reach_the_files(tmp_path):
+    """td[rows] = batch writes every leaf's rows into its file (seen by a fresh load)."""
+    buffer = _buffer(tmp_path / "b")
+    batch = _batch()
+    rows = torch.tensor([7, 2])
+    buffer[rows] = batch
+    buffer[rows] = batch  # again, through what the first write set up
+    fresh = TensorDict.load_memmap(tmp_path / "b")
+    assert torch.equal(fresh["obs"][rows], batch["obs"]) and fresh["done"][rows].all()
+    assert not fresh["done"][0].any()
+
+
+def test_a_refused_batch_writes_nothing(tmp_path):
+    """A batch whose second leaf has the wrong feature shape raises and leaves every leaf as it was."""
+    buffer = _buffer(tmp_path / "b")
+    buffer[torch.tensor([0])] = _batch(1)
+    bad = TensorDict({"obs": torch.ones(2, 3), "done": torch.ones(2, 4, dtype=torch.bool)}, [2])
+    before = buffer.clone()
+    with pytest.raises(BatchSizeError, match="'done'"):
+        buffer[torch.tensor([1, 2])] = bad
+    assert (buffer == before).all()
+
+
+def test_a_leaf_reshaped_in_place_is_checked_with_its_new_shape(tmp_path):
+    """After an in-place change of a memory-mapped leaf's geometry, writes check the new shape."""
+    leaf = MemoryMappedTensor.zeros(4, 2, filename=tmp_path / "x.memmap")
+    td = TensorDict({"x": leaf}, [4])
+    td[torch.tensor([0])] = TensorDict({"x": torch.ones(1, 2)}, [1])
+    leaf.unsqueeze_(1)  # now (4, 1, 2): rows of shape (2,) no longer fit
+    with pytest.raises(BatchSizeError, match="feature shape"):
+        td[torch.tensor([1])] = TensorDict({"x": torch.full((1, 3), 5.0)}, [1])
+    assert leaf[1].eq(0).all() and leaf[0].eq(1).all()
+
+
+def test_rows_read_by_index_are_plain_copies(tmp_path):
+    """td[rows] of a memory-mapped tensordict holds plain tensors, and is not memory-mapped."""
+    buffer = _buffer(tmp_path / "b")
+    buffer[torch.tensor([3])] = _batch(1)
+    rows = buffer[torch.tensor([3, 4])]
+    assert type(rows["obs"]) is torch.Tensor and not rows.is_memmap()
+    assert rows["done"].tolist() == [[True], [False]]
+    rows["obs"].zero_()
+    assert buffer["obs"][3].abs().sum() > 0
