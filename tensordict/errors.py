@@ -34,6 +34,7 @@ __all__ = [
     "EntryShapeError",
     "EntryTypeError",
     "ExistingFileError",
+    "MappedElsewhereError",
     "ForeignWriterError",
     "FieldCastError",
     "FirstClassDimError",
@@ -184,6 +185,10 @@ class ExistingFileError(TensorDictError, FileExistsError, RuntimeError):
 
     Also a ``RuntimeError``, what the well-known API raises for it.
     """
+
+
+class MappedElsewhereError(TensorDictError, RuntimeError):
+    """A leaf already memory-mapped in one file was asked to go to another (``copy_existing=False``)."""
 
 
 class EntryExistsError(TensorDictError, RuntimeError):

@@ -49,6 +49,7 @@ from tensordict.errors import (
     EntryExistsError,
     ExistingFileError,
     InvalidArgumentError,
+    MappedElsewhereError,
     MemmapFormatError,
     MemmapNotFoundError,
     NotAFolderError,
@@ -408,7 +409,8 @@ def _is_mapped_collection(value) -> bool:
 class Plan:
     """What writing one tree will do, checked in full before anything touches the disk."""
 
-    def __init__(self) -> None:
+    def __init__(self, copy_existing: bool = True) -> None:
+        self.copy_existing = copy_existing  # False: a leaf with a file elsewhere is refused
         self.folders: list = []  # (folder, obj), children first
         self.tensors: list = []  # (path, tensor, shape_path)
         self.nontensors: list = []  # (folder, value)
@@ -470,6 +472,8 @@ def plan_entries(
             shape_path = None
             if value.is_nested:
                 shape_path = os.path.join(folder, fmt.file_name(key, fmt.SHAPE_SUFFIX, robust_key))
+            if not (like or plan.copy_existing):
+                _check_not_elsewhere(key, value, path)
             if not existsok and not is_file_of(value, path) and os.path.lexists(path):
                 msg = f"cannot memory-map the entry {key!r}: {path!r} already exists and existsok=False"
                 raise ExistingFileError(msg)
@@ -484,6 +488,18 @@ def plan_entries(
             value._memmap_plan(sub, plan, robust_key, existsok, like)
     plan.depth -= 1
     plan.folders.append((folder, obj))
+
+
+def _check_not_elsewhere(key, value, path: str) -> None:
+    """Refuses to copy a leaf that has its own file to ``path`` unless ``copy_existing`` asks to."""
+    filename = getattr(value, "_filename", None)
+    if filename is None or is_file_of(value, path):
+        return
+    msg = (
+        f"cannot memory-map the entry {key!r} to {path!r}: it already has the file "
+        f"{filename!r}; pass copy_existing=True to copy it there"
+    )
+    raise MappedElsewhereError(msg)
 
 
 def sub_folder(folder: str | None, key: str, robust_key) -> str | None:
@@ -768,7 +784,15 @@ def write_nontensor(folder: str, value) -> None:
 
 
 def write_tree(
-    obj, prefix, *, like: bool, inplace: bool, num_threads: int, existsok: bool, robust_key
+    obj,
+    prefix,
+    *,
+    like: bool,
+    inplace: bool,
+    num_threads: int,
+    existsok: bool,
+    robust_key,
+    copy_existing: bool = True,
 ):
     """Memory-maps ``obj`` into ``prefix`` (or anonymous shared memory) and returns the result.
 
@@ -782,10 +806,11 @@ def write_tree(
     (:func:`_merge_into`): killed at any moment, every level loads with each entry
     whole, old or new. Either way a failure leaves the old tree untouched and removes
     the staging folder. ``inplace`` swaps the leaves of ``obj`` itself; otherwise a
-    new tree is returned. The result is locked.
+    new tree is returned. The result is locked. Without ``copy_existing``, a leaf
+    memory-mapped in another file is refused (``MappedElsewhereError``).
     """
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
-    plan = Plan()
+    plan = Plan(copy_existing)
     obj._memmap_plan(folder, plan, robust_key, existsok, like)
     stage, exchange = (None, False) if folder is None else _staging_folder(folder)
     where = (lambda path: path) if stage is None else (lambda path: stage + path[len(folder) :])
