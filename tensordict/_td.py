@@ -23,7 +23,13 @@ from tensordict._nested_tensors import nested_index
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops.apply import check_result
 from tensordict._ops.classes import CLASSES
-from tensordict._ops.entries import _as_value, _check_batch, _source_items, plain_tree
+from tensordict._ops.entries import (
+    _as_value,
+    _check_batch,
+    _source_items,
+    array_as_tensor,
+    plain_tree,
+)
 from tensordict._torch_function import dispatch
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict._unbatched import UnbatchedTensor as _Unbatched
@@ -783,11 +789,12 @@ class TensorDict(TensorDictBase):
                     current[leaf_index] = sub.data if isinstance(sub, NonTensorDataBase) else sub
             return
         if is_tensor_collection(value) or isinstance(value, Mapping):
-            items = list(
-                _source_items(
+            items = [
+                (key, array_as_tensor(sub))
+                for key, sub in _source_items(
                     value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
                 )
-            )
+            ]
             missing = [k for k, _ in items if k not in data]
             if missing and self._locked:
                 msg = f"cannot add the keys {missing} through index assignment: the tensordict is locked"

@@ -733,3 +733,14 @@ def test_set__of_a_value_that_does_not_fit_is_a_value_error():
         td.set_("a", torch.zeros(2))
     with pytest.raises(RuntimeError):
         td.update_({"a": torch.zeros(2)})
+
+
+def test_numpy_arrays_are_written_at_an_index_as_tensors():
+    """set_at_ and td[index] = {key: array} take numeric numpy arrays, cast to the entry's dtype."""
+    np = pytest.importorskip("numpy")
+    td = TensorDict({"k": torch.zeros(4, 2), "sub": {"i": torch.zeros(4, dtype=torch.int64)}}, [4])
+    td.set_at_("k", np.full(2, 42.0), 2)
+    td[1] = {"k": np.full(2, 3.0)}
+    td["sub"][0] = {"i": np.array(7)}
+    assert td["k"].tolist() == [[0.0, 0.0], [3.0, 3.0], [42.0, 42.0], [0.0, 0.0]]
+    assert td["k"].dtype == torch.float32 and td["sub", "i"].tolist() == [7, 0, 0, 0]

@@ -32,7 +32,7 @@ from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_l
 from tensordict._ops._contract import Contract
 from tensordict._ops.keys import inner_tensordict, is_subtree, is_tensordict
 from tensordict._options import GET_DEFAULT, list_to_stack, resolve_get_default
-from tensordict._typing import IndexType, T
+from tensordict._typing import DeviceType, IndexType, T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     BatchSizeError,
@@ -127,6 +127,13 @@ def _as_value(key, value, device):
     if type(value) is tuple:
         return entry_from_list(list(value), False)
     return NonTensorData(value)
+
+
+def array_as_tensor(value: Any, device: DeviceType | None = None) -> Any:
+    """A numeric numpy array as a tensor (``tensor[index] = value`` takes no array); else ``value``."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
+        return torch.as_tensor(value, device=device)
+    return value
 
 
 def _check_batch(key, value, batch_size: torch.Size) -> None:
@@ -972,7 +979,7 @@ class EntriesMixin(Contract):
             if written is not current:
                 self.set_(key, written)
             return self
-        current[index] = value
+        current[index] = array_as_tensor(value, current.device)
         return self
 
     def update_at_(
