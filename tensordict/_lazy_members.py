@@ -7,11 +7,11 @@ name the stack's dims (``refine_names``, ``rename``), each through the members.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, is_tensor_collection
+from tensordict._collection import NO_DEFAULT, is_plain_mapping, is_tensor_collection
 from tensordict._td import TensorDict, _check_names
 from tensordict.errors import LockedError, MemberBatchSizeError
 
@@ -248,7 +248,7 @@ class LazyMembersMixin:
             >>> stack.batch_size, stack.get("a", as_nested_tensor=True).is_nested
             (torch.Size([2]), True)
         """
-        if isinstance(input_dict, Mapping):
+        if is_plain_mapping(input_dict):
             n = len(input_dict)
             missing = [str(i) for i in range(n) if str(i) not in input_dict]
             if missing:

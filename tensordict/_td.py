@@ -10,7 +10,13 @@ from typing import Any
 import torch
 
 from tensordict import _dim_names as dimnames
-from tensordict._collection import NO_DEFAULT, TensorCollection, is_non_tensor, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_non_tensor,
+    is_plain_mapping,
+    is_tensor_collection,
+)
 from tensordict._helpers import shape_of
 from tensordict._indexing import (
     batch_size_from_dummy,
@@ -1396,7 +1402,7 @@ class _LeadingShape:
 
 
 def _source_dict(source) -> dict:
-    if isinstance(source, Mapping):
+    if is_plain_mapping(source):
         return dict(source)
     return dict(_source_items(source))
 
