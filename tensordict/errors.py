@@ -18,6 +18,7 @@ __all__ = [
     "ArchiveFormatError",
     "ArchiveTargetError",
     "AxisRangeError",
+    "BatchSizeArgumentError",
     "BatchSizeError",
     "ClassFlagError",
     "ConflictingArgumentsError",
@@ -96,6 +97,10 @@ class LockedError(TensorDictError, RuntimeError):
 
 class BatchSizeError(TensorDictError, RuntimeError):
     """A value's leading dimensions do not match the batch size."""
+
+
+class BatchSizeArgumentError(TensorDictError, TypeError):
+    """``batch_size=`` was passed to a method of a class that cannot take it there (``to()`` of a lazy stack)."""
 
 
 class EntryShapeError(BatchSizeError, ValueError):
