@@ -58,6 +58,7 @@ __all__ = [
     "PaddingError",
     "PathThroughLeafError",
     "PermutationError",
+    "PickleRefusedError",
     "ProcessGroupNotInitializedError",
     "ReadOnlyMemmapError",
     "RenameDestinationError",
@@ -178,6 +179,13 @@ class SymlinkError(MemmapFormatError, RuntimeError):
 
     A ``ValueError`` when a folder is read (a bad folder) and a ``RuntimeError`` when
     a file is written, as the well-known API raises for files it cannot use.
+    """
+
+
+class PickleRefusedError(MemmapFormatError, RuntimeError):
+    """A saved value is pickled and the load was not given ``allow_pickle=True``: nothing is unpickled.
+
+    A ``RuntimeError`` too, what the well-known API raises for it.
     """
 
 

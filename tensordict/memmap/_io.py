@@ -53,6 +53,7 @@ from tensordict.errors import (
     MemmapFormatError,
     MemmapNotFoundError,
     NotAFolderError,
+    PickleRefusedError,
     ReadOnlyMemmapError,
     SymlinkError,
 )
@@ -388,8 +389,11 @@ class Options:
     def __init__(
         self, robust_key=None, allow_pickle: bool = False, device=None, mode: str | None = None
     ) -> None:
+        if allow_pickle is not None and type(allow_pickle) is not bool:
+            msg = f"allow_pickle must be a bool or None, got {allow_pickle!r} ({type(allow_pickle).__name__})"
+            raise TypeError(msg)
         self.robust_key = robust_key
-        self.allow_pickle = allow_pickle
+        self.allow_pickle = bool(allow_pickle)
         self.device = device
         self.mode = mode
         self.depth = 0  # folders being loaded, root included
@@ -1279,7 +1283,7 @@ def _load_nontensor(folder: str, meta: dict, options: Options) -> NonTensorDataB
             f"{value!r} holds a pickled value; loading never unpickles unless asked: pass "
             "allow_pickle=True if you trust this folder"
         )
-        raise MemmapFormatError(msg)
+        raise PickleRefusedError(msg)
     with open(value, "rb") as handle:
         content = pickle.load(handle)  # noqa: S301 - the caller allowed it
     if type(content) is not dict or "data" not in content:
