@@ -11,6 +11,7 @@ the subclasses of ``TensorClass``, for ``isinstance`` checks and type hints.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -84,6 +85,15 @@ def is_tensor_collection(datatype: Any) -> bool:
         return False
     cls = datatype if isinstance(datatype, type) else type(datatype)
     return getattr(cls, "_is_tensor_collection", False) is True
+
+
+def is_plain_mapping(value: Any) -> bool:
+    """True for a mapping that is not a tensor collection (a ``dict`` of entries, say).
+
+    A tensordict is a ``MutableMapping`` too; the code that reads a mapping as a
+    source of nested entries asks this, so that tensordicts keep their own path.
+    """
+    return isinstance(value, Mapping) and not is_tensor_collection(value)
 
 
 def default_is_leaf(cls: type) -> bool:

@@ -39,6 +39,7 @@ from tensordict._td import TensorDict, _adopt_batch
 from tensordict._typing import DeviceType, ShapeType
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
+    BatchSizeArgumentError,
     BatchSizeError,
     DensifyError,
     DimensionError,
@@ -367,6 +368,14 @@ class LazyStackedTensorDict(
         for member in self.tensordicts:
             member.batch_size = member_size
         self._batch_size = new
+
+    def _check_to_batch_size(self) -> None:
+        # a lazy stack's batch size follows its members: to() cannot set it
+        msg = (
+            f"Cannot pass batch-size to to() of a {type(self).__name__}: its batch size is its "
+            "members' with the stack dim; call to() without batch_size, then reshape or densify"
+        )
+        raise BatchSizeArgumentError(msg)
 
     @property
     def device(self) -> torch.device | None:

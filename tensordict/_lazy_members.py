@@ -13,7 +13,12 @@ from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT, TensorCollection, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_plain_mapping,
+    is_tensor_collection,
+)
 from tensordict._keys import NestedKey
 from tensordict._ops.keys import _KeysView
 from tensordict._td import TensorDict, _check_names
@@ -259,7 +264,7 @@ class LazyMembersMixin:
             >>> stack.batch_size, stack.get("a", as_nested_tensor=True).is_nested
             (torch.Size([2]), True)
         """
-        if isinstance(input_dict, Mapping):
+        if is_plain_mapping(input_dict):
             n = len(input_dict)
             missing = [str(i) for i in range(n) if str(i) not in input_dict]
             if missing:

@@ -32,7 +32,7 @@ from tensordict._nontensor import NonTensorData, NonTensorDataBase, nest_values,
 from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.convert import CONVERTERS
-from tensordict.errors import BatchSizeError, MemmapFormatError
+from tensordict.errors import BatchSizeError, MemmapFormatError, PickleRefusedError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 
@@ -886,7 +886,7 @@ def _load_stack(folder: str, meta: dict, stat, options) -> NonTensorStack:
                 f"{pickled!r} holds pickled values; loading never unpickles unless asked: pass "
                 "allow_pickle=True if you trust this folder"
             )
-            raise MemmapFormatError(msg)
+            raise PickleRefusedError(msg)
         with open(pickled, "rb") as handle:
             data = pickle.load(handle)  # noqa: S301 - the caller allowed it
         if type(data) is not list:

@@ -11,7 +11,12 @@ from typing import Any
 import torch
 
 from tensordict import _dim_names as dimnames
-from tensordict._collection import NO_DEFAULT, TensorCollection, is_non_tensor, is_tensor_collection
+from tensordict._collection import (
+    NO_DEFAULT,
+    TensorCollection,
+    is_non_tensor,
+    is_tensor_collection,
+)
 from tensordict._helpers import shape_of
 from tensordict._indexing import (
     batch_size_from_dummy,
@@ -24,7 +29,13 @@ from tensordict._nested_tensors import nested_index
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops.apply import check_result
 from tensordict._ops.classes import CLASSES
-from tensordict._ops.entries import _as_value, _check_batch, _source_items, plain_tree
+from tensordict._ops.entries import (
+    _as_value,
+    _check_batch,
+    _source_items,
+    array_as_tensor,
+    plain_tree,
+)
 from tensordict._torch_function import dispatch
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict._unbatched import UnbatchedTensor as _Unbatched
@@ -34,6 +45,7 @@ from tensordict.errors import (
     BatchSizeError,
     EntryShapeError,
     FirstClassDimError,
+    InvalidArgumentError,
     LockedError,
     UnbatchedMemmapError,
 )
@@ -162,8 +174,7 @@ class TensorDict(TensorDictBase):
             :meth:`lock_`). Defaults to False.
 
     Keyword Args:
-        **kwargs: more entries, as ``key=value``; they are added to those of
-            ``source`` and win over an entry of the same key.
+        **kwargs: the entries, as ``key=value``, when ``source`` is not given.
 
     Raises:
         RuntimeError: if a value's leading dimensions do not match ``batch_size``
@@ -173,8 +184,8 @@ class TensorDict(TensorDictBase):
             is not a sequence of ints, or if ``source`` is not a mapping or a
             tensordict (that error is also a ``ValueError``).
         ValueError: if ``batch_size`` holds a negative size, if a tuple key is
-            empty, or if ``names`` does not hold one distinct name (or ``None``)
-            per batch dimension.
+            empty, if ``names`` does not hold one distinct name (or ``None``)
+            per batch dimension, or if both ``source`` and keyword entries are given.
 
     Examples:
         >>> td = TensorDict({"obs": torch.zeros(4, 3), "next": {"obs": torch.ones(4, 3)}}, batch_size=[4])
@@ -226,7 +237,11 @@ class TensorDict(TensorDictBase):
         if source is None:
             source = kwargs
         elif kwargs:
-            source = {**_source_dict(source), **kwargs}
+            msg = (
+                f"TensorDict() takes its entries either as source or as keyword arguments, not "
+                f"both: got source and the keywords {sorted(kwargs)}; merge them into one dict"
+            )
+            raise InvalidArgumentError(msg)
         if type(source) is dict:
             self._tensordict = _fill(self, source, batch_size, device)
         else:
@@ -824,11 +839,12 @@ class TensorDict(TensorDictBase):
                     current[leaf_index] = sub.data if isinstance(sub, NonTensorDataBase) else sub
             return
         if is_tensor_collection(value) or isinstance(value, Mapping):
-            items = list(
-                _source_items(
+            items = [
+                (key, array_as_tensor(sub))
+                for key, sub in _source_items(
                     value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
                 )
-            )
+            ]
             missing = [k for k, _ in items if k not in data]
             if missing and self._locked:
                 msg = f"cannot add the keys {missing} through index assignment: the tensordict is locked"
@@ -961,7 +977,7 @@ class TensorDict(TensorDictBase):
         Without ``batch_size``, and with ``auto_batch_size`` or ``batch_dims``, the
         batch size is inferred as :meth:`auto_batch_size_` does and ``names`` are
         applied to the inferred dimensions. Otherwise the tensordict is built as
-        the constructor builds it, and ``batch_dims`` is ignored.
+        the constructor builds it.
 
         Args:
             input_dict (dict, Mapping or TensorDictBase): the entries, converted as
@@ -987,15 +1003,21 @@ class TensorDict(TensorDictBase):
             RuntimeError: if a value's leading dimensions do not match ``batch_size``.
             TypeError: if a key is not a string or a tuple of strings, ``batch_size``
                 is not a sequence of ints, or ``input_dict`` is not a mapping.
-            ValueError: if ``batch_size`` holds a negative size, or ``names`` does not
+            ValueError: if ``batch_size`` holds a negative size, ``names`` does not
                 hold one distinct name per batch dimension (of the given or the
-                inferred batch size).
+                inferred batch size), or both ``batch_size`` and ``batch_dims`` are given.
 
         Examples:
             >>> d = {"a": torch.zeros(3, 4), "b": torch.zeros(3)}
             >>> TensorDict.from_dict(d).batch_size, TensorDict.from_dict(d, auto_batch_size=True).batch_size
             (torch.Size([]), torch.Size([3]))
         """
+        if batch_size is not None and batch_dims is not None:
+            msg = (
+                f"from_dict() takes batch_size or batch_dims, not both: got batch_size="
+                f"{list(batch_size)} and batch_dims={batch_dims}"
+            )
+            raise InvalidArgumentError(msg)
         infer = batch_size is None and (auto_batch_size or batch_dims is not None)
         td = cls(
             input_dict,
@@ -1482,12 +1504,6 @@ class _LeadingShape:
                 break
             common.append(dims[0])
         self.batch_size = torch.Size(common) if shapes else td.batch_size
-
-
-def _source_dict(source) -> dict:
-    if isinstance(source, Mapping):
-        return dict(source)
-    return dict(_source_items(source))
 
 
 def _build(data: dict, batch_size, device, names) -> TensorDict:

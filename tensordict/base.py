@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import types
+from collections.abc import MutableMapping
 
 import torch
 
@@ -438,6 +439,13 @@ class TensorDictBase(
             False
         """
         return self.device is not None and self.device.type == "cuda"
+
+
+# A tensordict is a MutableMapping, as in the well-known API (``isinstance(td, Mapping)``,
+# ``module.load_state_dict(td)``, ``dict(**td)``). Registered rather than inherited: every
+# method of the mapping protocol is the tensordict's own, and none comes from the ABC's
+# mixins. Code that reads a mapping as nested entries asks ``is_plain_mapping`` first.
+MutableMapping.register(TensorDictBase)
 
 
 def _lock_restorer(was_locked: bool):

@@ -18,6 +18,7 @@ __all__ = [
     "ArchiveFormatError",
     "ArchiveTargetError",
     "AxisRangeError",
+    "BatchSizeArgumentError",
     "BatchSizeError",
     "ClassFlagError",
     "ConflictingArgumentsError",
@@ -35,6 +36,7 @@ __all__ = [
     "EntryShapeError",
     "EntryTypeError",
     "ExistingFileError",
+    "MappedElsewhereError",
     "ForeignWriterError",
     "FieldCastError",
     "FirstClassDimError",
@@ -61,6 +63,7 @@ __all__ = [
     "PathThroughLeafError",
     "PeerFailedError",
     "PermutationError",
+    "PickleRefusedError",
     "ProcessGroupNotInitializedError",
     "ReadOnlyMemmapError",
     "RenameDestinationError",
@@ -102,6 +105,10 @@ class LockedError(TensorDictError, RuntimeError):
 
 class BatchSizeError(TensorDictError, RuntimeError):
     """A value's leading dimensions do not match the batch size."""
+
+
+class BatchSizeArgumentError(TensorDictError, TypeError):
+    """``batch_size=`` was passed to a method of a class that cannot take it there (``to()`` of a lazy stack)."""
 
 
 class EntryShapeError(BatchSizeError, ValueError):
@@ -201,6 +208,13 @@ class SymlinkError(MemmapFormatError, RuntimeError):
     """
 
 
+class PickleRefusedError(MemmapFormatError, RuntimeError):
+    """A saved value is pickled and the load was not given ``allow_pickle=True``: nothing is unpickled.
+
+    A ``RuntimeError`` too, what the well-known API raises for it.
+    """
+
+
 class MemmapNotFoundError(TensorDictError, FileNotFoundError):
     """A memory-mapped folder or one of its files is missing."""
 
@@ -210,6 +224,10 @@ class ExistingFileError(TensorDictError, FileExistsError, RuntimeError):
 
     Also a ``RuntimeError``, what the well-known API raises for it.
     """
+
+
+class MappedElsewhereError(TensorDictError, RuntimeError):
+    """A leaf already memory-mapped in one file was asked to go to another (``copy_existing=False``)."""
 
 
 class EntryExistsError(TensorDictError, RuntimeError):

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensordict import TensorDict, lazy_stack
+from tensordict import NonTensorData, TensorDict, lazy_stack
 
 MISMATCH = "batch dimension mismatch.*'a'"
 
@@ -193,3 +193,44 @@ def test_apply_out_refuses_a_locked_or_mismatched_out():
         make_td().apply(lambda x: x, out=make_td().lock_())
     with pytest.raises(RuntimeError):
         make_td().apply(lambda x: x[0], batch_size=[], out=make_td())
+
+
+def _with_empty_and_text():
+    return TensorDict(
+        {"a": torch.zeros(2), "n": {"b": torch.ones(2), "t": "x"}, "e": {}, "s": "txt"}, [2]
+    )
+
+
+def _tensors_and_text(cls) -> bool:
+    return issubclass(cls, (torch.Tensor, NonTensorData))
+
+
+@pytest.mark.parametrize(
+    "filter_empty, keys",
+    [
+        (None, {"e", "s"}),  # the emptied sub-tensordict dropped, the empty one kept
+        (True, {"s"}),  # every empty sub-tensordict dropped
+        (False, {"e", "n", "s"}),  # every sub-tensordict kept
+    ],
+)
+def test_apply_filter_empty_says_which_empty_sub_tensordicts_are_dropped(filter_empty, keys):
+    """filter_empty=None drops sub-tensordicts fn emptied, True every empty one, False none."""
+    td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.ones(2)}, "e": {}, "s": "txt"}, [2])
+    out = td.apply(lambda x: None, filter_empty=filter_empty)
+    assert set(out.keys(True)) == keys
+
+
+@pytest.mark.parametrize("filter_empty", [None, True, False])
+def test_apply_with_is_leaf_calls_fn_on_non_tensor_entries(filter_empty):
+    """With is_leaf saying non-tensor entries are leaves, fn sees them; dropping all gives None or {}."""
+    td = _with_empty_and_text()
+    seen = []
+    td.apply(lambda x: seen.append(type(x)) or x, is_leaf=_tensors_and_text)
+    assert sum(issubclass(t, NonTensorData) for t in seen) == 2
+    out = td.apply(lambda x: None, is_leaf=_tensors_and_text, filter_empty=filter_empty)
+    if filter_empty:
+        assert out is None
+    elif filter_empty is None:
+        assert set(out.keys(True)) == {"e"}
+    else:
+        assert set(out.keys(True)) == {"e", "n"}

@@ -1,9 +1,18 @@
 """Reading, writing and removing entries (tensordict._ops.entries): get, set, update, pop, del, copies."""
 
+from collections.abc import Mapping, MutableMapping
+
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, NonTensorData, TensorDict, lazy_stack, tensorclass
+from tensordict import (
+    LazyStackedTensorDict,
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    lazy_stack,
+    tensorclass,
+)
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
@@ -733,3 +742,43 @@ def test_set__of_a_value_that_does_not_fit_is_a_value_error():
         td.set_("a", torch.zeros(2))
     with pytest.raises(RuntimeError):
         td.update_({"a": torch.zeros(2)})
+
+
+def test_numpy_arrays_are_written_at_an_index_as_tensors():
+    """set_at_ and td[index] = {key: array} take numeric numpy arrays, cast to the entry's dtype."""
+    np = pytest.importorskip("numpy")
+    td = TensorDict({"k": torch.zeros(4, 2), "sub": {"i": torch.zeros(4, dtype=torch.int64)}}, [4])
+    td.set_at_("k", np.full(2, 42.0), 2)
+    td[1] = {"k": np.full(2, 3.0)}
+    td["sub"][0] = {"i": np.array(7)}
+    assert td["k"].tolist() == [[0.0, 0.0], [3.0, 3.0], [42.0, 42.0], [0.0, 0.0]]
+    assert td["k"].dtype == torch.float32 and td["sub", "i"].tolist() == [7, 0, 0, 0]
+
+
+def test_a_tensordict_is_a_mutable_mapping_and_a_tensorclass_is_not():
+    """TensorDict, lazy stacks and NonTensorStack are MutableMappings; tensorclass instances are not."""
+    td = make_td()
+    for obj in (td, lazy_stack([td, td]), NonTensorStack(NonTensorData("x"), NonTensorData("y"))):
+        assert isinstance(obj, MutableMapping) and isinstance(obj, Mapping)
+    point = Point(x=torch.zeros(2), y=torch.zeros(2), batch_size=[2])
+    assert not isinstance(point, Mapping) and not isinstance(NonTensorData("x"), Mapping)
+
+
+def test_a_tensordict_is_taken_where_torch_and_python_take_a_mapping():
+    """module.load_state_dict(td) loads it, and dict(**td) gives its top-level entries."""
+    module = torch.nn.Linear(2, 3)
+    state = TensorDict({k: torch.full_like(v, 2.0) for k, v in module.state_dict().items()}, [])
+    module.load_state_dict(state)
+    assert (module.weight == 2).all() and (module.bias == 2).all()
+    td = make_td()
+    assert sorted(dict(**td)) == sorted(td.keys())
+
+
+def test_updating_with_a_tensordict_keeps_its_non_tensor_stacks_and_sub_tensordicts():
+    """update() of a tensordict holding a NonTensorStack sets the stack as one entry, and merges sub-tensordicts."""
+    target = TensorDict({"sub": {"x": torch.zeros(2)}}, [2])
+    source = TensorDict({"sub": {"y": torch.ones(2)}}, [2])
+    source["names"] = ["a", "b"]
+    target.update(source)
+    assert set(target.keys(True, True)) == {("sub", "x"), ("sub", "y")}
+    assert target["names"] == ["a", "b"]

@@ -555,3 +555,13 @@ def test_maybe_dense_stack_into_out():
     members = [TensorDict(a=torch.ones(3)), TensorDict(a=torch.full((3,), 2.0))]
     assert LazyStackedTensorDict.maybe_dense_stack(members, 0, out=out) is out
     assert out["a"][:, 0].tolist() == [1.0, 2.0]
+
+
+def test_to_with_a_batch_size_raises_type_error_on_a_lazy_stack():
+    """to(..., batch_size=) of a lazy stack raises TypeError; a TensorDict takes it."""
+    stack = lazy_stack([TensorDict({"a": torch.zeros(3, 2)}, [3]) for _ in range(2)], 1)
+    with pytest.raises(TypeError):
+        stack.to(torch.int32, batch_size=torch.Size([]))
+    assert stack.to(torch.int32)["a"].dtype == torch.int32
+    dense = TensorDict({"a": torch.zeros(3, 2)}, [3]).to(torch.int32, batch_size=torch.Size([]))
+    assert dense.batch_size == torch.Size([]) and dense["a"].dtype == torch.int32

@@ -319,3 +319,28 @@ def test_all_and_any_along_a_dim_keep_the_other_names():
     td = TensorDict(a=torch.ones(3, 4, 1, 6), batch_size=[3, 4, 1, 6], names=["a", "b", "c", "d"])
     assert td.all(2).names == ["a", "b", "d"]
     assert td.any(-2).names == ["a", "b", "d"]
+
+
+# ---------------------------------------------------------------------- comparisons with a dict
+@pytest.mark.parametrize("op", ["__eq__", "__ne__", "__lt__", "__ge__"])
+def test_comparing_with_a_nested_dict_compares_each_leaf_with_the_value_at_its_key(op):
+    """td == td.to_dict() (and !=, <, >=) gives a tensordict of each leaf against its value."""
+    td = _td()
+    other = {"a": torch.ones(2), "b": {"c": 5}}
+    out = getattr(td, op)(other)
+    assert isinstance(out, TensorDict) and out.batch_size == td.batch_size
+    assert torch.equal(out["a"], getattr(td["a"], op)(torch.ones(2)))
+    assert torch.equal(out["b", "c"], getattr(td["b", "c"], op)(5))
+    assert (td == td.to_dict()).all() and not (td != td.to_dict()).any()
+
+
+def test_comparing_a_lazy_stack_with_its_dict_compares_the_stacked_leaves():
+    """A lazy stack meets the dict's values with its leaves stacked, as to_dict gives them."""
+    td = lazy_stack([_td()[:, 0], _td()[:, 1]], dim=1)
+    assert (td == td.to_dict()).all()
+
+
+def test_comparing_with_a_dict_of_other_keys_raises_key_error():
+    """A dict whose keys are not the tensordict's raises KeyError."""
+    with pytest.raises(KeyError):
+        _ = _td() == {"a": torch.zeros(2)}

@@ -62,6 +62,14 @@ def test_kwargs_become_entries():
     assert td["b", "c"].shape == (2, 3)
 
 
+def test_source_and_keyword_entries_together_raise_value_error():
+    """TensorDict(source, key=value) raises ValueError: the entries come from one of the two."""
+    with pytest.raises(ValueError, match="not both"):
+        TensorDict({"b": torch.zeros(2)}, a=torch.zeros(2), batch_size=[2])
+    with pytest.raises(ValueError, match="not both"):
+        TensorDict(a=1, source={"b": 2})
+
+
 def test_tuple_keys_in_source_create_nested_entries():
     """A tuple key in the source creates the nested sub-tensordicts."""
     td = TensorDict({("a", "b"): torch.zeros(2)}, batch_size=[2])
@@ -497,3 +505,11 @@ def test_auto_batch_size_limits_the_sub_tensordicts_too():
     assert kept.batch_size == torch.Size([3]) and kept["b"].batch_size == torch.Size([3, 4])
     free = td.clone().auto_batch_size_(keep_compliant_size=True)
     assert free["b"].batch_size == torch.Size([3, 4, 6, 7])
+
+
+def test_from_dict_with_both_batch_size_and_batch_dims_raises_value_error():
+    """from_dict(batch_size=..., batch_dims=...) raises ValueError: one of the two says the batch size."""
+    data = {"a": torch.zeros(3, 4), "b": {"c": torch.zeros(3, 4, 5)}}
+    with pytest.raises(ValueError, match="both"):
+        TensorDict.from_dict(data, batch_size=[3, 4], batch_dims=1)
+    assert TensorDict.from_dict(data, batch_dims=1).batch_size == torch.Size([3])

@@ -14,11 +14,13 @@ import torch
 from tensordict._collection import (
     NO_DEFAULT,
     TensorCollection,
+    is_leaf_nontensor,
     is_non_tensor,
     is_tensor_collection,
 )
 from tensordict._helpers import shape_of
 from tensordict._keys import NestedKey
+from tensordict._nontensor import NonTensorData
 from tensordict._ops._contract import Contract
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict._unbatched import is_unbatched
@@ -100,6 +102,38 @@ def _check_out(out, batch_size) -> None:
         raise BatchSizeError(msg)
 
 
+def _without_emptied(result, source, every: bool):
+    """``result`` of an apply without the sub-tensordicts it left empty, or None when it is empty.
+
+    ``every`` drops every empty one; otherwise only those whose ``source`` held entries
+    (an empty sub-tensordict that was empty before is kept). Only key names are read, so
+    that a lazy stack's leaves are never stacked.
+    """
+    keys = _tuple_keys(result)
+    leaves = _tuple_keys(result, leaves_only=True)
+    had = _tuple_keys(source) if not every else set()
+    kept = set(keys)
+    for key in sorted(keys - leaves, key=len, reverse=True):  # the deepest first
+        if any(k[: len(key)] == key and k != key for k in kept):
+            continue  # something is left under it
+        if every or any(k[: len(key)] == key and k != key for k in had):
+            del result[key]
+            kept.discard(key)
+    if kept:
+        return result
+    if every or had:
+        return None
+    return result
+
+
+def _tuple_keys(td, leaves_only: bool = False) -> set:
+    """Every key of ``td`` (sub-tensordicts and non-tensor entries included) as a tuple."""
+    return {
+        key if isinstance(key, tuple) else (key,)
+        for key in td.keys(True, leaves_only, is_leaf=is_leaf_nontensor)
+    }
+
+
 def _write(writes: list) -> None:
     """Performs the writes an in-place apply collected, once every result was checked."""
     for td, key, value, res in writes:
@@ -112,7 +146,7 @@ def _write(writes: list) -> None:
 class ApplyMixin(Contract):
     """The apply family of every tensordict class (see ``TensorDictBase``).
 
-    Calls: ``_get_str``, ``_items_level``, ``_keys_level``, ``_new_like``, ``_set_str``.
+    Calls: ``_get_str``, ``_items_level``, ``_new_like``, ``_set_str``.
     """
 
     __slots__ = ()
@@ -150,19 +184,23 @@ class ApplyMixin(Contract):
             names (list of str, optional): the batch dimension names of the result.
             inplace (bool, optional): write the results into this tensordict. Defaults to False.
             default: passed to ``fn`` for a key missing from one of ``others``.
-            filter_empty (bool, optional): False returns an empty tensordict instead of None.
+            filter_empty (bool, optional): what becomes of sub-tensordicts left empty: True
+                drops every empty one (and returns None for an empty result), None (the
+                default) drops those that held entries before, and returns None when
+                nothing is left of a non-empty tensordict; False keeps them all.
             call_on_nested (bool, optional): call ``fn`` on sub-tensordicts. Defaults to False.
             num_threads (int, optional): call ``fn`` on a pool of that many threads; the
                 result is the same as without. Defaults to None: no threads.
             out (TensorDictBase, optional): a tensordict that receives the results, and is
                 returned: each result replaces the entry at its key (dtype and all), sub-tensordicts
                 are written into, the other entries of ``out`` are kept. Defaults to None.
+            is_leaf (callable, optional): given the class of an entry, whether it is a leaf;
+                when it says so of non-tensor entries, ``fn`` is called on them too.
             **constructor_kwargs: accepted for compatibility; ignored.
 
         Returns:
-            The new tensordict (this one with ``inplace``, ``out`` when given), or None when no
-            entry is left at the top level of a non-empty tensordict and ``filter_empty`` is not
-            False.
+            The new tensordict (this one with ``inplace``, ``out`` when given), or None when
+            nothing is left (see ``filter_empty``).
 
         Raises:
             KeyError: if a key is missing from one of ``others`` and no ``default`` is given.
@@ -176,16 +214,20 @@ class ApplyMixin(Contract):
             >>> TensorDict({"a": torch.ones(4, 2)}, [4]).apply(lambda x: x[:2], batch_size=[2])
             TensorDict(batch_size=[2], fields={a: f32[2]})
         """
+        options = dict(
+            batch_size=None if batch_size is None else torch.Size(batch_size),
+            names=names,
+            device=device,
+            default=default,
+            call_on_nested=call_on_nested,
+        )
+        is_leaf = constructor_kwargs.get("is_leaf")
+        if is_leaf is not None and is_leaf(NonTensorData):
+            options["leaf_non_tensor"] = True  # only then: the classes' fast paths take no option
         return self._apply_checked(
             fn,
             others,
-            dict(
-                batch_size=None if batch_size is None else torch.Size(batch_size),
-                names=names,
-                device=device,
-                default=default,
-                call_on_nested=call_on_nested,
-            ),
+            options,
             inplace=inplace,
             num_threads=num_threads,
             filter_empty=filter_empty,
@@ -197,6 +239,15 @@ class ApplyMixin(Contract):
         if out is not None:
             _check_out(out, options["batch_size"])
         writes = [] if inplace else None
+        dropped = []  # a None result: only then can a sub-tensordict have been emptied
+        if filter_empty is not False and not inplace and out is None:
+            user_fn = fn
+
+            def fn(*args):
+                res = user_fn(*args)
+                if res is None:
+                    dropped.append(True)
+                return res
 
         def apply_once(f, inplace=inplace, check=True):
             return self._fast_apply(
@@ -213,8 +264,8 @@ class ApplyMixin(Contract):
         if out is not None:
             out.update(result)
             return out
-        if filter_empty is not False and not result._keys_level() and self._keys_level():
-            return None  # fn returned None for every leaf
+        if filter_empty is True or (filter_empty is None and dropped):
+            return _without_emptied(result, self, filter_empty is True)
         return result
 
     def apply_(self: T, fn: Callable, *others: TensorCollection, **kwargs: Any) -> T:
@@ -330,13 +381,15 @@ class ApplyMixin(Contract):
         checked: bool = False,
         writes: list | None = None,
         filter_empty: bool | None = None,
+        leaf_non_tensor: bool = False,
     ):
         """The engine of :meth:`apply` and :meth:`named_apply`, one level at a time (classes specialise it).
 
         ``checked`` checks each result against the level's new batch size; ``writes``
-        (with ``inplace``) collects the writes instead of doing them. With
-        ``filter_empty=True`` a level whose result holds nothing gives None (and is left
-        out of its parent); torchrl calls this hook with it.
+        (with ``inplace``) collects the writes instead of doing them; ``leaf_non_tensor``
+        calls ``fn`` on the non-tensor entries too. With ``filter_empty=True`` a level whose
+        result holds nothing gives None (and is left out of its parent); torchrl calls this
+        hook with it.
         """
         out: dict = {}
         new_bs = self.batch_size if batch_size is None or inplace else torch.Size(batch_size)
@@ -351,7 +404,8 @@ class ApplyMixin(Contract):
                     ov = default
                 other_values.append(ov)
             full = prefix + (key,)
-            if is_tensor_collection(value) and not (call_on_nested and not is_non_tensor(value)):
+            as_leaf = leaf_non_tensor if is_non_tensor(value) else call_on_nested
+            if is_tensor_collection(value) and not as_leaf:
                 # with a new batch size, sub-tensordicts get exactly that batch size (their
                 # own further dims are dropped), as in the well-known API
                 if is_non_tensor(value):  # the entry's own hook: no function maps a value
@@ -375,6 +429,7 @@ class ApplyMixin(Contract):
                         writes=writes,
                         filter_empty=filter_empty,
                         call_on_nested=call_on_nested,
+                        leaf_non_tensor=leaf_non_tensor,
                     )
             else:
                 if named:

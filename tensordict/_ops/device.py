@@ -191,6 +191,8 @@ class DeviceMixin(CastOps):
         if kwargs:
             msg = f"to() got unexpected keyword arguments {sorted(kwargs)}"
             raise TypeError(msg)
+        if batch_size is not None:
+            self._check_to_batch_size()
         for arg in args:
             if arg is None:
                 continue
@@ -247,6 +249,9 @@ class DeviceMixin(CastOps):
         return written_back(
             self._locked_like_me(result), self, update_back(_cast_back(dtype is not None))
         )
+
+    def _check_to_batch_size(self) -> None:
+        """Hook of :meth:`to`: raises when this class takes no ``batch_size=`` there (a lazy stack)."""
 
     def _locked_like_me(self, result):
         """``result``, a copy of this tensordict's leaves moved or cast, locked if this one is."""

@@ -23,6 +23,7 @@ from tensordict._collection import (
     NO_DEFAULT,
     TensorCollection,
     is_non_tensor,
+    is_plain_mapping,
     is_tensor_collection,
 )
 from tensordict._helpers import shape_of
@@ -32,7 +33,7 @@ from tensordict._nontensor import NonTensorData, NonTensorDataBase, entry_from_l
 from tensordict._ops._contract import Contract
 from tensordict._ops.keys import inner_tensordict, is_subtree, is_tensordict
 from tensordict._options import GET_DEFAULT, list_to_stack, resolve_get_default
-from tensordict._typing import IndexType, T
+from tensordict._typing import DeviceType, IndexType, T
 from tensordict._unbatched import is_unbatched
 from tensordict.errors import (
     BatchSizeError,
@@ -127,6 +128,13 @@ def _as_value(key, value, device):
     if type(value) is tuple:
         return entry_from_list(list(value), False)
     return NonTensorData(value)
+
+
+def array_as_tensor(value: Any, device: DeviceType | None = None) -> Any:
+    """A numeric numpy array as a tensor (``tensor[index] = value`` takes no array); else ``value``."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
+        return torch.as_tensor(value, device=device)
+    return value
 
 
 def _check_batch(key, value, batch_size: torch.Size) -> None:
@@ -863,11 +871,11 @@ class EntriesMixin(Contract):
                     continue
             target_parent = self._walk_to_parent(rel, create=True) if len(rel) > 1 else self
             current = target_parent._get_str(rel[-1], None)
-            nested = isinstance(value, Mapping) or is_subtree(value)
+            nested = is_plain_mapping(value) or is_subtree(value)
             if nested and (is_leaf is None or not is_leaf(type(value))):
                 if current is not None and is_subtree(current):
                     target = inner_tensordict(current)
-                    if not isinstance(value, Mapping):
+                    if not is_plain_mapping(value):
                         value = inner_tensordict(value)
                         new = value._update_target(target)
                         if new is not target:
@@ -940,7 +948,7 @@ class EntriesMixin(Contract):
             below = _keys_below(wanted, parts)
             if below == ():
                 continue  # no key asked for lies at or under this one
-            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
+            if is_plain_mapping(value) or is_tensordict(value) and not is_non_tensor(value):
                 # the level there takes them (a lazy stack, member by member)
                 self.get(parts, NO_DEFAULT).update_(value, clone=clone, keys_to_update=below)
                 continue
@@ -982,7 +990,7 @@ class EntriesMixin(Contract):
             if written is not current:
                 self.set_(key, written)
             return self
-        current[index] = value
+        current[index] = array_as_tensor(value, current.device)
         return self
 
     def update_at_(
@@ -1045,7 +1053,7 @@ class EntriesMixin(Contract):
             if wanted is not None and not any(parts[: len(w)] == w for w in wanted):
                 if not any(w[: len(parts)] == parts for w in wanted):
                     continue
-            if isinstance(value, Mapping) or is_tensordict(value) and not is_non_tensor(value):
+            if is_plain_mapping(value) or is_tensordict(value) and not is_non_tensor(value):
                 self._update_at(value, idx, clone, wanted, parts)
             else:
                 self.set_at_(parts, value.clone() if clone else value, idx)

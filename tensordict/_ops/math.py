@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -278,11 +278,52 @@ def _operator(op, swap: bool = False, name: str = "", lock: bool = True):
         if is_tensor_collection(other):
             if not hasattr(other._leafwise_operand(), "_fast_apply"):
                 return NotImplemented
+        elif isinstance(other, Mapping) and what == "compare":
+            return _compare_with_mapping(self, fn, other)
         elif not isinstance(other, _OPERANDS):
             return NotImplemented
         return _leafwise_apply(self, fn, (other,), what, lock=lock)
 
     return method
+
+
+def _flat_mapping(mapping: Mapping, prefix: tuple = ()) -> dict:
+    """The leaves of a nested mapping by key as ``keys(True, True)`` names them (tuples when nested)."""
+    flat = {}
+    for key, value in mapping.items():
+        parts = prefix + (key,)
+        if isinstance(value, Mapping) and not is_tensor_collection(value):
+            flat.update(_flat_mapping(value, parts))
+        elif value is not None:  # a field set to None (to_dict of a tensorclass) is no leaf
+            flat[parts if len(parts) > 1 else key] = value
+    return flat
+
+
+def _compare_with_mapping(td, fn, mapping: Mapping):
+    """``fn(leaf, value)`` for each leaf of ``td`` and the value at its key in a nested mapping.
+
+    The mapping stands for a tensordict of the same keys (``td == td.to_dict()``); each
+    value meets its leaf as it is, with torch's broadcasting.
+    """
+    flat = _flat_mapping(mapping)
+    mine = _paired_keys(td)
+    if mine != set(flat):
+        only_mine = sorted(map(str, mine - set(flat)))
+        only_theirs = sorted(map(str, set(flat) - mine))
+        msg = (
+            f"cannot compare a tensordict with a mapping of different keys: only in the "
+            f"tensordict {only_mine}, only in the mapping {only_theirs}"
+        )
+        raise KeyMismatchError(msg)
+
+    def leaf(key, x):
+        value = flat[key]
+        if isinstance(x, torch.Tensor) and not isinstance(value, torch.Tensor):
+            value = torch.as_tensor(value, device=x.device)
+        return fn(x, value)
+
+    # a lazy stack's leaves meet the values stacked, as its values() give them
+    return td._as_dense().named_apply(leaf, nested_keys=True)
 
 
 def _inplace_operator(op):

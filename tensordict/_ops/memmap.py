@@ -59,7 +59,17 @@ def _done(value) -> Future:
     return future
 
 
-def _write(obj, prefix, like: bool, inplace: bool, num_threads, existsok, robust_key, return_early):
+def _write(
+    obj,
+    prefix,
+    like: bool,
+    inplace: bool,
+    num_threads,
+    existsok,
+    robust_key,
+    return_early,
+    copy_existing: bool = True,
+):
     """The shared body of memmap, memmap_ and memmap_like for every class."""
     out = _io.write_tree(
         obj,
@@ -69,6 +79,7 @@ def _write(obj, prefix, like: bool, inplace: bool, num_threads, existsok, robust
         num_threads=num_threads,
         existsok=existsok,
         robust_key=robust_key,
+        copy_existing=copy_existing,
     )
     return _done(out) if return_early else out
 
@@ -283,8 +294,8 @@ class MemmapMixin(Contract):
 
         Args:
             prefix (str or path, optional): the folder. Defaults to ``None`` (shared memory).
-            copy_existing (bool, optional): accepted for compatibility; files are always
-                written fresh.
+            copy_existing (bool, optional): accepted for compatibility; the result is a
+                copy, so leaves mapped in other files are always copied into ``prefix``.
 
         Keyword Args:
             num_threads (int, optional): write files with this many threads. Defaults to 0.
@@ -328,7 +339,16 @@ class MemmapMixin(Contract):
             return _write_archive(
                 self, prefix, False, num_threads, existsok, robust_key, return_early, compression
             )
-        return _write(self, prefix, False, False, num_threads, existsok, robust_key, return_early)
+        return _write(
+            self,
+            prefix,
+            False,
+            False,
+            num_threads,
+            existsok,
+            robust_key,
+            return_early,
+        )
 
     def memmap_(
         self,
@@ -356,7 +376,9 @@ class MemmapMixin(Contract):
         Args:
             prefix (str or path, optional): the folder. Defaults to the tensordict's own
                 folder, or shared memory when it has none.
-            copy_existing (bool, optional): accepted for compatibility.
+            copy_existing (bool, optional): copy leaves that are already memory-mapped
+                in other files into ``prefix``; if False, such a leaf raises
+                ``MappedElsewhereError``. Defaults to False.
 
         Keyword Args:
             num_threads (int, optional): write files with this many threads. Defaults to 0.
@@ -394,7 +416,17 @@ class MemmapMixin(Contract):
             self._memmap_missing(level.robust_key if robust_key is None else robust_key)
             self.lock_()
             return _done(self) if return_early else self
-        return _write(self, prefix, False, True, num_threads, existsok, robust_key, return_early)
+        return _write(
+            self,
+            prefix,
+            False,
+            True,
+            num_threads,
+            existsok,
+            robust_key,
+            return_early,
+            copy_existing or prefix is None,
+        )
 
     def memmap_like(
         self,

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict._collection import is_tensor_collection
+from tensordict._collection import is_plain_mapping, is_tensor_collection
 from tensordict._nontensor import NonTensorData, NonTensorDataBase
 from tensordict.base import TensorDictBase
 from tensordict.errors import ClassFlagError, FieldCastError, warn
@@ -298,7 +298,7 @@ def _autocast(cls, name: str, value):
 def _cast_to_collection(cls, name: str, value, target):
     if isinstance(value, target):
         return value
-    if isinstance(value, Mapping):
+    if is_plain_mapping(value):
         return target.from_dict(dict(value), auto_batch_size=False)
     fields = getattr(target, "_tc_field_set", None)
     if isinstance(value, TensorDictBase) and fields is not None:

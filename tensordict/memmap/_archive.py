@@ -106,6 +106,7 @@ from tensordict.errors import (
     InvalidArgumentError,
     MemmapFormatError,
     MemmapNotFoundError,
+    PickleRefusedError,
     SymlinkError,
 )
 from tensordict.memmap import _fs
@@ -802,7 +803,7 @@ def _unpickle(reader: ArchiveReader, path: str, options):
             f"{path!r} holds a pickled value; loading never unpickles unless asked: pass "
             "allow_pickle=True if you trust this archive"
         )
-        raise MemmapFormatError(msg)
+        raise PickleRefusedError(msg)
     return pickle.loads(reader.read(name))  # noqa: S301 - the caller allowed it
 
 

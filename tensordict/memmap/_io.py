@@ -49,10 +49,12 @@ from tensordict.errors import (
     EntryExistsError,
     ExistingFileError,
     InvalidArgumentError,
+    MappedElsewhereError,
     MappingLimitError,
     MemmapFormatError,
     MemmapNotFoundError,
     NotAFolderError,
+    PickleRefusedError,
     ReadOnlyMemmapError,
     SymlinkError,
 )
@@ -397,8 +399,11 @@ class Options:
         mode: str | None = None,
         lazy: bool = False,
     ) -> None:
+        if allow_pickle is not None and type(allow_pickle) is not bool:
+            msg = f"allow_pickle must be a bool or None, got {allow_pickle!r} ({type(allow_pickle).__name__})"
+            raise TypeError(msg)
         self.robust_key = robust_key
-        self.allow_pickle = allow_pickle
+        self.allow_pickle = bool(allow_pickle)
         self.device = device
         self.mode = mode
         self.lazy = lazy
@@ -419,7 +424,8 @@ def _is_mapped_collection(value) -> bool:
 class Plan:
     """What writing one tree will do, checked in full before anything touches the disk."""
 
-    def __init__(self) -> None:
+    def __init__(self, copy_existing: bool = True) -> None:
+        self.copy_existing = copy_existing  # False: a leaf with a file elsewhere is refused
         self.folders: list = []  # (folder, obj), children first
         self.tensors: list = []  # (path, tensor, shape_path)
         self.nontensors: list = []  # (folder, value)
@@ -481,6 +487,8 @@ def plan_entries(
             shape_path = None
             if value.is_nested:
                 shape_path = os.path.join(folder, fmt.file_name(key, fmt.SHAPE_SUFFIX, robust_key))
+            if not (like or plan.copy_existing):
+                _check_not_elsewhere(key, value, path)
             if not existsok and not is_file_of(value, path) and os.path.lexists(path):
                 msg = f"cannot memory-map the entry {key!r}: {path!r} already exists and existsok=False"
                 raise ExistingFileError(msg)
@@ -495,6 +503,18 @@ def plan_entries(
             value._memmap_plan(sub, plan, robust_key, existsok, like)
     plan.depth -= 1
     plan.folders.append((folder, obj))
+
+
+def _check_not_elsewhere(key, value, path: str) -> None:
+    """Refuses to copy a leaf that has its own file to ``path`` unless ``copy_existing`` asks to."""
+    filename = getattr(value, "_filename", None)
+    if filename is None or is_file_of(value, path):
+        return
+    msg = (
+        f"cannot memory-map the entry {key!r} to {path!r}: it already has the file "
+        f"{filename!r}; pass copy_existing=True to copy it there"
+    )
+    raise MappedElsewhereError(msg)
 
 
 def sub_folder(folder: str | None, key: str, robust_key) -> str | None:
@@ -779,7 +799,15 @@ def write_nontensor(folder: str, value) -> None:
 
 
 def write_tree(
-    obj, prefix, *, like: bool, inplace: bool, num_threads: int, existsok: bool, robust_key
+    obj,
+    prefix,
+    *,
+    like: bool,
+    inplace: bool,
+    num_threads: int,
+    existsok: bool,
+    robust_key,
+    copy_existing: bool = True,
 ):
     """Memory-maps ``obj`` into ``prefix`` (or anonymous shared memory) and returns the result.
 
@@ -793,10 +821,11 @@ def write_tree(
     (:func:`_merge_into`): killed at any moment, every level loads with each entry
     whole, old or new. Either way a failure leaves the old tree untouched and removes
     the staging folder. ``inplace`` swaps the leaves of ``obj`` itself; otherwise a
-    new tree is returned. The result is locked.
+    new tree is returned. The result is locked. Without ``copy_existing``, a leaf
+    memory-mapped in another file is refused (``MappedElsewhereError``).
     """
     folder = None if prefix is None else os.path.abspath(os.fspath(prefix))
-    plan = Plan()
+    plan = Plan(copy_existing)
     obj._memmap_plan(folder, plan, robust_key, existsok, like)
     lean = _beyond_mappings(plan, folder, inplace)
     stage, exchange = (None, False) if folder is None else _staging_folder(folder)
@@ -1323,7 +1352,7 @@ def _load_nontensor(folder: str, meta: dict, options: Options) -> NonTensorDataB
             f"{value!r} holds a pickled value; loading never unpickles unless asked: pass "
             "allow_pickle=True if you trust this folder"
         )
-        raise MemmapFormatError(msg)
+        raise PickleRefusedError(msg)
     with open(value, "rb") as handle:
         content = pickle.load(handle)  # noqa: S301 - the caller allowed it
     if type(content) is not dict or "data" not in content:

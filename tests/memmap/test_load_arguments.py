@@ -13,7 +13,7 @@ import torch
 
 import tensordict
 from tensordict import TensorDict, tensorclass
-from tensordict.errors import ExistingFileError, MemmapFormatError, ReadOnlyMemmapError
+from tensordict.errors import ExistingFileError, ReadOnlyMemmapError
 
 from conftest import ours_only
 
@@ -197,9 +197,25 @@ def test_memmap_refresh_takes_allow_pickle(tmp_path):
     writer.unlock_()
     writer["value"] = {1, 2}  # JSON cannot hold a set: it is pickled
     writer.memmap_()
-    with pytest.raises(MemmapFormatError, match="allow_pickle=True"):
+    with pytest.raises(RuntimeError, match="allow_pickle=True"):
         reader.memmap_refresh_()
     assert reader.memmap_refresh_(allow_pickle=True)["value"] == {1, 2}
+
+
+@pytest.mark.parametrize("allow_pickle", [0, 1, "yes"])
+def test_allow_pickle_that_is_not_a_bool_raises_type_error(tmp_path, allow_pickle):
+    """load_memmap(allow_pickle=1) raises TypeError naming allow_pickle: only True unpickles."""
+    TensorDict({"value": {1, 2}}, []).memmap(tmp_path / "td")
+    with pytest.raises(TypeError, match="allow_pickle"):
+        TensorDict.load_memmap(tmp_path / "td", allow_pickle=allow_pickle)
+
+
+def test_refusing_to_unpickle_is_a_runtime_error(tmp_path):
+    """The refusal of a pickled value without allow_pickle=True is a RuntimeError (also a ValueError here)."""
+    TensorDict({"value": {1, 2}, "x": torch.zeros(1)}, []).memmap(tmp_path / "td")
+    with pytest.raises(RuntimeError, match="allow_pickle=True"):
+        TensorDict.load_memmap(tmp_path / "td", allow_pickle=False)
+    assert TensorDict.load_memmap(tmp_path / "td", allow_pickle=True)["value"] == {1, 2}
 
 
 # ---------------------------------------------------------------------- the reference's names

@@ -107,6 +107,36 @@ def test_memmap_in_place_keeps_the_identity_of_the_tensordict_and_sub_tensordict
     _assert_same(td, _source())
 
 
+def test_memmap_in_place_to_another_folder_refuses_leaves_mapped_elsewhere(tmp_path):
+    """memmap_(other) of a tensordict mapped in a folder raises RuntimeError; the folders are kept."""
+    td = _source().memmap_(tmp_path / "first")
+    with pytest.raises(RuntimeError, match="copy_existing=True"):
+        td.memmap_(tmp_path / "second")
+    assert not (tmp_path / "second" / "a.memmap").exists()
+    assert str(td.saved_path) == str(tmp_path / "first")
+    _assert_same(TensorDict.load_memmap(tmp_path / "first"), _source())
+
+
+def test_memmap_in_place_with_copy_existing_copies_into_the_new_folder(tmp_path):
+    """memmap_(other, copy_existing=True) writes every leaf to the new folder, the old one kept."""
+    td = _source().memmap_(tmp_path / "first")
+    out = td.memmap_(tmp_path / "second", copy_existing=True)
+    assert out is td and td.is_memmap()
+    assert td["a"].filename == str(tmp_path / "second" / "a.memmap")
+    _assert_same(TensorDict.load_memmap(tmp_path / "second"), _source())
+    _assert_same(TensorDict.load_memmap(tmp_path / "first"), _source())
+
+
+def test_memmap_in_place_without_prefix_or_from_shared_memory_needs_no_copy_existing(tmp_path):
+    """memmap_() again is a no-op, and a tensordict in shared memory moves to a folder freely."""
+    td = _source().memmap_(tmp_path / "first")
+    leaf = td["a"]
+    assert td.memmap_() is td and td["a"] is leaf
+    shared = _source().memmap_()
+    shared.memmap_(tmp_path / "second")
+    assert shared["a"].filename == str(tmp_path / "second" / "a.memmap")
+
+
 def test_memmap_with_threads_gives_the_same_result(tmp_path):
     """memmap(num_threads=4) writes the same folder content as num_threads=0."""
     td = TensorDict({f"k{i}": _sample((3, 5), DTYPES[i % 10], i) for i in range(12)}, [3])
