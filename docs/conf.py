@@ -59,7 +59,10 @@ nitpicky = True
 nitpick_ignore_regex = [
     (r"py:.*", r"(torch|numpy|np|typing|typing_extensions|collections|os|pathlib|zipfile)(\..*)?"),
     (r"py:.*", r"(concurrent|multiprocessing|threading|dataclasses|enum|types|abc|io|json)(\..*)?"),
-    (r"py:.*", r"(safetensors|h5py|tqdm|functools|contextlib|argparse|weakref|queue|pickle)(\..*)?"),
+    (
+        r"py:.*",
+        r"(safetensors|h5py|tqdm|functools|contextlib|argparse|weakref|queue|pickle)(\..*)?",
+    ),
     (r"py:.*", r"(int|float|str|bool|bytes|list|tuple|dict|set|type|object|callable)"),
     (
         r"py:.*",
