@@ -331,6 +331,16 @@ class LazyStackedTensorDict(
         return self._stack_dim
 
     @property
+    def _has_exclusive_keys(self) -> bool:
+        # Kept for torchrl, whose collectors and batched environments read it: True when
+        # the members' nested keys differ (some member has a key another lacks).
+        members = self.tensordicts
+        if len(members) < 2:
+            return False
+        first = set(members[0].keys(True, True))
+        return any(set(member.keys(True, True)) != first for member in members[1:])
+
+    @property
     def batch_size(self) -> torch.Size:
         """The members' batch size with the number of members inserted at :attr:`stack_dim`.
 

@@ -164,3 +164,15 @@ def test_set_str_takes_non_blocking():
     lazy = lazy_stack([TensorDict(a=torch.zeros(())), TensorDict(a=torch.zeros(()))])
     lazy._set_str("b", torch.ones(2), validated=False, inplace=False, non_blocking=False)
     assert lazy["b"].tolist() == [1.0, 1.0]
+
+
+def test_has_exclusive_keys_tells_whether_the_members_keys_differ():
+    """A lazy stack's _has_exclusive_keys (read by torchrl's collectors) is True when members' nested keys differ."""
+    same = lazy_stack([TensorDict(a=torch.zeros(2), b={"c": torch.zeros(2)}) for _ in range(3)])
+    assert same._has_exclusive_keys is False
+    differ = lazy_stack(
+        [TensorDict(a=torch.zeros(2)), TensorDict(a=torch.zeros(2), b=torch.ones(1))]
+    )
+    assert differ._has_exclusive_keys is True
+    nested = lazy_stack([TensorDict(s={"x": 1}), TensorDict(s={"y": 1})])
+    assert nested._has_exclusive_keys is True
