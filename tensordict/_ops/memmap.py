@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future
+from typing import Any
 
 import torch
 
-from tensordict._collection import is_non_tensor
-from tensordict._keys import _key_parts
+from tensordict._collection import TensorCollection, is_non_tensor
+from tensordict._keys import NestedKey, _key_parts
 from tensordict._ops._contract import Contract
+from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import (
     EntryExistsError,
     ExistingFileError,
@@ -121,7 +123,12 @@ def _write_archive(
     return _archive.load_archive(prefix, options, writable=like)
 
 
-def check_storage(key, storage, shape, dtype) -> tuple:
+def check_storage(
+    key: NestedKey,
+    storage: torch.UntypedStorage,
+    shape: ShapeType | torch.Tensor,
+    dtype: torch.dtype | None,
+) -> tuple:
     """Checks the arguments of ``make_memmap_from_storage`` (every class calls this).
 
     Returns:
@@ -196,7 +203,7 @@ def _read_items(td) -> list:
     return list(td._items_level())
 
 
-def warn_storage_without_file(key, path: str) -> None:
+def warn_storage_without_file(key: NestedKey, path: str) -> None:
     """The ``FutureWarning`` of a file-less storage added to a tensordict with a directory."""
     warn(STORAGE_WARNING.format(key=key, path=path), FutureWarning)
 
@@ -267,7 +274,7 @@ class MemmapMixin(Contract):
 
     # ------------------------------------------------------------------ whole trees
     def memmap(
-        self,
+        self: T,
         prefix: str | os.PathLike | None = None,
         copy_existing: bool = False,
         *,
@@ -279,7 +286,7 @@ class MemmapMixin(Contract):
         archive: bool | None = None,
         compression: str | int | None = None,
         atomic: bool = False,
-    ):
+    ) -> T | Future:
         """Returns a memory-mapped copy of the tensordict, written to ``prefix`` (or shared memory).
 
         Every leaf becomes a ``MemoryMappedTensor``: in ``prefix`` with the on-disk
@@ -351,7 +358,7 @@ class MemmapMixin(Contract):
         )
 
     def memmap_(
-        self,
+        self: T,
         prefix: str | os.PathLike | None = None,
         copy_existing: bool = False,
         *,
@@ -361,7 +368,7 @@ class MemmapMixin(Contract):
         existsok: bool = True,
         robust_key: bool | None = None,
         atomic: bool = False,
-    ):
+    ) -> T | Future:
         """Memory-maps the tensordict in place and locks it.
 
         Every leaf is replaced by a ``MemoryMappedTensor`` in ``prefix`` (or anonymous
@@ -429,7 +436,7 @@ class MemmapMixin(Contract):
         )
 
     def memmap_like(
-        self,
+        self: T,
         prefix: str | os.PathLike | None = None,
         copy_existing: bool = False,
         *,
@@ -439,7 +446,7 @@ class MemmapMixin(Contract):
         share_non_tensor: bool = False,
         robust_key: bool | None = None,
         archive: bool | None = None,
-    ):
+    ) -> T | Future:
         """Returns a memory-mapped tensordict with the same layout, filled with zeros.
 
         No data is copied: each file is created fresh (an earlier file at the same
@@ -489,14 +496,14 @@ class MemmapMixin(Contract):
         device: torch.device | None = None,
         non_blocking: bool = False,
         *,
-        out=None,
+        out: TensorCollection | None = None,
         robust_key: bool | None = None,
-        subpath=None,
+        subpath: NestedKey | None = None,
         mode: str | None = None,
         num_threads: int = 0,
         allow_pickle: bool = False,
         lazy: bool = False,
-    ):
+    ) -> TensorCollection:
         """Opens a memory-mapped folder (or ``.tdz`` archive) without copying and returns its tensordict.
 
         The result is memory-mapped (:meth:`is_memmap` is True, :attr:`saved_path` is
@@ -667,7 +674,15 @@ class MemmapMixin(Contract):
         return None if level is None else level.path
 
     @classmethod
-    def load(cls, prefix, device=None, non_blocking: bool = False, *, out=None, **kwargs):
+    def load(
+        cls,
+        prefix: str | os.PathLike,
+        device: DeviceType | None = None,
+        non_blocking: bool = False,
+        *,
+        out: TensorCollection | None = None,
+        **kwargs: Any,
+    ) -> TensorCollection:
         """Opens a memory-mapped folder: the same as :meth:`load_memmap`, with its arguments.
 
         Args:
@@ -695,7 +710,14 @@ class MemmapMixin(Contract):
         """
         return cls.load_memmap(prefix, device, non_blocking, out=out, **kwargs)
 
-    def save(self, prefix=None, copy_existing: bool = False, *, num_threads: int = 0, **kwargs):
+    def save(
+        self: T,
+        prefix: str | os.PathLike | None = None,
+        copy_existing: bool = False,
+        *,
+        num_threads: int = 0,
+        **kwargs: Any,
+    ) -> T | Future:
         """Writes the tensordict to the folder ``prefix``: the same as :meth:`memmap`, with its arguments.
 
         ``dumps`` is another name for it. As with :meth:`memmap`, every write is atomic
@@ -727,7 +749,7 @@ class MemmapMixin(Contract):
 
     dumps = save
 
-    def memmap_refresh_(self, *, allow_pickle: bool = False):
+    def memmap_refresh_(self: T, *, allow_pickle: bool = False) -> T:
         """Re-reads the folder in place, so that entries added by others appear, and returns the tensordict.
 
         Only levels whose ``meta.json`` changed are parsed and re-mapped; the
@@ -761,8 +783,13 @@ class MemmapMixin(Contract):
         return self
 
     def load_memmap_(
-        self, prefix=None, robust_key=None, *, allow_pickle: bool = False, mode: str | None = None
-    ):
+        self: T,
+        prefix: str | os.PathLike | None = None,
+        robust_key: bool | None = None,
+        *,
+        allow_pickle: bool = False,
+        mode: str | None = None,
+    ) -> T:
         """Loads the folder ``prefix`` into this tensordict in place and returns it.
 
         The tensordict takes the folder's entries and state (it becomes memory-mapped
@@ -806,7 +833,7 @@ class MemmapMixin(Contract):
         self._memmap_load_into(loaded)
         return self
 
-    def load_(self, prefix, *args, **kwargs):
+    def load_(self: T, prefix: str | os.PathLike, *args: Any, **kwargs: Any) -> T:
         """Deprecated: calls :meth:`load_memmap_` with the same arguments.
 
         Args:
@@ -979,8 +1006,13 @@ class MemmapMixin(Contract):
             raise RuntimeError(msg)
 
     def make_memmap(
-        self, key, shape, *, dtype: torch.dtype | None = None, robust_key: bool | None = None
-    ):
+        self,
+        key: NestedKey,
+        shape: ShapeType | torch.Tensor,
+        *,
+        dtype: torch.dtype | None = None,
+        robust_key: bool | None = None,
+    ) -> MemoryMappedTensor:
         """Adds a zero-filled memory-mapped tensor at ``key`` and returns it.
 
         The tensordict must be memory-mapped. The entry is written even though the
@@ -1018,13 +1050,13 @@ class MemmapMixin(Contract):
 
     def make_memmap_from_tensor(
         self,
-        key,
+        key: NestedKey,
         tensor: torch.Tensor,
         *,
         copy_data: bool = True,
         existsok: bool = True,
         robust_key: bool | None = None,
-    ):
+    ) -> MemoryMappedTensor:
         """Adds a memory-mapped copy of ``tensor`` at ``key`` and returns it.
 
         The tensordict must be memory-mapped; the entry is written even though it is
@@ -1143,13 +1175,13 @@ class MemmapMixin(Contract):
 
     def make_memmap_from_storage(
         self,
-        key,
+        key: NestedKey,
         storage: torch.UntypedStorage,
-        shape,
+        shape: ShapeType | torch.Tensor,
         *,
         dtype: torch.dtype | None = None,
         robust_key: bool | None = True,
-    ):
+    ) -> MemoryMappedTensor:
         """Adds a memory-mapped tensor at ``key`` that reads its data from ``storage``, and returns it.
 
         The tensordict must be memory-mapped (see :meth:`memmap`). The entry is
@@ -1257,7 +1289,7 @@ class MemmapMixin(Contract):
         return tensor
 
     # ------------------------------------------------------------------ shared memory
-    def share_memory_(self):
+    def share_memory_(self: T) -> T:
         """Moves every tensor to shared memory (so that child processes share it) and locks the tensordict.
 
         Tensors already in shared memory or in a file stay where they are.
