@@ -18,42 +18,43 @@ from __future__ import annotations
 
 import copy
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
 
-from tensordict._collection import NO_DEFAULT
+from tensordict._collection import NO_DEFAULT, TensorCollection
 from tensordict._options import capture_non_tensor_stack
+from tensordict._typing import DeviceType, ShapeType
 from tensordict.errors import EntryTypeError, LockedError, UnknownFieldError, ValueAtIndexError
 
 STACK_BUILDERS: dict = {}
 """How this layer builds a NonTensorStack: filled by the module that defines it (see above)."""
 
 
-def build_stack(items: list, dim: int):
+def build_stack(items: list, dim: int) -> TensorCollection:
     """A ``NonTensorStack`` of the non-tensor entries ``items`` along ``dim``, through the registry."""
     return STACK_BUILDERS["stack"](items, dim)
 
 
-def stack_from_list(values: list):
+def stack_from_list(values: list) -> TensorCollection:
     """A ``NonTensorStack`` of the nested list ``values``, through the registry."""
     return STACK_BUILDERS["from_list"](values)
 
 
-def stack_entries(items: list, dim: int):
+def stack_entries(items: list, dim: int) -> NonTensorDataBase | TensorCollection:
     """Stacks non-tensor entries along ``dim`` as their classes decide (see ``_stack``)."""
     if all(isinstance(i, NonTensorDataBase) for i in items):
         return type(items[0])._stack(items, dim)
     return build_stack(items, dim)
 
 
-def cat_entries(items: list, dim: int):
+def cat_entries(items: list, dim: int) -> NonTensorDataBase | TensorCollection:
     """Concatenates non-tensor entries along ``dim``: one entry when all hold one value, else a stack."""
     return STACK_BUILDERS["cat"](items, dim)
 
 
-def same_value(a, b) -> bool:
+def same_value(a: Any, b: Any) -> bool:
     """True when two values held by entries are the same: ``==`` when it gives a truth value, else ``is``."""
     try:
         return bool(a == b)
@@ -61,7 +62,7 @@ def same_value(a, b) -> bool:
         return a is b
 
 
-def nest_values(flat: list, shape) -> list:
+def nest_values(flat: list, shape: ShapeType) -> list:
     """Cuts the row-major list ``flat`` into nested lists of ``shape`` (one level per dimension)."""
     if len(shape) <= 1:
         return list(flat)
@@ -81,7 +82,7 @@ _VALUE_OPERATORS = {
 }
 
 
-def combine_values(op, operands: list) -> torch.Tensor | None:
+def combine_values(op: Callable, operands: list) -> torch.Tensor | None:
     """``op`` over the values of non-tensor entries, element by element, as a tensor.
 
     ``operands`` are a non-tensor entry and another one, or a tensor of its batch
@@ -142,7 +143,9 @@ def _all_numbers(value) -> bool:
     return True
 
 
-def entry_from_list(value: list, list_to_stack: bool):
+def entry_from_list(
+    value: list, list_to_stack: bool
+) -> torch.Tensor | NonTensorDataBase | TensorCollection:
     """What a list assigned to a key becomes: a tensor, a NonTensorStack, or one NonTensorData.
 
     With ``list_to_stack`` on, (nested) lists of numbers become a tensor and other
@@ -256,7 +259,13 @@ class NonTensorDataBase:
     _spreads = True  # expand and unsqueeze give a NonTensorStack (see _spread)
 
     def __init__(
-        self, data: Any, batch_size=None, device=None, *, metadata=None, names=None
+        self,
+        data: Any,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
+        *,
+        metadata: Any = None,
+        names: Sequence[str | None] | None = None,
     ) -> None:
         if isinstance(data, NonTensorDataBase):
             data = data.data
@@ -326,7 +335,7 @@ class NonTensorDataBase:
         return self._batch_size
 
     @batch_size.setter
-    def batch_size(self, value) -> None:
+    def batch_size(self, value: ShapeType) -> None:
         self._batch_size = torch.Size(value)
 
     shape = batch_size
@@ -356,7 +365,7 @@ class NonTensorDataBase:
         return [None] * len(self._batch_size) if names is None else list(names)
 
     @names.setter
-    def names(self, value) -> None:
+    def names(self, value: Sequence[str | None] | None) -> None:
         if value is not None:
             value = list(value)
             if len(value) != len(self._batch_size):
@@ -387,7 +396,7 @@ class NonTensorDataBase:
     ndim = batch_dims
 
     @property
-    def device(self):
+    def device(self) -> torch.device | None:
         """The device of the level that holds the value, or ``None`` for none.
 
         The value itself is not on any device; :meth:`to` and :meth:`cpu` return
@@ -486,7 +495,7 @@ class NonTensorDataBase:
         """
         return iter(())
 
-    def tolist(self):
+    def tolist(self) -> Any:
         """Returns the value once per batch element, in nested lists of the batch size.
 
         Without batch dimensions, the value itself.
@@ -795,7 +804,7 @@ class NonTensorDataBase:
         spread=True,
     )
 
-    def flatten(self, start_dim: int | None = 0, end_dim: int | None = -1):
+    def flatten(self, start_dim: int | None = 0, end_dim: int | None = -1) -> NonTensorDataBase:
         """Returns an entry with the same value and batch dimensions ``start_dim`` to ``end_dim`` merged.
 
         Args:
@@ -896,7 +905,7 @@ class NonTensorDataBase:
     def _split_like(self, fn) -> tuple:
         return tuple(self._with(part.shape) for part in fn(_dummy(self._batch_size)))
 
-    def split(self, split_size, dim: int = 0) -> tuple:
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple:
         """Splits the batch size along ``dim`` as ``Tensor.split`` would; the pieces share the value.
 
         Args:
@@ -995,7 +1004,7 @@ class NonTensorDataBase:
         """
         return self._with(self._batch_size)
 
-    def to(self, *args, **kwargs) -> NonTensorData:
+    def to(self, *args: Any, **kwargs: Any) -> NonTensorData:
         """Returns a new entry with another device, or the same one; dtypes and the like are ignored.
 
         The device is the ``device`` keyword or a positional string or
@@ -1224,7 +1233,13 @@ class MetaData(NonTensorDataBase):
     _expected: type | None = None
 
     def __init__(
-        self, data: Any, batch_size=None, device=None, *, metadata=None, names=None
+        self,
+        data: Any,
+        batch_size: ShapeType | None = None,
+        device: DeviceType | None = None,
+        *,
+        metadata: Any = None,
+        names: Sequence[str | None] | None = None,
     ) -> None:
         expected = type(self)._expected
         value = data.data if isinstance(data, NonTensorDataBase) else data
