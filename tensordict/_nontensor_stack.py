@@ -22,6 +22,7 @@ import itertools
 import operator
 import pickle
 import weakref
+from typing import Any
 
 import torch
 
@@ -32,6 +33,7 @@ from tensordict._nontensor import NonTensorData, NonTensorDataBase, nest_values,
 from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.convert import CONVERTERS
+from tensordict._typing import DeviceType, ShapeType
 from tensordict.errors import BatchSizeError, MemmapFormatError, PickleRefusedError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
@@ -108,7 +110,7 @@ class LinkedList(list):
         ['z', 'b', 'c']
     """
 
-    def __init__(self, *args, stack=None, prefix: tuple = ()) -> None:
+    def __init__(self, *args: Any, stack: NonTensorStack | None = None, prefix: tuple = ()) -> None:
         super().__init__(*args)
         self._stack = None if stack is None else weakref.ref(stack)
         self._prefix = prefix
@@ -210,7 +212,12 @@ class NonTensorStack(LazyStackedTensorDict):
     _memmap_record = "NonTensorStack"
 
     def __init__(
-        self, *values, stack_dim: int = 0, stack_dim_name=None, batch_size=None, **kwargs
+        self,
+        *values: Any,
+        stack_dim: int = 0,
+        stack_dim_name: str | None = None,
+        batch_size: ShapeType | None = None,
+        **kwargs: Any,
     ) -> None:
         if len(values) == 1 and type(values[0]) in (list, tuple):
             values = tuple(values[0])
@@ -253,7 +260,7 @@ class NonTensorStack(LazyStackedTensorDict):
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_list(cls, values: list, *, device=None) -> NonTensorStack:
+    def from_list(cls, values: list, *, device: DeviceType | None = None) -> NonTensorStack:
         """Builds a stack from a (nested) list: each level of lists is a batch dimension.
 
         Nested lists of one length become more batch dimensions; an item that is
@@ -311,7 +318,7 @@ class NonTensorStack(LazyStackedTensorDict):
         return _from_flat(value._flat(), value.batch_size, value.device)
 
     @classmethod
-    def maybe_to_stack(cls, value):
+    def maybe_to_stack(cls, value: Any) -> Any:
         """Returns ``value`` as a stack when it is a non-tensor entry with batch dimensions.
 
         Args:
@@ -376,7 +383,7 @@ class NonTensorStack(LazyStackedTensorDict):
         cells = self._cells()
         return _from_cells([cells[i] for i in flat], positions.shape)
 
-    def tolist(self, *args, **kwargs) -> list:
+    def tolist(self, *args: Any, **kwargs: Any) -> list:
         """Returns the values as nested plain lists, one level per batch dimension.
 
         Args:
@@ -425,7 +432,7 @@ class NonTensorStack(LazyStackedTensorDict):
         return LinkedList(values, stack=self, prefix=prefix)
 
     @property
-    def data(self):
+    def data(self) -> Any:
         """The value every element holds, when they all hold the same one (compared with ``==``).
 
         Returns:
@@ -641,7 +648,14 @@ class NonTensorStack(LazyStackedTensorDict):
             out = self.clone()
         return out if device is NO_DEFAULT or device is None else out.to(device)
 
-    def where(self, condition: torch.Tensor, other, *, out=None, pad=None) -> NonTensorStack:
+    def where(
+        self,
+        condition: torch.Tensor,
+        other: Any,
+        *,
+        out: NonTensorStack | None = None,
+        pad: Any = None,
+    ) -> NonTensorStack:
         """Returns the values of this stack where ``condition`` is True, and of ``other`` elsewhere.
 
         Args:
@@ -699,7 +713,7 @@ class NonTensorStack(LazyStackedTensorDict):
         members = [m.clone() for m in self.tensordicts]
         return NonTensorStack._of(members, self._stack_dim, self._batch_size)
 
-    def to(self, *args, **kwargs) -> NonTensorStack:
+    def to(self, *args: Any, **kwargs: Any) -> NonTensorStack:
         """Returns a new stack whose members have the device given; dtypes and the like are ignored.
 
         Args:

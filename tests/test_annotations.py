@@ -27,7 +27,6 @@ from tensordict.utils import DeviceType, IndexType
 NOT_YET_COVERED_PACKAGES: tuple[str, ...] = ()
 NOT_YET_COVERED = frozenset(
     {
-        "tensordict._nontensor_stack",
         "tensordict.memmap",
         "tensordict.memmap._archive",
         "tensordict.memmap._fs",
