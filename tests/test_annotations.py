@@ -31,7 +31,6 @@ NOT_YET_COVERED = frozenset(
         "tensordict._nontensor_stack",
         "tensordict.memmap._archive",
         "tensordict.memmap._io",
-        "tensordict.memmap.format",
         "tensordict.memmap.tensor",
     }
 )
