@@ -29,7 +29,6 @@ NOT_YET_COVERED = frozenset(
     {
         "tensordict._nontensor",
         "tensordict._nontensor_stack",
-        "tensordict.memmap._io",
         "tensordict.memmap.tensor",
     }
 )
