@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import sys
 import types
+from concurrent.futures import Future
 
+from tensordict._typing import T
 from tensordict.memmap._fs import claim_writer, release_writer
 from tensordict.memmap.tensor import MemoryMappedTensor
 
@@ -18,7 +20,7 @@ __all__ = ["MemoryMappedTensor", "claim_writer", "memmap", "release_writer"]
 
 
 def memmap(
-    data,
+    data: T,
     prefix: str | os.PathLike | None = None,
     copy_existing: bool = False,
     *,
@@ -30,7 +32,7 @@ def memmap(
     archive: bool | None = None,
     compression: str | int | None = None,
     atomic: bool = False,
-):
+) -> T | Future:
     """Writes a tensordict (or tensorclass) to memory-mapped storage and returns the mapped copy.
 
     The same as ``data.memmap(prefix, ...)``; see :meth:`~tensordict.TensorDictBase.memmap`.

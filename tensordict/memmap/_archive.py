@@ -94,9 +94,11 @@ import stat as _stat
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterator
 
 import torch
 
+from tensordict._collection import TensorCollection
 from tensordict._helpers import contiguous_strides
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict.errors import (
@@ -111,6 +113,7 @@ from tensordict.errors import (
 )
 from tensordict.memmap import _fs
 from tensordict.memmap import format as fmt
+from tensordict.memmap._io import Options
 from tensordict.memmap.tensor import _nested_view
 
 ARCHIVE_SUFFIX = ".tdz"
@@ -153,7 +156,7 @@ _CENTRAL_SIG = b"PK\x01\x02"
 _ZIP64_LOCAL_BLOCK = 20  # the zip64 block zipfile puts in a local header: id, size, two sizes
 
 
-def is_archive_path(path) -> bool:
+def is_archive_path(path: str | os.PathLike) -> bool:
     """True when :func:`~tensordict.save` and the ``memmap`` methods write an archive at ``path``.
 
     That is when its name ends in ``.tdz``, as for the well-known implementation.
@@ -165,7 +168,7 @@ def is_archive_path(path) -> bool:
     return path is not None and os.fspath(path).endswith(ARCHIVE_SUFFIX)
 
 
-def is_archive_file(path) -> bool:
+def is_archive_file(path: str | os.PathLike) -> bool:
     """True when the loaders read ``path`` as an archive: a file (not a folder) there.
 
     A file that is not a zip and whose name does not end in ``.tdz`` is left to
@@ -263,7 +266,7 @@ class ArchiveReader:
         OSError: if the file cannot be opened.
     """
 
-    def __init__(self, path, *, writable: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike, *, writable: bool = False) -> None:
         self.path = os.path.abspath(os.fspath(path))
         if os.path.islink(self.path):
             msg = f"refusing to load {self.path!r}: it is a symbolic link"
@@ -454,7 +457,7 @@ class ArchiveReader:
                 "meta.json may hold; refused before reading it",
             )
 
-    def inflated(self, entry: _Entry):
+    def inflated(self, entry: _Entry) -> Iterator[bytes]:
         """Yields the decompressed bytes of the compressed ``entry``, at most 1 MiB at a time.
 
         The stream is read from the mapping and inflated in bounded steps, and it may
@@ -641,7 +644,9 @@ def _decompressor(path: str, entry: _Entry, buf, pos: int, end: int) -> tuple:
 
 
 # ====================================================================== loading
-def load_archive(path, options, *, writable: bool = False, subpath: tuple = ()):
+def load_archive(
+    path: str | os.PathLike, options: Options, *, writable: bool = False, subpath: tuple = ()
+) -> TensorCollection:
     """Loads the tree stored in the archive ``path`` (see the module docstring).
 
     Args:
@@ -928,7 +933,7 @@ def pack_memmap(
     *,
     compression: str | int | None = None,
     compresslevel: int | None = None,
-):
+) -> pathlib.Path:
     """Packs a memory-mapped folder into one ``.tdz`` archive file and returns its path.
 
     Each file of the folder becomes an entry named by its relative path, so that
@@ -990,8 +995,15 @@ def pack_memmap(
 
 
 def write_archive(
-    obj, archive_path, *, like: bool, robust_key, num_threads: int, compression, existsok: bool
-):
+    obj: TensorCollection,
+    archive_path: str | os.PathLike,
+    *,
+    like: bool,
+    robust_key: bool | None,
+    num_threads: int,
+    compression: str | int | None,
+    existsok: bool,
+) -> None:
     """Writes the tree ``obj`` as the archive ``archive_path`` (staged as a folder beside it).
 
     The staging folder and the archive's temporary file carry the format's temporary
@@ -1063,7 +1075,7 @@ def is_memmap_archive(path: str | os.PathLike) -> bool:
         return False
 
 
-def unpack_memmap(archive_path: str | os.PathLike, prefix: str | os.PathLike):
+def unpack_memmap(archive_path: str | os.PathLike, prefix: str | os.PathLike) -> pathlib.Path:
     """Extracts an archive into the folder ``prefix`` and returns the folder's path.
 
     The inverse of :func:`pack_memmap`: the folder holds one file per entry and
@@ -1142,7 +1154,7 @@ def _extract(reader: ArchiveReader, entry: _Entry, path: str) -> None:
         raise
 
 
-def refresh_archive_checksums(archive_path: str | os.PathLike):
+def refresh_archive_checksums(archive_path: str | os.PathLike) -> pathlib.Path:
     """Recomputes the CRC-32 of every uncompressed entry of an archive, in place.
 
     Writes into a tensordict loaded writable from an archive (``memmap_like`` with a
@@ -1230,7 +1242,7 @@ def _crc_of(reader: ArchiveReader, entry: _Entry) -> int:
     return crc
 
 
-def scan_problems(path) -> list:
+def scan_problems(path: str | os.PathLike) -> list:
     """The problems of an archive's zip layer, as ``(entry path, message)`` pairs, for ``verify``.
 
     Checks every entry's CRC-32 and reports tensor payloads that are not aligned
@@ -1244,7 +1256,7 @@ def scan_problems(path) -> list:
     return problems
 
 
-def stage_for_scan(path, folder: str) -> None:
+def stage_for_scan(path: str | os.PathLike, folder: str) -> None:
     """Lays out the archive ``path`` in ``folder`` for the folder scanner of ``tensordict info``.
 
     Small files (``meta.json``, pickles, shape files) are extracted; each tensor

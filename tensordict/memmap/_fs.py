@@ -32,7 +32,7 @@ import shutil
 import socket
 import stat as _stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from tensordict.errors import ForeignWriterError, MemmapNotFoundError
 from tensordict.memmap.format import (
@@ -136,7 +136,7 @@ def remove_stale_temporaries(folder: str) -> list:
 
 
 # ---------------------------------------------------------------------- meta.json, replaced atomically
-def write_meta(folder: str, members) -> os.stat_result:
+def write_meta(folder: str, members: Iterable[str]) -> os.stat_result:
     """Atomically replaces ``meta.json`` of ``folder`` with the given serialised members.
 
     Args:
@@ -314,7 +314,7 @@ def _write_claim(path: str, text: str) -> str:
     return temporary
 
 
-def claim_writer(folder, *, force: bool = False) -> None:
+def claim_writer(folder: str | os.PathLike, *, force: bool = False) -> None:
     """Makes this process the one writer of the memory-mapped tree at ``folder``, checked.
 
     Writes the claim file ``meta%writer`` in ``folder``: the claim is written whole
@@ -398,7 +398,7 @@ def _link_claim(path: str, temporary: str, claim: str) -> bool:
     raise ForeignWriterError(msg)
 
 
-def release_writer(folder) -> None:
+def release_writer(folder: str | os.PathLike) -> None:
     """Removes this process's claim on the tree at ``folder`` (see :func:`claim_writer`).
 
     Args:
@@ -455,7 +455,7 @@ def check_writer(folder: str) -> None:
 
 
 # ---------------------------------------------------------------------- stat
-def same_file(stat_a, stat_b) -> bool:
+def same_file(stat_a: os.stat_result | None, stat_b: os.stat_result | None) -> bool:
     """True when two stat results describe the same unchanged file."""
     return (
         stat_a is not None

@@ -39,12 +39,14 @@ import os
 import pickle
 import shutil
 import stat as _stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from tensordict._collection import is_non_tensor
+from tensordict._collection import TensorCollection, is_non_tensor
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
+from tensordict._typing import DeviceType
 from tensordict.errors import (
     EntryExistsError,
     ExistingFileError,
@@ -99,10 +101,10 @@ class Level:
         self,
         path: str | None,
         meta: dict | None = None,
-        stat=None,
-        robust_key=None,
-        inodes=None,
-        loaded=None,
+        stat: os.stat_result | None = None,
+        robust_key: bool | None = None,
+        inodes: dict | None = None,
+        loaded: Mapping | None = None,
         mode: str | None = None,
     ) -> None:
         self.path = path
@@ -184,7 +186,7 @@ class Level:
                 self.clean = True
             yield
 
-    def add(self, key: str, record: dict, renames=()) -> None:
+    def add(self, key: str, record: dict, renames: Iterable[tuple[str, str]] = ()) -> None:
         """Records a new entry under the folder lock, first moving its files into place.
 
         ``renames`` are ``(temporary, final)`` paths: the entry's files, written under
@@ -206,7 +208,7 @@ class Level:
                     self.inodes[key] = os.stat(renames[0][1]).st_ino
             self._apply({key: record})
 
-    def add_level(self, key: str, record: dict, create) -> dict | None:
+    def add_level(self, key: str, record: dict, create: Callable[[], object]) -> dict | None:
         """Records the new sub-level ``key``, made by ``create()``, unless another writer recorded ``key``.
 
         Under the folder lock, after re-reading ``meta.json``: when ``key`` is not
@@ -257,7 +259,7 @@ class Level:
             self._reread()
             self._apply(changes)
 
-    def forget(self, keys) -> list:
+    def forget(self, keys: Iterable[str]) -> list:
         """Removes the records (and tensor files) of ``keys``, entries this tensordict deleted.
 
         Under the folder lock, after re-reading ``meta.json``: a record is removed only
@@ -393,9 +395,9 @@ class Options:
 
     def __init__(
         self,
-        robust_key=None,
+        robust_key: bool | None = None,
         allow_pickle: bool = False,
-        device=None,
+        device: DeviceType | None = None,
         mode: str | None = None,
         lazy: bool = False,
     ) -> None:
@@ -440,7 +442,7 @@ def _too_deep(folder) -> MemmapFormatError:
     return MemmapFormatError(msg)
 
 
-def entry_kind(value) -> str:
+def entry_kind(value: object) -> str:
     """``"tensor"``, ``"nested"`` or ``"folder"``: the names an entry occupies (see format)."""
     if isinstance(value, _Tensor):
         return "nested" if value.is_nested else "tensor"
@@ -448,14 +450,14 @@ def entry_kind(value) -> str:
 
 
 def plan_entries(
-    obj,
-    items,
+    obj: TensorCollection,
+    items: Iterable[tuple[str, object]],
     folder: str | None,
     plan: Plan,
-    robust_key,
+    robust_key: bool | None,
     existsok: bool,
     like: bool,
-    names=None,
+    names: Sequence[str | None] | None = None,
 ) -> None:
     """Plans the entries of one dense level ``obj`` (its ``items``) into ``folder``.
 
@@ -517,12 +519,18 @@ def _check_not_elsewhere(key, value, path: str) -> None:
     raise MappedElsewhereError(msg)
 
 
-def sub_folder(folder: str | None, key: str, robust_key) -> str | None:
+def sub_folder(folder: str | None, key: str, robust_key: bool | None) -> str | None:
     """The folder of the sub-tensordict ``key`` of a level in ``folder`` (``None`` stays ``None``)."""
     return None if folder is None else os.path.join(folder, fmt.file_name(key, "", robust_key))
 
 
-def rebuild_entries(items, folder, replacement: dict, inplace: bool, robust_key) -> dict:
+def rebuild_entries(
+    items: Iterable[tuple[str, object]],
+    folder: str | None,
+    replacement: dict,
+    inplace: bool,
+    robust_key: bool | None,
+) -> dict:
     """The entries of a dense level after writing: tensors replaced, sub-levels rebuilt."""
     data = {}
     for key, value in items:
@@ -537,7 +545,7 @@ def rebuild_entries(items, folder, replacement: dict, inplace: bool, robust_key)
     return data
 
 
-def records_of(items, folder: str, robust_key) -> dict:
+def records_of(items: Iterable[tuple[str, object]], folder: str, robust_key: bool | None) -> dict:
     """The ``meta.json`` records of a dense level's entries; sub-levels write theirs first."""
     meta = {}
     for key, value in items:
@@ -551,7 +559,7 @@ def records_of(items, folder: str, robust_key) -> dict:
     return meta
 
 
-def is_file_of(value, path: str) -> bool:
+def is_file_of(value: torch.Tensor, path: str) -> bool:
     """True when ``value`` maps all of the file at ``path`` (not a view of part of it)."""
     filename = getattr(value, "_filename", None)
     if filename is None or value.is_nested:
@@ -710,12 +718,14 @@ def _write_tensor(path: str | None, tensor: torch.Tensor, shape_path: str | None
     return MemoryMappedTensor.from_tensor(tensor.detach(), filename=path, copy_existing=True)
 
 
-def nontensor_mark(stat) -> tuple:
+def nontensor_mark(stat: os.stat_result) -> tuple:
     """What tells that a non-tensor entry's ``meta.json`` was rewritten since it was read."""
     return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
 
 
-def rewrite_nontensor(level: Level, key: str, value, robust_key) -> bool:
+def rewrite_nontensor(
+    level: Level, key: str, value: TensorCollection, robust_key: bool | None
+) -> bool:
     """Rewrites the non-tensor entry ``key`` of ``level`` with ``value`` when it differs on disk.
 
     Each file of its folder is replaced atomically (a pickle first, ``meta.json``
@@ -761,7 +771,7 @@ def rewrite_nontensor(level: Level, key: str, value, robust_key) -> bool:
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def rewrite_nontensor_folder(path: str, value) -> None:
+def rewrite_nontensor_folder(path: str, value: TensorCollection) -> None:
     """Rewrites the folder of a non-tensor value memory-mapped on its own (the root of ``memmap()``).
 
     The new files are staged inside the folder and moved in one atomic rename each,
@@ -775,7 +785,7 @@ def rewrite_nontensor_folder(path: str, value) -> None:
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def write_nontensor(folder: str, value) -> None:
+def write_nontensor(folder: str, value: TensorCollection) -> None:
     """Writes the folder of a non-tensor entry: a single value, or a stack's ``_memmap_payload()``."""
     os.makedirs(folder, exist_ok=True)
     if isinstance(value, NonTensorDataBase):
@@ -799,16 +809,16 @@ def write_nontensor(folder: str, value) -> None:
 
 
 def write_tree(
-    obj,
-    prefix,
+    obj: TensorCollection,
+    prefix: str | os.PathLike | None,
     *,
     like: bool,
     inplace: bool,
     num_threads: int,
     existsok: bool,
-    robust_key,
+    robust_key: bool | None,
     copy_existing: bool = True,
-):
+) -> TensorCollection:
     """Memory-maps ``obj`` into ``prefix`` (or anonymous shared memory) and returns the result.
 
     Everything is checked first. A tree with a folder is then written whole into a
@@ -1071,7 +1081,7 @@ def _put_in_place(stage: str, folder: str) -> None:
 
 
 # ====================================================================== loading
-def open_folder(prefix) -> tuple:
+def open_folder(prefix: str | os.PathLike) -> tuple:
     """``(folder, meta, stat)`` of the folder a user names: absolute, never a symbolic link.
 
     Raises:
@@ -1091,7 +1101,9 @@ def open_folder(prefix) -> tuple:
     return folder, meta, stat
 
 
-def open_subpath(folder: str, meta: dict, stat, subpath: tuple, robust_key) -> tuple:
+def open_subpath(
+    folder: str, meta: dict, stat: os.stat_result, subpath: tuple, robust_key: bool | None
+) -> tuple:
     """``(folder, meta, stat)`` of the nested tensordict at the keys ``subpath`` below ``folder``.
 
     A tensorclass level is passed through to its data (``_tensordict/``), as
@@ -1119,7 +1131,12 @@ def open_subpath(folder: str, meta: dict, stat, subpath: tuple, robust_key) -> t
 RELOADS = 8  # reads of a folder exchanged meanwhile (a new tree, an append) before giving up
 
 
-def load_tree(prefix, options: Options, subpath: tuple, load):
+def load_tree(
+    prefix: str | os.PathLike,
+    options: Options,
+    subpath: tuple,
+    load: Callable[[str, dict, os.stat_result, Options], TensorCollection],
+) -> TensorCollection:
     """Loads the tree the user names with ``load(folder, meta, stat, options)``, whole and unmixed.
 
     A writer that replaces the tree (``memmap(prefix)``, ``append_memmap``) exchanges
@@ -1158,7 +1175,9 @@ def _identity(path: str):
     return (info.st_dev, info.st_ino)
 
 
-def load_folder(folder: str, meta: dict, stat, options: Options):
+def load_folder(
+    folder: str, meta: dict, stat: os.stat_result | None, options: Options
+) -> TensorCollection:
     """Loads one folder whose ``meta.json`` is already parsed, with the loader of its class."""
     if options.depth >= fmt.MAX_DEPTH:
         raise _too_deep(folder)
@@ -1200,7 +1219,9 @@ def _load_kind(folder: str, meta: dict, stat, options: Options):
     return loader(folder, meta, stat, options)
 
 
-def load_child(path: str, options: Options, previous=None):
+def load_child(
+    path: str, options: Options, previous: TensorCollection | None = None
+) -> TensorCollection:
     """Loads the level in ``path`` (a member or data folder the format requires)."""
     meta, stat = fmt.read_meta(path)
     if previous is not None and previous._memmap_refresh_from(meta, stat, options):
@@ -1362,7 +1383,9 @@ def _load_nontensor(folder: str, meta: dict, options: Options) -> NonTensorDataB
 
 
 # ====================================================================== refreshing
-def refresh_entries(level: Level, data: dict, options: Options, read=None):
+def refresh_entries(
+    level: Level, data: dict, options: Options, read: tuple | None = None
+) -> tuple | None:
     """Re-reads a dense level in place (never writes); ``data`` is its dict of entries.
 
     A level whose ``meta.json`` did not change is not parsed again (its

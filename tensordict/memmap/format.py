@@ -126,10 +126,12 @@ import json
 import os
 import re
 import stat as _stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
 
+from tensordict._keys import NestedKey
+from tensordict._typing import DeviceType, ShapeType
 from tensordict.errors import (
     InvalidArgumentError,
     MemmapFormatError,
@@ -347,7 +349,7 @@ def tensor_record(tensor: torch.Tensor) -> dict:
     }
 
 
-def parse_dtype(value, where: str) -> torch.dtype:
+def parse_dtype(value: object, where: str) -> torch.dtype:
     """Returns the dtype named by a record, or raises naming ``where``."""
     dtype = DTYPES.get(value) if isinstance(value, str) else None
     if dtype is None:
@@ -356,7 +358,7 @@ def parse_dtype(value, where: str) -> torch.dtype:
     return dtype
 
 
-def parse_shape(value, where: str) -> torch.Size:
+def parse_shape(value: object, where: str) -> torch.Size:
     """Returns the shape of a record, or raises naming ``where`` and the bad value."""
     if not isinstance(value, list) or not all(
         type(s) is int and 0 <= s <= _MAX_SIZE for s in value
@@ -366,7 +368,7 @@ def parse_shape(value, where: str) -> torch.Size:
     return torch.Size(value)
 
 
-def nbytes(shape, dtype: torch.dtype) -> int:
+def nbytes(shape: ShapeType, dtype: torch.dtype) -> int:
     """The number of bytes of a C-contiguous tensor of ``shape`` and ``dtype``."""
     numel = 1
     for s in shape:
@@ -461,13 +463,17 @@ def parse_meta(path: str, raw: bytes) -> dict:
     return meta
 
 
-def dumps_record(key: str, record) -> str:
+def dumps_record(key: str, record: object) -> str:
     """One ``"key": record`` member of meta.json, serialised (cached by writers)."""
     return json.dumps(key) + ": " + json.dumps(record)
 
 
 def level_meta(
-    batch_size, device, type_str: str = TD_TYPE, class_str: str = TD_CLASS, names=None
+    batch_size: ShapeType,
+    device: DeviceType | None,
+    type_str: str = TD_TYPE,
+    class_str: str = TD_CLASS,
+    names: Sequence[str | None] | None = None,
 ) -> dict:
     """The level's own fields of a TensorDict folder; ``"_names"`` only when a dimension is named.
 
@@ -489,7 +495,7 @@ def level_meta(
     return meta
 
 
-def nontensor_meta(data, pickled: bool, type_str: str = NONTENSOR_TYPE) -> dict:
+def nontensor_meta(data: object, pickled: bool, type_str: str = NONTENSOR_TYPE) -> dict:
     """The ``meta.json`` of a non-tensor entry's folder (``type_str``: its class, as printed)."""
     meta = {"_type": type_str}
     if not pickled:
@@ -499,7 +505,7 @@ def nontensor_meta(data, pickled: bool, type_str: str = NONTENSOR_TYPE) -> dict:
     return meta
 
 
-def json_compatible(value) -> bool:
+def json_compatible(value: object) -> bool:
     """True when ``value`` survives a JSON round trip unchanged."""
     if value is None or isinstance(value, (bool, str)):
         return True
@@ -598,7 +604,7 @@ def check_version(folder: str, meta: dict) -> None:
         raise MemmapFormatError(msg)
 
 
-def parse_device(value, where: str):
+def parse_device(value: object, where: str) -> torch.device | None:
     """Returns the ``torch.device`` of a ``"device"`` field (``None`` for ``null``/``"None"``).
 
     Raises:
@@ -632,7 +638,7 @@ def parse_td_level(folder: str, meta: dict) -> tuple:
     return batch_size, parse_device(meta.get("device"), f"{where} 'device'")
 
 
-def parse_names(folder: str, meta: dict, batch_size=None) -> list | None:
+def parse_names(folder: str, meta: dict, batch_size: torch.Size | None = None) -> list | None:
     """Returns the names of a TensorDict level's batch dimensions, or ``None`` when none is named.
 
     Args:
@@ -709,7 +715,7 @@ def lazy_members(folder: str) -> list:
     return paths
 
 
-def member_numbers(folder: str, names) -> list:
+def member_numbers(folder: str, names: Iterable[str]) -> list:
     """Returns the member numbers ``0 .. N-1`` of a lazy stack whose sub-folders are ``names``.
 
     Raises:
@@ -733,7 +739,7 @@ def member_numbers(folder: str, names) -> list:
     return numbers
 
 
-def is_field(key: str, record) -> bool:
+def is_field(key: str, record: object) -> bool:
     """True when the member ``key: record`` of a level's ``meta.json`` is a field of the level, not an entry.
 
     ``"_names"`` is the field when its value is not an object (an object is the record
@@ -746,7 +752,7 @@ def is_field(key: str, record) -> bool:
     return key in LEVEL_FIELDS or (key == NAMES_FIELD and type(record) is not dict)
 
 
-def subpath_parts(subpath) -> tuple:
+def subpath_parts(subpath: NestedKey) -> tuple:
     """The keys of the ``subpath`` of a load: a nested key, or its parts joined by ``"/"``.
 
     Raises:
@@ -795,7 +801,7 @@ def entries(meta: dict) -> Iterator:
             yield key, record
 
 
-def parse_record(folder: str, key: str, record) -> str | None:
+def parse_record(folder: str, key: str, record: object) -> str | None:
     """Returns the sub-folder type a record announces (``"TensorDict"``, ...), or ``None`` for a tensor.
 
     Raises:
@@ -865,7 +871,7 @@ def _is_encoded_stem(stem: str) -> bool:
     return encode_key(decoded) == stem
 
 
-def check_batch_prefix(folder: str, key: str, shape, batch_size) -> None:
+def check_batch_prefix(folder: str, key: str, shape: ShapeType, batch_size: ShapeType) -> None:
     """Refuses an entry whose shape (a sub-level's batch size) does not start with the level's batch size.
 
     Raises:
@@ -905,7 +911,13 @@ def entry_path(folder: str, key: str, suffix: str, robust_key: bool | None = Tru
     return path
 
 
-def entry_name(folder: str, key: str, suffix: str, robust_key, present) -> str:
+def entry_name(
+    folder: str,
+    key: str,
+    suffix: str,
+    robust_key: bool | None,
+    present: Callable[[str], bool],
+) -> str:
     """The name under which a reader finds an entry, given ``present(name)``: is it there?
 
     The rule of :func:`entry_path`, for a folder on disk or a folder in an archive:
@@ -939,7 +951,9 @@ def _regular_file(path: str) -> bool:
     return os.path.isfile(path)
 
 
-def parse_nontensor(folder: str, meta: dict, present=_regular_file) -> tuple:
+def parse_nontensor(
+    folder: str, meta: dict, present: Callable[[str], bool] = _regular_file
+) -> tuple:
     """Returns ``("data", value)`` or ``("pickle", path)`` for a non-tensor level.
 
     ``present(path)`` tells whether a regular file is at ``path`` (by default, on
@@ -957,7 +971,9 @@ def parse_nontensor(folder: str, meta: dict, present=_regular_file) -> tuple:
     return "pickle", path
 
 
-def parse_nontensor_stack(folder: str, meta: dict, present=_regular_file) -> tuple:
+def parse_nontensor_stack(
+    folder: str, meta: dict, present: Callable[[str], bool] = _regular_file
+) -> tuple:
     """Returns ``(values, None)`` or ``(None, pickle_path)`` for a NonTensorStack level.
 
     ``present`` is as for :func:`parse_nontensor`.
