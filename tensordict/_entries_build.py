@@ -18,6 +18,7 @@ from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._lazy import lazy_stack
 from tensordict._ops.convert import CONVERTERS
 from tensordict._td import TensorDict
+from tensordict._tensorclass import flags
 from tensordict._typing import DeviceType, ShapeType
 from tensordict.errors import UnknownStorageError
 
@@ -53,7 +54,9 @@ def _retype(built, template) -> None:
             continue
         if getattr(type(model), "_is_tensorclass", False):
             _retype(sub, model._tensordict)
-            built._set_str(key, type(model).from_tensordict(sub), inplace=False, validated=True)
+            obj = type(model).from_tensordict(sub)
+            flags.cast_fields(obj, sub.keys())
+            built._set_str(key, obj, inplace=False, validated=True)
         elif not getattr(type(model), "_is_lazy", False):
             _retype(sub, model)
 

@@ -110,7 +110,7 @@ def _as_batch_size(batch_size) -> torch.Size:
             size = _Size(batch_size)
         except TypeError:
             size = None
-        if size is not None and (not size or min(size) >= 0):
+        if size is not None and (not size or min(size) >= -1):
             return size
     if isinstance(batch_size, int):
         return _Size((batch_size,))
@@ -121,8 +121,9 @@ def _as_batch_size(batch_size) -> torch.Size:
     except (TypeError, ValueError) as err:
         msg = f"batch_size must be a sequence of ints, got {batch_size!r}"
         raise TypeError(msg) from err
-    if any(s < 0 for s in size):
-        msg = f"batch_size must not hold negative sizes, got {list(size)}"
+    if any(s < -1 for s in size):
+        # -1 is the one negative size: it marks a ragged dim, as a nested tensor's shape reads.
+        msg = f"batch_size must not hold sizes below -1 (-1 marks a ragged dim), got {list(size)}"
         raise ValueError(msg)
     return size
 
@@ -183,7 +184,8 @@ class TensorDict(TensorDictBase):
         TypeError: if a key is not a string or a tuple of strings, if ``batch_size``
             is not a sequence of ints, or if ``source`` is not a mapping or a
             tensordict (that error is also a ``ValueError``).
-        ValueError: if ``batch_size`` holds a negative size, if a tuple key is
+        ValueError: if ``batch_size`` holds a size below -1 (``-1`` marks a ragged dim,
+            as a nested tensor's shape reads), if a tuple key is
             empty, if ``names`` does not hold one distinct name (or ``None``)
             per batch dimension, or if both ``source`` and keyword entries are given.
 
@@ -324,7 +326,8 @@ class TensorDict(TensorDictBase):
             RuntimeError: on assignment, if an entry's leading dimensions do not match
                 the new size (naming the first such key).
             TypeError: on assignment, if the new size is not a sequence of ints.
-            ValueError: on assignment, if the new size holds a negative size.
+            ValueError: on assignment, if the new size holds a size below -1 (``-1``
+                marks a ragged dim).
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(3, 4), "sub": {"b": torch.zeros(3, 4, 5)}}, [3])

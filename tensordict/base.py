@@ -403,13 +403,17 @@ class TensorDictBase(
         """Returns the number of bytes of the leaf tensors' elements, nested ones included.
 
         Each leaf counts ``numel() * element_size()``, whatever memory it shares (an
-        expanded leaf counts every element). A jagged nested tensor counts its values
-        and its offsets; a strided nested tensor the elements of its components.
-        Non-tensor entries count nothing.
+        expanded leaf counts every element), plus its ``grad`` when it has one. A jagged
+        nested tensor counts its values, its offsets and its lengths (when it has them); a
+        strided nested tensor the elements of its components. Non-tensor entries count
+        nothing.
 
         Keyword Args:
             count_duplicates (bool, optional): count a tensor stored under several keys
-                once per key. False counts each tensor object once. Defaults to True.
+                once per key. False counts each tensor once, the parts of jagged leaves
+                included: two leaves built on the same offsets count them once. A tensor
+                is the same as another when it views the same memory with the same shape,
+                strides and dtype. Defaults to True.
 
         Returns:
             The number of bytes, an int.
@@ -423,11 +427,13 @@ class TensorDictBase(
         total = 0
         seen: set = set()
         for _, value in tensor_leaves(self):
-            if not count_duplicates:
-                if id(value) in seen:
-                    continue
-                seen.add(id(value))
-            total += _leaf_bytes(value)
+            for part in _leaf_parts(value):
+                if not count_duplicates:
+                    key = _same_tensor_key(part)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                total += part.numel() * part.element_size()
         return total
 
     @property
@@ -461,14 +467,33 @@ def _lock_restorer(was_locked: bool):
     return finish
 
 
-def _leaf_bytes(value: torch.Tensor) -> int:
-    if value.is_nested:
-        if value.layout is torch.jagged:
-            parts = [value.values(), value.offsets()]
-        else:
-            parts = value.unbind(0)
-        return sum(p.numel() * p.element_size() for p in parts)
-    return value.numel() * value.element_size()
+def _leaf_parts(value: torch.Tensor) -> list:
+    """The tensors whose elements a leaf's :meth:`~TensorDictBase.bytes` counts."""
+    if value.is_nested and value.layout is torch.jagged:
+        parts = [value.values(), value.offsets()]
+        if value.lengths() is not None:
+            parts.append(value.lengths())
+    elif value.is_nested:
+        parts = list(value.unbind(0))
+    else:
+        parts = [value]
+    # only a leaf of the autograd graph keeps a grad (reading it elsewhere warns)
+    if value.is_leaf and value.requires_grad and value.grad is not None:
+        parts.append(value.grad)
+    return parts
+
+
+def _same_tensor_key(part: torch.Tensor) -> tuple:
+    """What makes two tensors the same for ``bytes(count_duplicates=False)``: one view of one memory."""
+    if part.layout is not torch.strided:
+        return (id(part),)
+    return (
+        part.untyped_storage().data_ptr(),
+        part.storage_offset(),
+        part.shape,
+        part.stride(),
+        part.dtype,
+    )
 
 
 # Kept for torchrl: the classes a torchrl ListStorage accepts as one stored item.

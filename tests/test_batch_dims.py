@@ -208,6 +208,33 @@ def test_expand_bad_size_raises(size):
         make_td().expand(*size)
 
 
+def test_expand_as_a_tensordict_takes_each_leaf_shape():
+    """expand_as of a tensordict expands each leaf to the other's leaf, feature dims of size 1 too."""
+    ones = TensorDict({"a": torch.ones(3, 1, 4), "b": {"c": torch.ones(3, 2, 1, 4)}}, [3])
+    other = TensorDict(
+        {
+            "a": torch.zeros(2, 3, 5, 4),
+            "b": {"c": torch.zeros(2, 3, 2, 6, 4)},
+            "z": torch.zeros(2, 3),
+        },
+        [2, 3],
+    )
+    out = ones.expand_as(other)
+    assert out.batch_size == torch.Size([2, 3]) and out["b"].batch_size == torch.Size([2, 3])
+    assert set(out.keys(True, True)) == {"a", ("b", "c")}
+    for key in ("a", ("b", "c")):
+        assert torch.equal(out[key], ones[key].expand_as(other[key]))
+
+
+def test_expand_as_a_tensordict_raises_on_a_missing_key_or_a_bad_shape():
+    """A key missing from the other tensordict is a KeyError; a leaf that cannot grow, a RuntimeError."""
+    ones = TensorDict({"a": torch.ones(3, 1, 4), "d": torch.ones(3)}, [3])
+    with pytest.raises(KeyError, match="d"):
+        ones.expand_as(TensorDict({"a": torch.zeros(2, 3, 5, 4)}, [2, 3]))
+    with pytest.raises(RuntimeError):
+        ones.exclude("d").expand_as(TensorDict({"a": torch.zeros(2, 3, 5, 5)}, [2, 3]))
+
+
 def test_atleast_identity_and_growth():
     """atleast_nd returns the tensordict itself when it has enough dims, else prepends dims of size 1."""
     td = make_td((3, 2))

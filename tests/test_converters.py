@@ -498,6 +498,26 @@ def test_from_list_batch_arguments():
         TensorDict.from_list([{"a": 1}], batch_size=[1], batch_dims=1)
 
 
+@tensorclass(autocast=True)
+class Counted:
+    x: torch.Tensor = None
+    n: int = None
+    inner: Counted = None
+
+
+def test_from_dict_instance_casts_autocast_fields():
+    """An autocast tensorclass rebuilt by from_dict_instance casts its fields, as its constructor does."""
+    td = TensorDict(a=torch.zeros(()), b=Counted(x=torch.zeros(()), n=1, inner=Counted(n=2)))
+    plain = td.to_dict()
+    out = td.from_dict_instance(plain, auto_batch_size=True)
+    assert type(out["b"]) is Counted and type(out["b"].inner) is Counted
+    assert isinstance(out["b"].x, torch.Tensor)
+    assert type(out["b"].n) is int and out["b"].n == 1
+    assert type(out["b"].inner.n) is int and out["b"].inner.n == 2
+    alone = Counted(n=0).from_dict_instance({"x": torch.ones(()), "n": 5})
+    assert type(alone.n) is int and alone.n == 5 and isinstance(alone.x, torch.Tensor)
+
+
 def test_from_dict_instance_keeps_tensorclasses():
     """Nested dicts under a tensorclass entry become that tensorclass."""
     td = TensorDict(

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from tensordict import TensorDict
 
+from conftest import ours_only
+
 COMPONENTS = [
     torch.arange(6.0).reshape(2, 3),
     torch.arange(3.0).reshape(1, 3),
@@ -68,7 +70,29 @@ def test_bytes_counts_a_jagged_leaf_values_and_offsets():
     assert td.bytes(count_duplicates=False) == 21 * 4 + 4 * 8 + 3 * 4
 
 
-# differs from the reference: it raises RuntimeError for a strided nested leaf
+def test_bytes_counts_lengths_and_shared_parts_of_jagged_leaves_once():
+    """A jagged leaf counts its lengths too; count_duplicates=False counts shared values and offsets once."""
+    dense = torch.zeros(3)
+    offsets, lengths = torch.tensor([0, 1, 3]), torch.tensor([1, 2])
+    own = torch.nested.nested_tensor_from_jagged(torch.ones(3), offsets, lengths=lengths)
+    shared = torch.nested.nested_tensor_from_jagged(dense, offsets, lengths=lengths)
+    td = TensorDict(dense=dense, own=own, shared=shared)
+    one_jagged = 3 * 4 + 3 * 8 + 2 * 8
+    assert td.bytes() == 3 * 4 + 2 * one_jagged
+    assert td.bytes(count_duplicates=False) == 3 * 4 + one_jagged
+
+
+def test_bytes_counts_the_grad():
+    """A leaf with a grad counts the grad's elements too; a view of a leaf counts on its own."""
+    weight = torch.ones(3, requires_grad=True)
+    (weight * 2).sum().backward()
+    plain = torch.zeros(4)
+    td = TensorDict(weight=weight, plain=plain, half=plain[:2])
+    assert td.bytes() == 2 * 3 * 4 + 4 * 4 + 2 * 4
+    assert td.bytes(count_duplicates=False) == td.bytes()
+
+
+@ours_only  # the reference raises RuntimeError for a strided nested leaf
 def test_bytes_counts_a_strided_nested_leaf_components():
     """bytes() counts the elements of a strided nested leaf's components."""
     assert make_td(torch.strided).bytes() == 21 * 4 + 3 * 4

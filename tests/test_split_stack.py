@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 import tensordict
 from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack
 
+from conftest import ours_only
+
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
 )
@@ -398,6 +400,41 @@ def test_to_padded_tensor_mask_key():
     """A mask_key raises RuntimeError when the ragged dim is not a batch dim."""
     with pytest.raises(RuntimeError, match="mask_key"):
         ragged_stack().densify().to_padded_tensor(mask_key="mask")
+
+
+def ragged_batch(*pieces):
+    """A tensordict of batch size [len(pieces), 3, -1] whose leaf is the nested tensor of pieces."""
+    return TensorDict({"rows": torch.nested.nested_tensor(list(pieces))}, [len(pieces), 3, -1])
+
+
+def test_to_padded_tensor_ragged_batch_dim():
+    """A ragged batch dim (-1) is padded to its largest size, and the batch size follows."""
+    td = ragged_batch(torch.ones(3, 4, 5), torch.ones(3, 6, 5))
+    padded = td.to_padded_tensor(padding=-1.0)
+    assert padded.batch_size == torch.Size([2, 3, 6])
+    assert padded["rows"].shape == torch.Size([2, 3, 6, 5])
+    assert padded["rows"][0, 0, :, 0].tolist() == [1.0] * 4 + [-1.0] * 2
+
+
+def test_to_padded_tensor_writes_the_mask():
+    """mask_key names a boolean entry, True on the data and False on the padding."""
+    td = ragged_batch(torch.ones(3, 4, 5), torch.full((3, 6, 5), 2.0))
+    padded = td.to_padded_tensor(padding=0.0, mask_key="mask")
+    mask = padded["mask"]
+    assert mask.dtype == torch.bool and mask.shape == torch.Size([2, 3, 6])
+    assert mask.sum(-1).tolist() == [[4] * 3, [6] * 3]
+    assert (padded["rows"][mask] != 0).all()
+
+
+@ours_only  # the reference raises IndexError on the first, and on the second pads each leaf apart
+def test_to_padded_tensor_ragged_batch_needs_agreeing_nested_leaves():
+    """A ragged batch dim with no nested leaf, or nested leaves that disagree, is a PaddingError."""
+    with pytest.raises(tensordict.errors.PaddingError, match="no entry is a nested tensor"):
+        TensorDict({}, [3, -1]).to_padded_tensor()
+    td = ragged_batch(torch.ones(3, 4, 5), torch.ones(3, 6, 5))
+    td["other"] = torch.nested.nested_tensor([torch.ones(3, 2, 5), torch.ones(3, 7, 5)])
+    with pytest.raises(tensordict.errors.PaddingError, match="'other'"):
+        td.to_padded_tensor(mask_key="mask")
 
 
 # --- properties ------------------------------------------------------------------

@@ -5,6 +5,8 @@ import torch
 
 from tensordict import TensorDict
 
+from conftest import ours_only
+
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
 )
@@ -118,6 +120,28 @@ def test_nested_tensordict_keeps_longer_batch_size():
     sub = TensorDict({"c": torch.zeros(3, 4, 5)}, batch_size=[3, 4])
     td = TensorDict({"b": sub}, batch_size=[3])
     assert td["b"].batch_size == torch.Size([3, 4])
+
+
+def test_batch_size_minus_one_marks_a_ragged_dim():
+    """-1 in a batch size stands for a ragged dim, matched by a nested tensor's ragged size."""
+    rows = torch.nested.nested_tensor([torch.zeros(3, 4, 5), torch.zeros(3, 6, 5)])
+    td = TensorDict({"rows": rows}, batch_size=[2, 3, -1])
+    assert td.batch_size == torch.Size([2, 3, -1])
+    with pytest.raises(RuntimeError, match="'dense'"):
+        td["dense"] = torch.zeros(2, 3, 4)
+    empty = TensorDict({}, batch_size=[3])
+    empty.batch_size = [3, -1]
+    assert empty.batch_size == torch.Size([3, -1])
+
+
+@ours_only  # the reference takes any negative size
+@pytest.mark.parametrize("batch_size", [[-2], [3, -5]])
+def test_batch_size_below_minus_one_raises(batch_size):
+    """A size below -1 in a batch size is a ValueError quoting the batch size."""
+    with pytest.raises(ValueError, match="below -1"):
+        TensorDict({}, batch_size=batch_size)
+    with pytest.raises(ValueError, match="below -1"):
+        TensorDict({}, batch_size=[3]).batch_size = batch_size
 
 
 def test_non_mapping_source_raises():

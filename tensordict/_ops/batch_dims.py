@@ -881,10 +881,12 @@ class BatchDimsMixin(Contract):
         )
 
     def expand_as(self: T, other: TensorCollection | torch.Tensor) -> T:
-        """Returns this tensordict expanded to the batch size of ``other``, or to its shape for a tensor.
+        """Returns this tensordict expanded to the shapes of ``other``'s entries, or to a tensor's shape.
 
-        This is ``self.expand(other.batch_size)``, or ``self.expand(other.shape)`` when
-        ``other`` has no batch size, so the whole shape of a tensor counts; see :meth:`expand`.
+        With a tensordict, each leaf is expanded to the shape of ``other``'s leaf at the same
+        key (``leaf.expand_as(other_leaf)``, so the feature dims of size 1 grow too), and the
+        batch size becomes ``other``'s; keys only in ``other`` are ignored. With a tensor, this
+        is ``self.expand(other.shape)``: the whole shape counts as batch dims; see :meth:`expand`.
 
         Args:
             other (TensorDictBase or torch.Tensor): the object whose size to match.
@@ -894,13 +896,19 @@ class BatchDimsMixin(Contract):
 
         Raises:
             AttributeError: if ``other`` has neither ``batch_size`` nor ``shape``.
-            RuntimeError: if the batch size cannot be expanded to that size.
+            KeyError: if a key of this tensordict is missing from ``other``.
+            RuntimeError: if a leaf (or the batch size) cannot be expanded to that size.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(3)}, [3])
             >>> td.expand_as(torch.zeros(2, 3)).batch_size
             torch.Size([2, 3])
+            >>> ones = TensorDict({"a": torch.ones(3, 1, 4)}, [3])
+            >>> ones.expand_as(TensorDict({"a": torch.zeros(2, 3, 5, 4)}, [2, 3]))["a"].shape
+            torch.Size([2, 3, 5, 4])
         """
+        if isinstance(other, TensorCollection):
+            return self.apply(lambda x, y: x.expand_as(y), other, batch_size=other.batch_size)
         return self.expand(other.batch_size if hasattr(other, "batch_size") else other.shape)
 
     def broadcast_to(self: T, shape: Sequence[int]) -> T:

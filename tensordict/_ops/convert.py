@@ -275,8 +275,9 @@ class ConvertMixin(Contract):
         """Builds a tensordict from a dict, giving nested dicts the classes of this one's entries.
 
         Like :meth:`from_dict`, except that a nested dict under a key that is a tensorclass (or a
-        nested tensordict holding one) here becomes that class. The values of this tensordict are
-        not used.
+        nested tensordict holding one) here becomes that class, its fields cast as the class's
+        constructor casts them (an ``autocast`` class turns a number back into its annotated
+        type). The values of this tensordict are not used.
 
         Args:
             input_dict (dict): the entries; nested dicts become nested entries.

@@ -35,6 +35,23 @@ def _sorted_keys(keys) -> list:
     return sorted(keys, key=lambda k: (k,) if isinstance(k, str) else k)
 
 
+def _pad_nested(padding: float, batch: torch.Size | None = None) -> Callable:
+    """What pads one leaf: a nested tensor becomes a regular one, its batch dims ``batch`` if given."""
+
+    def pad(x):
+        if not x.is_nested:
+            return x
+        if batch is None:
+            return torch.nested.to_padded_tensor(x, padding)
+        parts = x.unbind()
+        rest = [
+            max(sizes) for sizes in zip(*(p.shape[len(batch) - 1 :] for p in parts), strict=True)
+        ]
+        return torch.nested.to_padded_tensor(x, padding, [*batch, *rest])
+
+    return pad
+
+
 class SplitStackMixin(Contract):
     """Split, chunk, unbind, tensor_split; stack and cat tensordicts and entries; densify ragged stacks.
 
@@ -580,29 +597,55 @@ class SplitStackMixin(Contract):
         component is padded at its end to the largest size along each dim. The other leaves
         are kept; a lazy stack pads its members and stays lazy. Always a new tensordict.
 
+        A batch size may hold ``-1`` for a ragged dim (one whose size differs between the
+        components of the nested leaves). The padded tensordict then has that dim at its
+        largest size, and ``mask_key`` can name a boolean entry, of the new batch size, that
+        is ``True`` where the data is and ``False`` in the padding.
+
         Args:
             padding (float, optional): the value written in the padding. Defaults to 0.0.
-            mask_key (NestedKey, optional): accepted for compatibility: a mask is only
-                written when the ragged dim is a batch dim, which batch sizes here never have.
-                Defaults to None.
+            mask_key (NestedKey, optional): where to write the mask of the real data; only
+                when the batch size holds a ragged dim (``-1``). Defaults to None.
 
         Returns:
             A new tensordict.
 
         Raises:
-            PaddingError: if ``mask_key`` is given (a ``RuntimeError``).
+            PaddingError: if ``mask_key`` is given and no batch dim is ragged, if a batch dim
+                is ragged and no leaf is a nested tensor, or if nested leaves disagree on the
+                batch sizes of their components (a ``RuntimeError``).
 
         Examples:
             >>> a = TensorDict({"x": torch.zeros(2, 3)}, [2])
             >>> b = TensorDict({"x": torch.ones(2, 5)}, [2])
             >>> lazy_stack([a, b]).densify().to_padded_tensor(padding=-1.0)["x"][0, 0]
             tensor([ 0.,  0.,  0., -1., -1.])
+            >>> rows = torch.nested.nested_tensor([torch.ones(2, 3), torch.ones(4, 3)])
+            >>> padded = TensorDict({"rows": rows}, [2, -1]).to_padded_tensor(mask_key="mask")
+            >>> padded.batch_size, padded["mask"].sum(-1)
+            (torch.Size([2, 4]), tensor([2, 4]))
         """
-        if mask_key is not None:
-            msg = f"to_padded_tensor: mask_key={mask_key!r} needs the ragged dim to be a batch dim, and batch sizes here are never ragged; pad without mask_key"
+        if -1 not in self.batch_size:
+            if mask_key is not None:
+                msg = f"to_padded_tensor: mask_key={mask_key!r} needs a ragged batch dim (-1 in the batch size), and {list(self.batch_size)} has none; pad without mask_key"
+                raise PaddingError(msg)
+            return self._fast_apply(_pad_nested(padding))
+        ndim = self.batch_dims
+        shapes = {}
+        for key, leaf in self.items(True, True):
+            if isinstance(leaf, torch.Tensor) and leaf.is_nested:
+                shapes[key] = [part.shape[: ndim - 1] for part in leaf.unbind()]
+        if not shapes:
+            msg = f"to_padded_tensor: the batch size {list(self.batch_size)} has a ragged dim but no entry is a nested tensor to read its sizes from"
             raise PaddingError(msg)
-
-        def pad(x):
-            return torch.nested.to_padded_tensor(x, padding) if x.is_nested else x
-
-        return self._fast_apply(pad)
+        (first, parts), *others = shapes.items()
+        for key, other in others:
+            if other != parts:
+                msg = f"to_padded_tensor: the nested entries {first!r} and {key!r} disagree on the sizes of the ragged batch dims"
+                raise PaddingError(msg)
+        batch = torch.Size([len(parts), *(max(sizes) for sizes in zip(*parts, strict=True))])
+        out = self._fast_apply(_pad_nested(padding, batch), batch_size=batch)
+        if mask_key is not None:
+            marks = torch.nested.nested_tensor([torch.ones(shape) for shape in parts])
+            out.set(mask_key, torch.nested.to_padded_tensor(marks, 0.0, list(batch)).bool())
+        return out

@@ -39,7 +39,7 @@ import dataclasses
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -240,6 +240,25 @@ def stored_value(cls: type, name: str, value: Any, batch_dims: int) -> Any:
     if isinstance(value, list):
         return value  # the tensordict decides what a list becomes
     return NonTensorData(value)
+
+
+def cast_fields(obj: Any, names: Iterable[str]) -> None:
+    """Casts the fields ``names`` of ``obj`` to their annotations, as the constructor of an ``autocast`` class does.
+
+    For an instance made from a tensordict built from a dict (``from_dict_instance``), whose
+    numbers became tensors on the way; a class without ``autocast`` keeps them as they are.
+
+    Args:
+        obj: the tensorclass instance.
+        names (iterable of str): the fields to cast.
+
+    Raises:
+        FieldCastError: if a value cannot be cast to its annotation.
+    """
+    if not type(obj)._tc_autocast:
+        return
+    for name in names:
+        obj._set_field(name, getattr(obj, name))
 
 
 def _tensor_only_mapping(cls, name: str, value: Mapping):

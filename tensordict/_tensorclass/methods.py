@@ -278,7 +278,8 @@ class _TensorClassMethods:
         """Builds an instance of this instance's class from a dict, its nested levels typed as here.
 
         Like :meth:`from_dict`, but each nested dict under a key that holds a tensorclass
-        or tensordict in this instance becomes an instance of that class.
+        or tensordict in this instance becomes an instance of that class. Fields are cast as
+        the constructor casts them (with ``autocast``, to their annotations).
 
         Args:
             input_dict (dict): field name to value; nested dicts for nested fields.
@@ -311,6 +312,7 @@ class _TensorClassMethods:
             batch_dims=batch_dims,
         )
         obj = as_class(type(self), built, "from_dict_instance")
+        flags.cast_fields(obj, built.keys())
         for field in dataclasses.fields(type(self)):
             if field.name in input_dict:
                 continue  # a field left out takes its declared default
