@@ -25,7 +25,6 @@ from tensordict._indexing import (
     normalize_index,
 )
 from tensordict._keys import NestedKey
-from tensordict._nested_tensors import nested_index
 from tensordict._nontensor import NonTensorDataBase
 from tensordict._ops.apply import check_result
 from tensordict._ops.classes import CLASSES
@@ -35,6 +34,16 @@ from tensordict._ops.entries import (
     _source_items,
     array_as_tensor,
     plain_tree,
+)
+from tensordict._td_rows import (
+    _check_feature_shape,
+    _check_rows,
+    _extra_shape,
+    _index_copies,
+    _index_leaf,
+    _indexed_batch,
+    _write_dense_rows,
+    _zeros_for,
 )
 from tensordict._torch_function import dispatch
 from tensordict._typing import DeviceType, ShapeType, T
@@ -53,7 +62,6 @@ from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap._ondemand import LazyEntries as _LazyEntries
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
-from tensordict.memmap.tensor import rows_alias
 
 _Tensor = torch.Tensor
 _no_subclass_dispatch = torch._C.DisableTorchFunctionSubclass
@@ -1308,66 +1316,6 @@ def _adopt_batch(key: str, value, batch_size: torch.Size):
     return adopted
 
 
-def _write_dense_rows(data, items, index, bd: int, vbd: int) -> bool:
-    """``data[key][index] = sub`` for every ``(key, sub)`` of ``items`` when every entry on
-    both sides is a dense tensor (plain, or memory-mapped on this side); False, writing
-    nothing, otherwise. Every feature shape is checked before the first write, so that a
-    refused value writes nothing. The writes go straight to the tensors' memory, as
-    ``MemoryMappedTensor.__setitem__`` does."""
-    targets = []
-    for key, sub in items:
-        current = data[key]
-        kind = type(current)
-        if kind is _MMT:
-            current = current._plain
-            if current is None:
-                current = rows_alias(data[key])
-        elif kind is not _Tensor:
-            return False
-        if type(sub) is not _Tensor:
-            return False
-        if sub.shape[vbd:] != current.shape[bd:]:
-            if current.is_nested or sub.is_nested:
-                return False
-            _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
-        targets.append(current)
-    for target, (_, sub) in zip(targets, items):
-        target[index] = sub
-    return True
-
-
-def _index_copies(data, index, new_size):
-    """``{key: value[index]}`` when every entry is a dense tensor (plain or memory-mapped),
-    else None. ``index`` is a tensor of rows: each result is a plain copy, as
-    ``MemoryMappedTensor.__getitem__`` returns it for such an index."""
-    out = {}
-    with _no_subclass_dispatch():
-        for key, value in data.items():
-            kind = type(value)
-            if (kind is not _Tensor and kind is not _MMT) or value.is_nested:
-                return None
-            out[key] = value[index]
-    return out or None  # no entry: the generic path marks the empty view
-
-
-def _index_leaf(value, index):
-    """``value[index]``; a jagged nested tensor, which torch cannot index along its first dim
-    but by an int, is rebuilt from the components the index picks."""
-    try:
-        return value[index]
-    except (RuntimeError, NotImplementedError):
-        if not (isinstance(value, _Tensor) and value.is_nested and value.layout is torch.jagged):
-            raise
-        return nested_index(value, index)
-
-
-def _extra_shape(value, bd: int) -> torch.Size:
-    """The dims of an entry beyond the ``bd`` batch dims (a nested tensor's ragged ones read -1)."""
-    if isinstance(value, _Tensor):
-        return (shape_of(value) if value.is_nested else value.shape)[bd:]
-    return value.batch_size[bd:]
-
-
 def _name_leading(sub: TensorDict, names: list, before, bd: int) -> None:
     """Names the leading dims of ``sub`` (a shape op's result) ``names``, keeping its own further names.
 
@@ -1432,68 +1380,6 @@ def _release(child: TensorDict, parent: TensorDict) -> None:
     )
     if not any(_live_locked(ref) for ref in child._lock_holders):
         child._propagate_lock(False)
-
-
-def _check_feature_shape(key, shape: torch.Size, batch_dims: int, expected: torch.Size) -> None:
-    """Refuses a value that ``tensor[index] = value`` could not write into an entry's rows.
-
-    ``shape`` is the value's whole shape, of which ``batch_dims`` are batch dims;
-    ``expected`` is the entry's feature shape. As with tensors, the value broadcasts, and
-    may have extra leading dims of size 1.
-    """
-    given = shape[batch_dims:]
-    full = shape
-    while len(full) > batch_dims + len(expected) and full[0] == 1:
-        full = full[1:]
-    try:
-        target = shape[:batch_dims] + expected
-        ok = len(full) <= len(target) and torch.broadcast_shapes(full, target) == target
-    except RuntimeError:
-        ok = False
-    if not ok:
-        msg = (
-            f"cannot assign to the entry {key!r}: the value's feature shape {list(given)} does not "
-            f"fit the entry's {list(expected)}; nothing was written"
-        )
-        raise BatchSizeError(msg)
-
-
-def _indexed_batch(batch_size: torch.Size, leaf_index, rows) -> torch.Size:
-    """The batch size of ``td[leaf_index]``, without indexing any leaf."""
-    if rows is not None:
-        return rows
-    if (
-        isinstance(leaf_index, _Tensor)
-        and leaf_index.dtype is torch.long
-        and leaf_index.ndim == 1
-        and batch_size
-    ):
-        return leaf_index.shape + batch_size[1:]
-    return batch_size_from_dummy(batch_size, leaf_index)
-
-
-def _check_rows(index, given: torch.Size, rows: torch.Size) -> None:
-    """Refuses a tensordict whose batch size cannot be written into ``rows`` (it may broadcast)."""
-    try:
-        ok = torch.broadcast_shapes(given, rows) == rows
-    except RuntimeError:
-        ok = False
-    if not ok:
-        msg = (
-            f"cannot assign a tensordict of batch size {list(given)} to td[{index!r}], whose batch "
-            f"size is {list(rows)}; nothing was written"
-        )
-        raise BatchSizeError(msg)
-
-
-def _zeros_for(value, batch_size: torch.Size, indexed_dims: int):
-    """A zero entry over the whole batch for a key first given for part of the batch."""
-    if isinstance(value, _Tensor):
-        shape = batch_size + value.shape[indexed_dims:]
-        return torch.zeros(shape, dtype=value.dtype, device=value.device)
-    if isinstance(value, NonTensorDataBase):
-        return value._with(batch_size)
-    return value.new_zeros(batch_size + value.batch_size[indexed_dims:])
 
 
 class _LeadingShape:

@@ -1,0 +1,143 @@
+"""The leaf-level work of a :class:`~tensordict.TensorDict`'s index reads and writes.
+
+``td[index]`` and ``td[index] = value`` check batch sizes and feature shapes here, copy
+dense rows in one loop, and write dense rows straight to the tensors' memory (the
+replay-buffer hot path); ``_td.py`` holds the class and calls these.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tensordict._helpers import shape_of
+from tensordict._indexing import batch_size_from_dummy
+from tensordict._nested_tensors import nested_index
+from tensordict._nontensor import NonTensorDataBase
+from tensordict.errors import BatchSizeError
+from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
+from tensordict.memmap.tensor import rows_alias
+
+_Tensor = torch.Tensor
+_no_subclass_dispatch = torch._C.DisableTorchFunctionSubclass
+
+
+def _write_dense_rows(data, items, index, bd: int, vbd: int) -> bool:
+    """``data[key][index] = sub`` for every ``(key, sub)`` of ``items`` when every entry on
+    both sides is a dense tensor (plain, or memory-mapped on this side); False, writing
+    nothing, otherwise. Every feature shape is checked before the first write, so that a
+    refused value writes nothing. The writes go straight to the tensors' memory, as
+    ``MemoryMappedTensor.__setitem__`` does."""
+    targets = []
+    for key, sub in items:
+        current = data[key]
+        kind = type(current)
+        if kind is _MMT:
+            current = current._plain
+            if current is None:
+                current = rows_alias(data[key])
+        elif kind is not _Tensor:
+            return False
+        if type(sub) is not _Tensor:
+            return False
+        if sub.shape[vbd:] != current.shape[bd:]:
+            if current.is_nested or sub.is_nested:
+                return False
+            _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
+        targets.append(current)
+    for target, (_, sub) in zip(targets, items):
+        target[index] = sub
+    return True
+
+
+def _index_copies(data, index, new_size):
+    """``{key: value[index]}`` when every entry is a dense tensor (plain or memory-mapped),
+    else None. ``index`` is a tensor of rows: each result is a plain copy, as
+    ``MemoryMappedTensor.__getitem__`` returns it for such an index."""
+    out = {}
+    with _no_subclass_dispatch():
+        for key, value in data.items():
+            kind = type(value)
+            if (kind is not _Tensor and kind is not _MMT) or value.is_nested:
+                return None
+            out[key] = value[index]
+    return out or None  # no entry: the generic path marks the empty view
+
+
+def _index_leaf(value, index):
+    """``value[index]``; a jagged nested tensor, which torch cannot index along its first dim
+    but by an int, is rebuilt from the components the index picks."""
+    try:
+        return value[index]
+    except (RuntimeError, NotImplementedError):
+        if not (isinstance(value, _Tensor) and value.is_nested and value.layout is torch.jagged):
+            raise
+        return nested_index(value, index)
+
+
+def _extra_shape(value, bd: int) -> torch.Size:
+    """The dims of an entry beyond the ``bd`` batch dims (a nested tensor's ragged ones read -1)."""
+    if isinstance(value, _Tensor):
+        return (shape_of(value) if value.is_nested else value.shape)[bd:]
+    return value.batch_size[bd:]
+
+
+def _check_feature_shape(key, shape: torch.Size, batch_dims: int, expected: torch.Size) -> None:
+    """Refuses a value that ``tensor[index] = value`` could not write into an entry's rows.
+
+    ``shape`` is the value's whole shape, of which ``batch_dims`` are batch dims;
+    ``expected`` is the entry's feature shape. As with tensors, the value broadcasts, and
+    may have extra leading dims of size 1.
+    """
+    given = shape[batch_dims:]
+    full = shape
+    while len(full) > batch_dims + len(expected) and full[0] == 1:
+        full = full[1:]
+    try:
+        target = shape[:batch_dims] + expected
+        ok = len(full) <= len(target) and torch.broadcast_shapes(full, target) == target
+    except RuntimeError:
+        ok = False
+    if not ok:
+        msg = (
+            f"cannot assign to the entry {key!r}: the value's feature shape {list(given)} does not "
+            f"fit the entry's {list(expected)}; nothing was written"
+        )
+        raise BatchSizeError(msg)
+
+
+def _indexed_batch(batch_size: torch.Size, leaf_index, rows) -> torch.Size:
+    """The batch size of ``td[leaf_index]``, without indexing any leaf."""
+    if rows is not None:
+        return rows
+    if (
+        isinstance(leaf_index, _Tensor)
+        and leaf_index.dtype is torch.long
+        and leaf_index.ndim == 1
+        and batch_size
+    ):
+        return leaf_index.shape + batch_size[1:]
+    return batch_size_from_dummy(batch_size, leaf_index)
+
+
+def _check_rows(index, given: torch.Size, rows: torch.Size) -> None:
+    """Refuses a tensordict whose batch size cannot be written into ``rows`` (it may broadcast)."""
+    try:
+        ok = torch.broadcast_shapes(given, rows) == rows
+    except RuntimeError:
+        ok = False
+    if not ok:
+        msg = (
+            f"cannot assign a tensordict of batch size {list(given)} to td[{index!r}], whose batch "
+            f"size is {list(rows)}; nothing was written"
+        )
+        raise BatchSizeError(msg)
+
+
+def _zeros_for(value, batch_size: torch.Size, indexed_dims: int):
+    """A zero entry over the whole batch for a key first given for part of the batch."""
+    if isinstance(value, _Tensor):
+        shape = batch_size + value.shape[indexed_dims:]
+        return torch.zeros(shape, dtype=value.dtype, device=value.device)
+    if isinstance(value, NonTensorDataBase):
+        return value._with(batch_size)
+    return value.new_zeros(batch_size + value.batch_size[indexed_dims:])
