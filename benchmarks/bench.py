@@ -1404,6 +1404,15 @@ def main(argv: list[str] | None = None) -> int:
     other = _run_other(args.python, args) if args.python else None
 
     figures = {"environment": env, "results": [asdict(r) for r in results]}
+    out = _save_figures(figures, other, args)
+    if out is not None:
+        print(_table(results, env, other), file=out)
+    return 0
+
+
+def _save_figures(figures: dict, other: dict | None, args) -> object | None:
+    """Adds ``--python``'s figures, writes ``--json`` (``-``: stdout); returns where the table
+    goes (stderr when the JSON is on stdout), or None with ``--no-table``."""
     if other is not None:
         figures["other"] = other
     if args.json == "-":
@@ -1412,10 +1421,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)
-    if not args.no_table:
-        out = sys.stderr if args.json == "-" else sys.stdout
-        print(_table(results, env, other), file=out)
-    return 0
+    if args.no_table:
+        return None
+    return sys.stderr if args.json == "-" else sys.stdout
 
 
 def _main_scale(args) -> int:
@@ -1425,16 +1433,8 @@ def _main_scale(args) -> int:
     ours = _scale.run(args.quick, _log)
     other = _run_other(args.python, args) if args.python else None
     figures = {"environment": env, "scale": ours}
-    if other is not None:
-        figures["other"] = other
-    if args.json == "-":
-        json.dump(figures, sys.stdout, indent=2)
-        print()
-    elif args.json:
-        with open(args.json, "w") as f:
-            json.dump(figures, f, indent=2)
-    if not args.no_table:
-        out = sys.stderr if args.json == "-" else sys.stdout
+    out = _save_figures(figures, other, args)
+    if out is not None:
         print(f"this:  {env['python']}  tensordict {env['tensordict_version']}", file=out)
         if other is not None:
             oenv = other["environment"]

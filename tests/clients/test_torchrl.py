@@ -225,10 +225,9 @@ def test_replay_buffer_slice_sampler():
     assert (sample["step"].diff(dim=1) == 1).all()
 
 
-def test_torchrl_actor_and_value_operator():
-    """torchrl's ProbabilisticActor (TanhNormal) and ValueOperator run over a tensordict."""
-    modules = _torchrl("modules")
-    actor = modules.ProbabilisticActor(
+def _tanh_actor(modules):
+    """A torchrl ProbabilisticActor: a TanhNormal over 2 actions from a 3-feature observation."""
+    return modules.ProbabilisticActor(
         TensorDictModule(
             nn.Sequential(nn.Linear(3, 4), NormalParamExtractor()),
             in_keys=["observation"],
@@ -238,6 +237,12 @@ def test_torchrl_actor_and_value_operator():
         distribution_class=modules.TanhNormal,
         return_log_prob=True,
     )
+
+
+def test_torchrl_actor_and_value_operator():
+    """torchrl's ProbabilisticActor (TanhNormal) and ValueOperator run over a tensordict."""
+    modules = _torchrl("modules")
+    actor = _tanh_actor(modules)
     value = modules.ValueOperator(nn.Linear(3, 1), in_keys=["observation"])
     td = TensorDict(observation=torch.randn(6, 3), batch_size=[6])
     actor(td)
@@ -251,16 +256,7 @@ def test_ppo_loss_forward_and_backward():
     modules = _torchrl("modules")
     objectives = _torchrl("objectives")
     value_mod = _torchrl("objectives.value")
-    actor = modules.ProbabilisticActor(
-        TensorDictModule(
-            nn.Sequential(nn.Linear(3, 4), NormalParamExtractor()),
-            in_keys=["observation"],
-            out_keys=["loc", "scale"],
-        ),
-        in_keys=["loc", "scale"],
-        distribution_class=modules.TanhNormal,
-        return_log_prob=True,
-    )
+    actor = _tanh_actor(modules)
     critic = modules.ValueOperator(nn.Linear(3, 1), in_keys=["observation"])
     n = 8
     td = TensorDict(
