@@ -547,7 +547,7 @@ def test_nccl_two_ranks(tmp_path):  # pragma: no cover - no GPU here
 # ====================================================================== in-process: the wire formats
 def test_a_tree_rebuilds_from_its_packed_form():
     """Classes, batch sizes, names, non-tensor entries and every leaf survive _serialize/_deserialize."""
-    from tensordict._ops import distributed as wire
+    from tensordict._ops import _packed as packed
 
     inner = TensorDict(x=torch.arange(6).reshape(2, 3), label="two", batch_size=[2], names=["n"])
     frame = Frame(obs=torch.ones(2, 3), reward=torch.zeros(2, 1), batch_size=[2])
@@ -558,16 +558,16 @@ def test_a_tree_rebuilds_from_its_packed_form():
         flag=torch.tensor([True, False]),
         batch_size=[2],
     )
-    meta, buffer, own = wire._serialize(td)
+    meta, buffer, own = packed.serialize(td)
     assert not own and buffer.dtype == torch.uint8
-    out = wire._deserialize(meta, buffer)
+    out = packed.deserialize(meta, buffer)
     assert isinstance(out["frame"], Frame)
     assert isinstance(out["stack"], LazyStackedTensorDict)
     assert out["inner"].names == ["n"] and out["inner", "label"] == "two"
     for key in td.keys(True, True):
         assert torch.equal(out[key], td[key]), key
     # the rebuilt leaves are views of the buffer: packing it again copies nothing
-    assert wire._serialize(out)[2]
+    assert packed.serialize(out)[2]
 
 
 def test_a_mismatch_names_the_first_differing_key():
@@ -590,7 +590,7 @@ def test_the_description_names_its_classes_and_imports_none():
     import pickle
 
     from tensordict import MetaData, NonTensorStack
-    from tensordict._ops import distributed as wire
+    from tensordict._ops import _packed as packed
     from tensordict.errors import ConsolidatedFormatError
 
     frame = Frame(obs=torch.ones(2, 3), reward=torch.zeros(2, 1), batch_size=[2])
@@ -600,11 +600,11 @@ def test_the_description_names_its_classes_and_imports_none():
         words=NonTensorStack("a", "b"),
         batch_size=[2],
     )
-    meta, buffer, _ = wire._serialize(td)
+    meta, buffer, _ = packed.serialize(td)
     assert meta["tree"]["frame"]["cls"] == str(Frame)
-    out = wire._deserialize(pickle.loads(pickle.dumps(meta)), buffer)
+    out = packed.deserialize(pickle.loads(pickle.dumps(meta)), buffer)
     assert isinstance(out["frame"], Frame)
     assert type(out.get("meta")) is MetaData and out["words"] == ["a", "b"]
     meta["tree"]["frame"]["cls"] = "<class 'collections.OrderedDict'>"
     with pytest.raises(ConsolidatedFormatError, match="collections.OrderedDict"):
-        wire._deserialize(meta, buffer)
+        packed.deserialize(meta, buffer)

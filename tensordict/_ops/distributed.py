@@ -7,15 +7,15 @@ Two kinds of transfer:
   the values travel, one message per leaf, the leaves taken in sorted-key order
   (a lazy stack: each member in turn, in stack order), so both sides agree on the
   order without talking about it. With ``consolidated=True`` every leaf is packed
-  into one ``uint8`` buffer (:func:`_pack`) and travels as one message.
+  into one ``uint8`` buffer (:func:`~tensordict._ops._packed.pack`) and travels as one message.
 * **Into an unknown structure** (``broadcast``, ``all_gather``, ``scatter``,
   ``gather_and_stack``, ``init_remote``/``from_remote_init``). The sender describes
   its tree with the walk of :mod:`tensordict._ops.tree` (classes by their stable
   names, batch sizes, keys, and for each leaf its offset, shape and dtype in one
-  packed buffer: :func:`_serialize`); the description goes as a pickled object, then
+  packed buffer: :func:`~tensordict._ops._packed.serialize`); the description goes as a pickled object, then
   the buffer as one tensor; the receiver rebuilds the tree (its classes found in the
   registry, never imported) with leaves that are views of the buffer
-  (:func:`_deserialize`), so that a later ``recv(consolidated=True)`` into it writes
+  (:func:`~tensordict._ops._packed.deserialize`), so that a later ``recv(consolidated=True)`` into it writes
   the buffer directly.
 
 The point-to-point protocol. Before the values, the sender sends a header: an
@@ -39,8 +39,8 @@ is never that one while values are in flight, so the call raises
 :class:`PeerFailedError` naming the peer's rank at once, and the value cut in the
 middle is not waited for.
 
-Packing is isolated in :func:`_pack`, :func:`_layout` and :func:`_unpack_into`,
-so that the one-buffer form of ``consolidate()`` can replace it later.
+The one-buffer form (packing, describing and rebuilding a tree) lives in
+:mod:`tensordict._ops._packed`.
 """
 
 from __future__ import annotations
@@ -56,6 +56,15 @@ import torch
 
 from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._ops import tree
+from tensordict._ops._packed import (
+    deserialize,
+    device_of,
+    layout,
+    pack,
+    packed_view,
+    serialize,
+    unpack_into,
+)
 from tensordict._typing import DeviceType, T
 from tensordict.errors import (
     PeerFailedError,
@@ -68,8 +77,6 @@ MAGIC = 0x7444_6973
 """The first word of every point-to-point header ("tDis")."""
 
 _MODE_LEAVES, _MODE_PACKED = 0, 1
-_ALIGN = 16
-"""Every leaf of a packed buffer starts at a multiple of this many bytes, so that it can be viewed in place."""
 
 _SENT: set = set()
 """``(peer, fingerprint)`` pairs whose description this process has sent."""
@@ -162,140 +169,6 @@ def _first_difference(ours: bytes, theirs: bytes | None) -> str:
     if len(other) > len(mine):
         return f"first differing key {tuple(other[len(mine)][0])!r}: sent but not here (the sender has {len(other)} leaves, this tensordict {len(mine)})"
     return "the descriptions differ"
-
-
-# ====================================================================== packing (the one-buffer form)
-def _layout(leaves: list) -> tuple[list, int]:
-    """The byte offset of each leaf in a packed buffer, and the buffer's size."""
-    offsets, end = [], 0
-    for _, t in leaves:
-        end = -(-end // _ALIGN) * _ALIGN
-        offsets.append(end)
-        end += t.numel() * t.element_size()
-    return offsets, end
-
-
-def _device_of(leaves: list) -> torch.device:
-    return leaves[0][1].device if leaves else torch.device("cpu")
-
-
-def _packed_view(leaves: list, offsets: list, size: int) -> torch.Tensor | None:
-    """The buffer the leaves already live in, when they are the views :func:`_deserialize` makes; else None."""
-    if not leaves or size == 0:
-        return None
-    first = leaves[0][1]
-    if not first.is_contiguous():
-        return None
-    storage = first.untyped_storage()
-    base = first.data_ptr() - offsets[0]
-    begin = base - storage.data_ptr()
-    if begin < 0 or begin + size > storage.nbytes():
-        return None
-    for (_, t), off in zip(leaves, offsets):
-        if t.numel() == 0:
-            continue
-        if not t.is_contiguous() or t.untyped_storage().data_ptr() != storage.data_ptr():
-            return None
-        if t.data_ptr() != base + off:
-            return None
-    view = torch.empty(0, dtype=torch.uint8, device=first.device)
-    return view.set_(storage, begin, (size,))
-
-
-def _slot(buffer: torch.Tensor, offset: int, t) -> torch.Tensor:
-    """The bytes of ``buffer`` at ``offset`` viewed with the dtype and shape of ``t``."""
-    nbytes = t.numel() * t.element_size()
-    return buffer[offset : offset + nbytes].view(t.dtype).view(t.shape)
-
-
-def _pack(leaves: list, device=None) -> torch.Tensor:
-    """Every leaf's bytes in one ``uint8`` buffer (the leaves' own, without a copy, when already packed)."""
-    offsets, size = _layout(leaves)
-    view = _packed_view(leaves, offsets, size)
-    if view is not None and (device is None or view.device == torch.device(device)):
-        return view
-    buffer = torch.empty(size, dtype=torch.uint8, device=device or _device_of(leaves))
-    end = 0
-    with torch.no_grad():
-        for (_, t), off in zip(leaves, offsets):
-            buffer[end:off].zero_()  # the alignment gap: no stray memory on the wire
-            if t.numel():
-                _slot(buffer, off, t).copy_(t)
-            end = off + t.numel() * t.element_size()
-    return buffer
-
-
-def _unpack_into(buffer: torch.Tensor, leaves: list) -> None:
-    """Writes a packed buffer into the leaves, in place (a memory-mapped leaf writes its file)."""
-    offsets, _ = _layout(leaves)
-    with torch.no_grad():
-        for (_, t), off in zip(leaves, offsets):
-            if t.numel() and t.data_ptr() != _slot(buffer, off, t).data_ptr():
-                t.copy_(_slot(buffer, off, t))
-
-
-# ====================================================================== describing and rebuilding trees
-def _serialize(td, tensorclass: str | None = None, device=None) -> tuple[dict, torch.Tensor, bool]:
-    """``(meta, buffer, own)``: the description of ``td`` with the buffer's layout, its packed
-    leaves, and whether that buffer is the one the leaves already live in (no copy made).
-
-    ``tensorclass``: the stable name of the tensorclass that ``td`` is the tensordict of.
-    """
-    leaves = []
-
-    def leaf(value, records: dict, key: str, path: tuple) -> None:
-        if not isinstance(value, torch.Tensor) or value.is_nested or value.layout != torch.strided:
-            what = f"a {value.layout} tensor" if isinstance(value, torch.Tensor) else "it"
-            msg = f"cannot send the leaf {key!r}: {what} has no packed form"
-            raise NotImplementedError(msg)
-        records[key] = len(leaves)
-        leaves.append(((*path, key), value.detach()))
-
-    # non-tensor entries travel whole (pickled), as they are
-    described = tree.describe(td, leaf, sort=True, non_tensor=lambda value: value)
-    if tensorclass is not None:
-        described["cls"] = tensorclass
-    offsets, size = _layout(leaves)
-    own = _packed_view(leaves, offsets, size)
-    buffer = (
-        own if own is not None and (device is None or own.device == torch.device(device)) else None
-    )
-    if buffer is None:
-        buffer = _pack(leaves, device)
-    specs = [
-        (off, list(t.shape), str(t.dtype).removeprefix("torch."))
-        for (_, t), off in zip(leaves, offsets)
-    ]
-    # classes by their stable names; a class of no registered name arrives as a TensorDict
-    meta = {
-        "tree": tree.named_classes(described, unknown="TensorDict"),
-        "leaves": specs,
-        "nbytes": size,
-        "device": str(buffer.device),
-    }
-    return meta, buffer, buffer is own
-
-
-def _deserialize(meta: dict, buffer: torch.Tensor):
-    leaves = [
-        buffer[off : off + _nbytes(shape, dtype)].view(getattr(torch, dtype)).view(shape)
-        for off, shape, dtype in meta["leaves"]
-    ]
-    return tree.rebuild(
-        meta["tree"],
-        lambda records, where: {key: leaves[index] for key, index in records.items()},
-        non_tensor=lambda value: value,
-        lock=False,
-        sort=True,
-        device=buffer.device if buffer.device.type != "cpu" else None,
-    )
-
-
-def _nbytes(shape: list, dtype: str) -> int:
-    numel = 1
-    for size in shape:
-        numel *= size
-    return numel * getattr(torch, dtype).itemsize
 
 
 # ====================================================================== the wire, point to point
@@ -405,7 +278,7 @@ def _send_header(leaves, mode, peer, tag, group, group_peer, works: list) -> Non
     pid = _peer_id(peer, group, group_peer)
     first = (pid, fingerprint) not in _SENT
     words = [MAGIC, mode, fingerprint, len(desc) if first else 0]
-    header = torch.tensor(words, dtype=torch.int64, device=_device_of(leaves))
+    header = torch.tensor(words, dtype=torch.int64, device=device_of(leaves))
     works.append((_p2p("send", header, peer, tag, group, group_peer, wait=False), header))
     if first:
         payload = torch.frombuffer(bytearray(desc), dtype=torch.uint8).to(header.device, copy=True)
@@ -416,7 +289,7 @@ def _send_header(leaves, mode, peer, tag, group, group_peer, works: list) -> Non
 def _recv_header(method, leaves, mode, peer, tag, group, group_peer) -> None:
     """Receives the header (and description) and raises on any structure mismatch."""
     # on the leaves' device: nccl carries no CPU tensor
-    header = torch.empty(4, dtype=torch.int64, device=_device_of(leaves))
+    header = torch.empty(4, dtype=torch.int64, device=device_of(leaves))
     _receive(method, header, peer, tag, group, group_peer)
     magic, their_mode, fingerprint, desc_len = header.tolist()
     if magic != MAGIC:
@@ -504,7 +377,7 @@ def _send_all(td, method, peer, group, group_peer, init_tag, pseudo_rand, consol
     )
     tag = init_tag - 1
     if consolidated:
-        buffer = _pack(leaves)
+        buffer = pack(leaves)
         works.append((_p2p("send", buffer, peer, first, group, group_peer, wait=False), buffer))
     else:
         for _, t in leaves:
@@ -513,7 +386,7 @@ def _send_all(td, method, peer, group, group_peer, init_tag, pseudo_rand, consol
             if not value.is_contiguous():
                 value = value.contiguous()
             works.append((_p2p("send", value, peer, tag, group, group_peer, wait=False), value))
-    trailer = torch.tensor([MAGIC], dtype=torch.int64, device=_device_of(leaves))
+    trailer = torch.tensor([MAGIC], dtype=torch.int64, device=device_of(leaves))
     works.append((_p2p("send", trailer, peer, first, group, group_peer, wait=False), trailer))
     if wait:
         for work, _ in works:
@@ -542,23 +415,23 @@ def _recv_all(td, method, peer, group, group_peer, init_tag, pseudo_rand, consol
     )
     tag = init_tag - 1
     if consolidated:
-        offsets, size = _layout(leaves)
-        view = _packed_view(leaves, offsets, size)
+        offsets, size = layout(leaves)
+        view = packed_view(leaves, offsets, size)
         buffer = (
             view
             if view is not None
-            else torch.empty(size, dtype=torch.uint8, device=_device_of(leaves))
+            else torch.empty(size, dtype=torch.uint8, device=device_of(leaves))
         )
         work = _post(method, buffer, peer, first, group, group_peer)
         if view is None:
-            work = _Pending(work, lambda: _unpack_into(buffer, leaves))
+            work = _Pending(work, lambda: unpack_into(buffer, leaves))
         works.append(work)
     else:
         for _, t in leaves:
             tag = _next_tag(tag, pseudo_rand)
             works.append(_recv_leaf(method, t, peer, tag, group, group_peer))
     # after the values on the first tag: the messages of one tag arrive in order
-    trailer = torch.empty(1, dtype=torch.int64, device=_device_of(leaves))
+    trailer = torch.empty(1, dtype=torch.int64, device=device_of(leaves))
     posted = _post(method, trailer, peer, first, group, group_peer)
     return tag, _Transfer(method, peer if group_peer is None else group_peer, posted, works)
 
@@ -678,23 +551,23 @@ def _from_remote_init(src, group, device, use_broadcast: bool):
     meta = box[0]
     buffer = torch.empty(meta["nbytes"], dtype=torch.uint8, device=device or "cpu")
     dist.recv(buffer, src=src, group=group)
-    return _deserialize(meta, buffer)
+    return deserialize(meta, buffer)
 
 
 def _broadcast_impl(td, src, group, device, tensorclass_type):
     dist = _dist()
     if _rank(group) == src:
-        meta, buffer, own = _serialize(td, tensorclass_type, device)
+        meta, buffer, own = serialize(td, tensorclass_type, device)
         dist.broadcast_object_list([meta], src=src, group=group)
         dist.broadcast(buffer, src=src, group=group)
-        return td if own else _deserialize(meta, buffer)
+        return td if own else deserialize(meta, buffer)
     box = [None]
     dist.broadcast_object_list(box, src=src, group=group)
     meta = box[0]
     where = device if device is not None else meta["device"]
     buffer = torch.empty(meta["nbytes"], dtype=torch.uint8, device=where)
     dist.broadcast(buffer, src=src, group=group)
-    return _deserialize(meta, buffer)
+    return deserialize(meta, buffer)
 
 
 # ====================================================================== the methods
@@ -1053,7 +926,7 @@ class DistributedMixin(tree.TreeMixin):
         if dst is None:
             msg = "init_remote() needs dst (the rank of the receiver) unless use_broadcast=True"
             raise ValueError(msg)
-        meta, buffer, _ = _serialize(self, _tensorclass_type)
+        meta, buffer, _ = serialize(self, _tensorclass_type)
         dist.send_object_list([meta], dst=dst, group=group, device=device)
         dist.send(buffer, dst=dst, group=group)
 
@@ -1300,7 +1173,7 @@ class DistributedMixin(tree.TreeMixin):
         _require("all_gather")
         dist = _dist()
         world = dist.get_world_size(group)
-        meta, buffer, _ = _serialize(self)
+        meta, buffer, _ = serialize(self)
         metas = [None] * world
         dist.all_gather_object(metas, meta, group=group)
         size = max(m["nbytes"] for m in metas)
@@ -1308,7 +1181,7 @@ class DistributedMixin(tree.TreeMixin):
             torch.empty(size, dtype=torch.uint8, device=buffer.device) for _ in range(world)
         ]
         dist.all_gather(gathered, _padded(buffer, size), group=group)
-        return [_deserialize(m, b[: m["nbytes"]]) for m, b in zip(metas, gathered)]
+        return [deserialize(m, b[: m["nbytes"]]) for m, b in zip(metas, gathered)]
 
     def gather_and_stack(
         self: T, dst: int, group: torch.distributed.ProcessGroup | None = None
@@ -1349,10 +1222,10 @@ class DistributedMixin(tree.TreeMixin):
         world = dist.get_world_size(group)
         rank = _rank(group)
         if rank == dst:
-            device = _device_of(_leaves(self))
+            device = device_of(_leaves(self))
             meta, buffer = {"nbytes": 0}, torch.empty(0, dtype=torch.uint8, device=device)
         else:
-            meta, buffer, _ = _serialize(self)
+            meta, buffer, _ = serialize(self)
         metas = [None] * world
         dist.all_gather_object(metas, meta, group=group)
         size = max(m["nbytes"] for m in metas)
@@ -1362,7 +1235,7 @@ class DistributedMixin(tree.TreeMixin):
         if rank != dst:
             return None
         received = [
-            _deserialize(m, b[: m["nbytes"]])
+            deserialize(m, b[: m["nbytes"]])
             for i, (m, b) in enumerate(zip(metas, gathered))
             if i != dst
         ]
@@ -1421,7 +1294,7 @@ class DistributedMixin(tree.TreeMixin):
                 count = "None" if tensordicts is None else len(tensordicts)
                 msg = f"scatter(): rank {src} needs one tensordict per rank ({world}), got {count}"
                 raise ValueError(msg)
-            packed = [_serialize(td)[:2] for td in tensordicts]
+            packed = [serialize(td)[:2] for td in tensordicts]
             size = max(m["nbytes"] for m, _ in packed)
             metas = [dict(m, padded=size) for m, _ in packed]
             dist.scatter_object_list(box, metas, src=src, group=group)
@@ -1433,7 +1306,7 @@ class DistributedMixin(tree.TreeMixin):
             where = device if device is not None else box[0]["device"]
             out = torch.empty(box[0]["padded"], dtype=torch.uint8, device=where)
             dist.scatter(out, None, src=src, group=group)
-        return _deserialize(box[0], out[: box[0]["nbytes"]])
+        return deserialize(box[0], out[: box[0]["nbytes"]])
 
 
 # ====================================================================== tensorclass forms
