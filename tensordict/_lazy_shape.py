@@ -16,6 +16,7 @@ import torch
 
 from tensordict._nontensor import _dummy
 from tensordict._ops.batch_dims import (
+    cat_dim,
     legacy_source,
     permutation,
     permuted_back,
@@ -400,19 +401,7 @@ class LazyShapeMixin:
         """
         first = next(t for t in tds if getattr(type(t), "_is_lazy", False))
         size = first.batch_size
-        ndim = len(size)
-        if not -ndim <= dim < ndim:
-            msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"
-            raise DimensionError(msg)
-        d = dim + ndim if dim < 0 else dim
-        for i, td in enumerate(tds):
-            other = td.batch_size
-            if len(other) != ndim or other[:d] != size[:d] or other[d + 1 :] != size[d + 1 :]:
-                msg = (
-                    f"cannot concatenate tensordicts whose batch sizes differ outside dimension {d}: "
-                    f"tensordict 0 has {list(tds[0].batch_size)} and tensordict {i} has {list(other)}"
-                )
-                raise RuntimeError(msg)
+        d = cat_dim(tds, dim, size)
         sd = first.stack_dim
         stacks = [
             td

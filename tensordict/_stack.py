@@ -16,6 +16,7 @@ from tensordict import _nontensor_stack  # noqa: F401 - registers NonTensorStack
 from tensordict._collection import TensorCollection, is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import cat_entries, stack_entries
+from tensordict._ops.batch_dims import cat_dim
 from tensordict._options import lazy_legacy
 from tensordict._td import TensorDict
 from tensordict._torch_function import implements
@@ -150,11 +151,15 @@ def _stacked_names(tds, dim: int):
     return [*names[:dim], None, *names[dim:]]
 
 
-def _stack_dense(tds, d: int, out, prefix: tuple):
+def _combine_level(tds, out, new_size, names, tensors, entries, nested):
+    """One level of a stack or a concatenation, key by key in the first tensordict's order.
+
+    ``tensors(key, values, target)``, ``entries(values)`` and ``nested(key, value, values,
+    target)`` combine a tensor leaf, a non-tensor entry and a sub-tensordict; an
+    unbatched entry takes ``new_size``. With ``out``, the results are written into its
+    entries (``target``) and ``out`` is returned.
+    """
     first = tds[0]
-    _check_keys(tds, "stack")
-    batch_size = first.batch_size
-    new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
     result = {}
     for key, value in first._items_level():
         values = [td._get_str(key, None) for td in tds]
@@ -162,19 +167,34 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
         if is_unbatched(value):
             result[key] = value.rebatched(new_size)
         elif isinstance(value, torch.Tensor):
-            try:
-                if target is not None:
-                    torch.stack(values, d, out=target)
-                    result[key] = target
-                else:
-                    result[key] = torch.stack(values, d)
-            except RuntimeError as err:
-                shapes = sorted({tuple(v.shape) for v in values})
-                msg = f"cannot stack the entry {prefix + (key,)!r}: its shapes differ across tensordicts ({shapes})"
-                raise RuntimeError(msg) from err
+            result[key] = tensors(key, values, target)
         elif is_non_tensor(value):
-            result[key] = stack_entries(values, d)
-        elif (
+            result[key] = entries(values)
+        else:
+            result[key] = nested(key, value, values, target)
+    if out is not None:
+        return out
+    return TensorDict._new_unsafe(result, new_size, first.device, names)
+
+
+def _stack_dense(tds, d: int, out, prefix: tuple):
+    _check_keys(tds, "stack")
+    batch_size = tds[0].batch_size
+    new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
+
+    def tensors(key, values, target):
+        try:
+            if target is not None:
+                torch.stack(values, d, out=target)
+                return target
+            return torch.stack(values, d)
+        except RuntimeError as err:
+            shapes = sorted({tuple(v.shape) for v in values})
+            msg = f"cannot stack the entry {prefix + (key,)!r}: its shapes differ across tensordicts ({shapes})"
+            raise RuntimeError(msg) from err
+
+    def nested(key, value, values, target):
+        if (
             hasattr(value, "_items_level")
             and not getattr(type(value), "_is_lazy", False)
             and all(type(v) is type(value) for v in values)
@@ -183,12 +203,13 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
                 if v.batch_size != value.batch_size:
                     msg = f"cannot stack the sub-tensordict {prefix + (key,)!r}: batch sizes differ"
                     raise RuntimeError(msg)
-            result[key] = _stack_dense(values, d, target, prefix + (key,))
-        else:
-            result[key] = stack(values, d, out=target)
-    if out is not None:
-        return out
-    return TensorDict._new_unsafe(result, new_size, first.device, _stacked_names(tds, d))
+            return _stack_dense(values, d, target, prefix + (key,))
+        return stack(values, d, out=target)
+
+    names = None if out is not None else _stacked_names(tds, d)
+    return _combine_level(
+        tds, out, new_size, names, tensors, lambda values: stack_entries(values, d), nested
+    )
 
 
 @implements(torch.cat, torch.concat, torch.concatenate)
@@ -226,38 +247,18 @@ def cat(  # noqa: A002 - the well-known API's name
         return cat_entries(tds, dim)
     if any(getattr(type(t), "_is_lazy", False) and not is_non_tensor(t) for t in tds):
         return LazyStackedTensorDict._cat_members(tds, dim, out)
-    ndim = first.batch_dims
-    if not -ndim <= dim < ndim:
-        msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"
-        raise DimensionError(msg)
-    d = dim + ndim if dim < 0 else dim
     size = first.batch_size
-    total = 0
-    for i, td in enumerate(tds):
-        other = td.batch_size
-        if len(other) != ndim or other[:d] != size[:d] or other[d + 1 :] != size[d + 1 :]:
-            msg = (
-                f"cannot concatenate tensordicts whose batch sizes differ outside dimension {d}: "
-                f"tensordict 0 has {list(size)} and tensordict {i} has {list(other)}"
-            )
-            raise RuntimeError(msg)
-        total += other[d]
+    d = cat_dim(tds, dim, size)
     _check_keys(tds, "concatenate")
-    new_size = size[:d] + torch.Size((total,)) + size[d + 1 :]
-    result = {}
-    for key, value in first._items_level():
-        values = [td._get_str(key, None) for td in tds]
-        target = None if out is None else out._get_str(key, None)
-        if is_unbatched(value):
-            result[key] = value.rebatched(new_size)
-        elif isinstance(value, torch.Tensor):
-            result[key] = (
-                torch.cat(values, d, out=target) if target is not None else torch.cat(values, d)
-            )
-        elif is_non_tensor(value):
-            result[key] = cat_entries(values, d)
-        else:
-            result[key] = cat(values, d, out=target)
-    if out is not None:
-        return out
-    return TensorDict._new_unsafe(result, new_size, first.device, getattr(first, "_names", None))
+    new_size = size[:d] + torch.Size((sum(td.batch_size[d] for td in tds),)) + size[d + 1 :]
+    return _combine_level(
+        tds,
+        out,
+        new_size,
+        getattr(first, "_names", None),
+        lambda key, values, target: (
+            torch.cat(values, d, out=target) if target is not None else torch.cat(values, d)
+        ),
+        lambda values: cat_entries(values, d),
+        lambda key, value, values, target: cat(values, d, out=target),
+    )

@@ -57,6 +57,29 @@ def norm_dim(dim: int, ndim: int, what: str = "dim") -> int:
     return dim + ndim if dim < 0 else dim
 
 
+def cat_dim(tds: Sequence[TensorCollection], dim: int, size: torch.Size) -> int:
+    """The dim of a concatenation as a non-negative batch dim, once the batch sizes agree outside it.
+
+    ``size`` is the batch size the others are held to. Raises ``DimensionError`` (an
+    IndexError) when ``dim`` is out of range for it, and ``RuntimeError`` naming the
+    first tensordict whose batch size differs from ``size`` outside ``dim``.
+    """
+    ndim = len(size)
+    if not -ndim <= dim < ndim:
+        msg = f"cat dimension {dim} is out of range for {ndim} batch dimensions"
+        raise DimensionError(msg)
+    d = dim + ndim if dim < 0 else dim
+    for i, td in enumerate(tds):
+        other = td.batch_size
+        if len(other) != ndim or other[:d] != size[:d] or other[d + 1 :] != size[d + 1 :]:
+            msg = (
+                f"cannot concatenate tensordicts whose batch sizes differ outside dimension {d}: "
+                f"tensordict 0 has {list(tds[0].batch_size)} and tensordict {i} has {list(other)}"
+            )
+            raise RuntimeError(msg)
+    return d
+
+
 def as_ints(value: int | Sequence[int]) -> tuple:
     """One int or a sequence of ints, as a tuple of ints."""
     if isinstance(value, (Sequence, torch.Size)):
