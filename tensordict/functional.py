@@ -95,6 +95,17 @@ def _check_collection(value, what: str, i: int | None = None):
         raise NotTensorCollectionError(msg)
 
 
+def _collections_of(items, func: str, role: str) -> list:
+    """``items`` as a list of tensordicts for ``func``: at least one, each a collection."""
+    tds = list(items)
+    if not tds:
+        msg = f"{func} needs at least one tensordict, got an empty sequence"
+        raise TooFewInputsError(msg)
+    for i, td in enumerate(tds):
+        _check_collection(td, f"{func}() {role}", i)
+    return tds
+
+
 def _inner(td):
     """The tensordict that holds a tensorclass instance's data, or ``td`` itself."""
     return td._tensordict if is_tensorclass(td) else td
@@ -439,12 +450,7 @@ def pad_sequence(
         tensor([[ True,  True, False],
                 [ True,  True,  True]])
     """
-    tds = list(list_of_tensordicts)
-    if not tds:
-        msg = "pad_sequence needs at least one tensordict, got an empty sequence"
-        raise TooFewInputsError(msg)
-    for i, td in enumerate(tds):
-        _check_collection(td, "pad_sequence() sample", i)
+    tds = _collections_of(list_of_tensordicts, "pad_sequence", "sample")
     if padding_side not in ("left", "right"):
         msg = f"padding_side must be 'left' or 'right', got {padding_side!r}"
         raise InvalidArgumentError(msg)
@@ -960,12 +966,7 @@ def maybe_dense_stack(
         'LazyStackedTensorDict'
     """
     del kwargs
-    tds = list(input)
-    if not tds:
-        msg = "maybe_dense_stack needs at least one tensordict, got an empty sequence"
-        raise TooFewInputsError(msg)
-    for i, td in enumerate(tds):
-        _check_collection(td, "maybe_dense_stack() input", i)
+    tds = _collections_of(input, "maybe_dense_stack", "input")
     members = [t.contiguous() if getattr(type(t), "_is_lazy", False) else t for t in tds]
     try:
         stacked = stack(members, dim)
@@ -1020,12 +1021,7 @@ def dense_stack_tds(
     if dim is None:
         msg = "dense_stack_tds needs dim when td_list is a sequence of tensordicts"
         raise InvalidArgumentError(msg)
-    tds = list(td_list)
-    if not tds:
-        msg = "dense_stack_tds needs at least one tensordict, got an empty sequence"
-        raise TooFewInputsError(msg)
-    for i, td in enumerate(tds):
-        _check_collection(td, "dense_stack_tds() input", i)
+    tds = _collections_of(td_list, "dense_stack_tds", "input")
     return _dense_stack(tds, dim)
 
 
