@@ -89,6 +89,29 @@ def _number(value) -> str:
     return str(value)
 
 
+# (print option, label, value): the fields a line shows, in order, each when its option is on
+_TENSOR_FIELDS = (
+    ("show_shape", "shape", lambda t: t.shape),
+    ("show_field_device", "device", lambda t: t.device),
+    ("show_dtype", "dtype", lambda t: t.dtype),
+    ("show_field_is_shared", "is_shared", lambda t: t.is_shared()),
+    ("show_grad", "requires_grad", lambda t: t.requires_grad),
+    ("show_is_contiguous", "is_contiguous", lambda t: t.is_contiguous()),
+    ("show_is_view", "is_view", lambda t: t._is_view()),
+    ("show_storage_size", "storage_size", lambda t: t.untyped_storage().nbytes()),
+)
+_RAGGED_FIELDS = (*_TENSOR_FIELDS[:3], ("show_field_is_shared", "is_shared", lambda t: False))
+_LEVEL_FIELDS = (
+    ("show_batch_size", "batch_size", lambda td: td.batch_size),
+    ("show_device", "device", lambda td: td.device),
+    ("show_is_shared", "is_shared", lambda td: td.is_shared()),
+)
+
+
+def _shown(value: Any, options: dict, fields: tuple) -> list[str]:
+    return [f"{label}={get(value)}" for option, label, get in fields if options[option]]
+
+
 def _tensor_line(value: torch.Tensor, options: dict) -> str:
     if value.is_nested:
         name = "NestedTensor"
@@ -96,23 +119,7 @@ def _tensor_line(value: torch.Tensor, options: dict) -> str:
         name = "Tensor"
     else:
         name = type(value).__name__
-    parts = []
-    if options["show_shape"]:
-        parts.append(f"shape={value.shape}")
-    if options["show_field_device"]:
-        parts.append(f"device={value.device}")
-    if options["show_dtype"]:
-        parts.append(f"dtype={value.dtype}")
-    if options["show_field_is_shared"]:
-        parts.append(f"is_shared={value.is_shared()}")
-    if options["show_grad"]:
-        parts.append(f"requires_grad={value.requires_grad}")
-    if options["show_is_contiguous"]:
-        parts.append(f"is_contiguous={value.is_contiguous()}")
-    if options["show_is_view"]:
-        parts.append(f"is_view={value._is_view()}")
-    if options["show_storage_size"]:
-        parts.append(f"storage_size={value.untyped_storage().nbytes()}")
+    parts = _shown(value, options, _TENSOR_FIELDS)
     if options["plain"] and not value.is_nested and value.numel():
         parts.extend(_summary(value))
     return f"{name}({', '.join(parts)})"
@@ -161,14 +168,7 @@ def _exclusive_block(members: list, options: dict, depth: int) -> str:
 
 
 def _level_tail(obj, options: dict) -> list[str]:
-    tail = []
-    if options["show_batch_size"]:
-        tail.append(f"batch_size={obj.batch_size}")
-    if options["show_device"]:
-        tail.append(f"device={obj.device}")
-    if options["show_is_shared"]:
-        tail.append(f"is_shared={obj.is_shared()}")
-    return tail
+    return _shown(obj, options, _LEVEL_FIELDS)
 
 
 def detailed_entry(value: Any, options: dict, depth: int) -> str:
@@ -184,14 +184,7 @@ def detailed_entry(value: Any, options: dict, depth: int) -> str:
             f"{inner}batch_size={value.batch_size},\n{inner}device={value.device})"
         )
     if isinstance(value, RaggedLeaf):
-        parts = [f"shape={value.shape}"] if options["show_shape"] else []
-        if options["show_field_device"]:
-            parts.append(f"device={value.device}")
-        if options["show_dtype"]:
-            parts.append(f"dtype={value.dtype}")
-        if options["show_field_is_shared"]:
-            parts.append("is_shared=False")
-        return f"Tensor({', '.join(parts)})"
+        return f"Tensor({', '.join(_shown(value, options, _RAGGED_FIELDS))})"
     if isinstance(value, torch.Tensor):
         return _tensor_line(value, options)
     return detailed_repr(value, options, depth)
