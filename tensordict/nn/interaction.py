@@ -139,19 +139,11 @@ class set_interaction_type(_BlockSetter):
         return type(self)(self.type, thread_local=self.thread_local)
 
     def __enter__(self) -> None:
-        if self.thread_local:
-            self._previous.append(_interaction_type.get_thread())
-            _interaction_type.set_thread(self.type)
-        else:
-            self._previous.append(_interaction_type.get())
-            _interaction_type.set(self.type)
+        self._previous.append(_interaction_type.saved(self.thread_local))
+        _interaction_type.put(self.type, self.thread_local)
 
     def __exit__(self, *exc_info: object) -> None:
-        previous = self._previous.pop()
-        if self.thread_local:
-            _interaction_type.set_thread(previous)
-        else:
-            _interaction_type.set(previous)
+        _interaction_type.put(self._previous.pop(), self.thread_local)
 
 
 # ---------------------------------------------------------------------- deterministic values

@@ -97,6 +97,17 @@ class _Mode:
         self._any_thread_value = True
         self._local.value = value
 
+    def saved(self, thread_local: bool) -> Any:
+        """What a block that sets the value restores on exit: the thread's own value, or :meth:`get`."""
+        return self.get_thread() if thread_local else self.get()
+
+    def put(self, value: Any, thread_local: bool) -> None:
+        """Sets the value for the calling thread (``thread_local``) or for the process."""
+        if thread_local:
+            self.set_thread(value)
+        else:
+            self.set(value)
+
 
 class _BlockSetter:
     """Base of the ``set_*`` classes: a context manager that also decorates functions.
@@ -403,26 +414,16 @@ class set_skip_existing(_BlockSetter):
         return wrapper
 
     def __enter__(self) -> None:
-        if self.thread_local:
-            self._previous.append(_skip_existing.get_thread())
-        else:
-            self._previous.append(_skip_existing.get())
+        self._previous.append(_skip_existing.saved(self.thread_local))
         if self.mode is None:
             if not self._decorating:
                 msg = "set_skip_existing(None) only decorates methods; as a block it needs True, False or a list of keys"
                 raise RuntimeError(msg)
             return
-        if self.thread_local:
-            _skip_existing.set_thread(self.mode)
-        else:
-            _skip_existing.set(self.mode)
+        _skip_existing.put(self.mode, self.thread_local)
 
     def __exit__(self, *exc_info: object) -> None:
-        previous = self._previous.pop()
-        if self.thread_local:
-            _skip_existing.set_thread(previous)
-        else:
-            _skip_existing.set(previous)
+        _skip_existing.put(self._previous.pop(), self.thread_local)
 
 
 class _set_skip_existing_None:
@@ -580,19 +581,11 @@ class set_composite_lp_aggregate(_BlockSetter):
         return type(self)(self.mode, thread_local=self.thread_local)
 
     def __enter__(self) -> None:
-        if self.thread_local:
-            self._previous.append(_composite_lp_aggregate.get_thread())
-            _composite_lp_aggregate.set_thread(self.mode)
-        else:
-            self._previous.append(_composite_lp_aggregate.get())
-            _composite_lp_aggregate.set(self.mode)
+        self._previous.append(_composite_lp_aggregate.saved(self.thread_local))
+        _composite_lp_aggregate.put(self.mode, self.thread_local)
 
     def __exit__(self, *exc_info: object) -> None:
-        previous = self._previous.pop()
-        if self.thread_local:
-            _composite_lp_aggregate.set_thread(previous)
-        else:
-            _composite_lp_aggregate.set(previous)
+        _composite_lp_aggregate.put(self._previous.pop(), self.thread_local)
 
     def set(self) -> None:
         """Sets the mode until :meth:`unset` (not tied to a block).
