@@ -11,7 +11,7 @@ what kind of entry a value is; :mod:`tensordict._ops.entries` shares them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -90,6 +90,15 @@ def _flat_leaves(td, is_leaf: Callable, prefix: tuple) -> Iterator[tuple]:
             yield (*prefix, key), value
         elif is_tensor_collection(value):
             yield from _flat_leaves(value, is_leaf, (*prefix, key))
+
+
+def _replace_entries(td, method: str, items: Iterable) -> None:
+    """Replaces every entry of ``td`` with ``items`` (``(key, value)`` pairs): ``method(inplace=True)``."""
+    td._check_restructure(method)
+    for key in list(td._keys_level()):
+        td._del_str(key)
+    for key, value in items:
+        td._set_str(key, value, inplace=False, validated=True)
 
 
 def _flat_to_source(separator: str) -> Callable:
@@ -780,11 +789,7 @@ class KeysMixin(Contract):
             source[name] = value
         out = self._new_like(source, self.batch_size)
         if inplace:
-            self._check_restructure("flatten_keys")
-            for key in list(self._keys_level()):
-                self._del_str(key)
-            for key, value in source.items():
-                self._set_str(key, value, inplace=False, validated=True)
+            _replace_entries(self, "flatten_keys", source.items())
             return self
         return written_back(out, self, update_back(_flat_to_source(separator)))
 
@@ -820,11 +825,7 @@ class KeysMixin(Contract):
                 raise KeyError(msg)
             out.set(parts, value)
         if inplace:
-            self._check_restructure("unflatten_keys")
-            for key in list(self._keys_level()):
-                self._del_str(key)
-            for key, value in out._items_level():
-                self._set_str(key, value, inplace=False, validated=True)
+            _replace_entries(self, "unflatten_keys", out._items_level())
             return self
         return written_back(out, self, update_back(_nested_to_source(separator)))
 
