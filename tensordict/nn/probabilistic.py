@@ -161,6 +161,13 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
             msg = "the last module must stay probabilistic unless return_composite=True"
             raise EntryTypeError(msg)
 
+    def _keys_last_first(self, name: str) -> list:
+        """The keys list ``name`` of every module that has one, joined from the last module to the first."""
+        keys = []
+        for module in reversed(list(self._module_iter())):
+            keys.extend(getattr(module, name, []))
+        return keys
+
     def _refresh_keys(self) -> None:
         super()._refresh_keys()
         self._set_det_part(list(self._module_iter()))
@@ -255,10 +262,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
             ...     ProbabilisticTensorDictModule(in_keys=["q"], out_keys=["b"])).log_prob_keys
             ['b_log_prob', 'a_log_prob']
         """
-        keys = []
-        for module in reversed(list(self._module_iter())):
-            keys.extend(getattr(module, "log_prob_keys", []))
-        return keys
+        return self._keys_last_first("log_prob_keys")
 
     @property
     def log_prob_key(self) -> NestedKey:
@@ -290,10 +294,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
             >>> ProbabilisticTensorDictSequential(ProbabilisticTensorDictModule(in_keys=["param"], out_keys=["a"])).dist_params_keys
             ['param']
         """
-        keys = []
-        for module in reversed(list(self._module_iter())):
-            keys.extend(getattr(module, "dist_params_keys", []))
-        return keys
+        return self._keys_last_first("dist_params_keys")
 
     @property
     def dist_sample_keys(self) -> list:
@@ -304,10 +305,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
             >>> ProbabilisticTensorDictSequential(ProbabilisticTensorDictModule(in_keys=["param"], out_keys=["a"])).dist_sample_keys
             ['a']
         """
-        keys = []
-        for module in reversed(list(self._module_iter())):
-            keys.extend(getattr(module, "dist_sample_keys", []))
-        return keys
+        return self._keys_last_first("dist_sample_keys")
 
     def _log_prob_renames(self) -> tuple[list, bool]:
         renames, aggregated = [], False
