@@ -855,6 +855,7 @@ class TensorDict(TensorDictBase):
                 for key, sub in _source_items(
                     value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
                 )
+                if sub is not None  # None (a tensorclass field left unset) writes nothing
             ]
             missing = [k for k, _ in items if k not in data]
             if missing and self._locked:
