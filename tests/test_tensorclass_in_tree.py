@@ -75,3 +75,13 @@ def test_writing_a_dict_with_none_at_rows_leaves_unset_fields_and_values_alone()
     assert (td["a"][:, :2] == 0).all() and (td["tc", "y", "X"][:, :2] == 0).all()
     assert not (td["a"][:, 2:] == 0).all()
     assert td["tc"].z == "z" and td["tc"].y.y is None and td["tc"].y.z is None
+
+
+def test_renaming_the_dims_reaches_a_nested_tensorclass():
+    """Setting names on the tensordict renames the leading dims of a tensorclass inside, at every depth."""
+    td = make_td()
+    td.names = ["0", "1"]
+    assert td["tc"].names == ["0", "1"] and td["tc"].y.names == ["0", "1"]
+    td.lock_()
+    td.names = ["p", "q"]
+    assert td["tc"].names == ["p", "q"] and td["tc"].y.names == ["p", "q"]
