@@ -175,3 +175,10 @@ def test_autograd_grad_matches_the_tensor_gradient(scale, n):
     out = td.apply(lambda v: (scale * v**2).sum(), batch_size=[])
     (expected,) = torch.autograd.grad((scale * x**2).sum(), x)
     assert torch.allclose(torch.autograd.grad(out, td)["x"], expected)
+
+
+def test_backward_with_a_tensor_as_gradient_raises_type_error():
+    """backward(gradient=tensor) raises TypeError: the gradient is a tensordict keyed like the outputs."""
+    x = torch.ones(3, requires_grad=True)
+    with pytest.raises(TypeError, match="takes a tensordict"):
+        TensorDict({"a": x * 2}, [3]).backward(torch.ones(3))

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
-from tensordict._collection import TensorCollection
+from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._ops._contract import Contract
 from tensordict._ops.apply import tensor_leaves
 from tensordict._torch_function import implements
@@ -173,6 +173,7 @@ class AutogradMixin(Contract):
                 leaf that requires them is not a scalar (naming its key).
             KeyMismatchError: (a ``KeyError``) if ``gradient`` lacks the key of a leaf that
                 requires gradients.
+            TypeError: if ``gradient`` is not a tensordict.
 
         Examples:
             >>> x = torch.ones(3, requires_grad=True)
@@ -192,6 +193,12 @@ class AutogradMixin(Contract):
                         "with a tensor at each key of this one to backward()"
                     )
                     raise RuntimeError(msg)
+        elif not is_tensor_collection(gradient):
+            msg = (
+                f"backward(gradient=...) takes a tensordict with a gradient at each key, got "
+                f"{type(gradient).__name__}"
+            )
+            raise TypeError(msg)
         else:
             pairs = _paired(
                 self, gradient, "the gradient tensordict passed to backward()", differentiable=True
