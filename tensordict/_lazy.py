@@ -741,6 +741,22 @@ class LazyStackedTensorDict(
             *members, stack_dim=stack_dim, stack_dim_name=self._stack_dim_name
         )
 
+    def _emptied(self, size: torch.Size, kwargs: dict) -> LazyStackedTensorDict:
+        """Hook of ``new_empty(empty_lazy=True)``: a stack along this dim of empty members.
+
+        A stack whose dim is not a dim of ``size`` gives a dense level, as without
+        ``empty_lazy``.
+        """
+        dim = self._stack_dim
+        if dim >= len(size):
+            return self._new_factory(torch.Tensor.new_empty, (size,), kwargs)
+        member = size[:dim] + size[dim + 1 :]
+        device = kwargs.get("device", self.device)
+        members = [TensorDict({}, member, device=device) for _ in range(size[dim])]
+        if not members:
+            return self._empty_stack(member, dim)
+        return LazyStackedTensorDict(*members, stack_dim=dim)
+
     def _empty_stack(self, batch_size: torch.Size, stack_dim: int) -> LazyStackedTensorDict:
         """A stack without members whose members would have batch size ``batch_size``."""
         return LazyStackedTensorDict(stack_dim=stack_dim, batch_size=batch_size, device=self.device)

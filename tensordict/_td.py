@@ -430,6 +430,12 @@ class TensorDict(TensorDictBase):
         names = self._names
         n = len(self._batch_size)
         for value in self._tensordict.values():
+            if isinstance(value, NonTensorDataBase):
+                extra = len(value.batch_size) - n
+                value._names = None if names is None else list(names) + [None] * extra
+                continue
+            if getattr(type(value), "_is_tensorclass", False):
+                value = value._tensordict  # a tensorclass's dims are its tensordict's
             if type(value) is TensorDict:
                 own = (
                     value._names[n:]
@@ -440,9 +446,6 @@ class TensorDict(TensorDictBase):
                     None if names is None and not any(own) else (names or [None] * n) + list(own)
                 )
                 value._propagate_names()
-            elif isinstance(value, NonTensorDataBase):
-                extra = len(value.batch_size) - n
-                value._names = None if names is None else list(names) + [None] * extra
 
     def refine_names(self: T, *names: str | EllipsisType | None) -> T:
         """Sets the names of the batch dimensions in place, and returns the tensordict.
@@ -855,6 +858,7 @@ class TensorDict(TensorDictBase):
                 for key, sub in _source_items(
                     value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
                 )
+                if sub is not None  # None (a tensorclass field left unset) writes nothing
             ]
             missing = [k for k, _ in items if k not in data]
             if missing and self._locked:

@@ -16,6 +16,7 @@ __all__ = [
     "AcceleratorUnavailableError",
     "AppendError",
     "ArchiveFormatError",
+    "ArchiveNotWritableError",
     "ArchiveTargetError",
     "AxisRangeError",
     "BatchSizeArgumentError",
@@ -193,6 +194,14 @@ class ArchiveFormatError(MemmapFormatError):
     """A ``.tdz`` archive is not a valid zip of a memory-mapped tree (a bad archive).
 
     Its message names the archive and, when there is one, the entry at fault.
+    """
+
+
+class ArchiveNotWritableError(TensorDictError, RuntimeError):
+    """An archive opened with ``mode="r+"`` holds an entry that in-place writes cannot reach.
+
+    A compressed or unaligned entry and a nested tensor are copied when read, so a
+    write into the loaded leaf would never reach the file.
     """
 
 

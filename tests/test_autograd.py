@@ -100,6 +100,23 @@ def test_backward_with_a_gradient_lacking_a_key_raises_key_error():
         TensorDict({"a": x * 3}, [3]).backward(TensorDict({"b": torch.ones(3)}, [3]))
 
 
+def test_backward_skips_leaves_that_do_not_require_grad():
+    """Constant, integer and non-tensor leaves take no part in backward(), with or without gradient."""
+    x = torch.ones(3, requires_grad=True)
+    out = TensorDict(a=(x * 2).sum(), b=torch.ones(4), i=torch.arange(3), s="text")
+    out.backward()
+    assert torch.equal(x.grad, torch.full((3,), 2.0))
+    x.grad = None
+    TensorDict(a=x * 2, b=torch.ones(4)).backward(TensorDict(a=torch.ones(3)))
+    assert torch.equal(x.grad, torch.full((3,), 2.0))
+
+
+def test_backward_without_any_differentiable_leaf_raises():
+    """backward() of a tensordict where no leaf requires gradients raises RuntimeError naming its keys."""
+    with pytest.raises(RuntimeError, match="requires gradients.*'a', 'b'"):
+        TensorDict(a=torch.randn(3), b=torch.ones(2)).backward()
+
+
 def test_autograd_grad_returns_a_tensordict_shaped_like_the_inputs():
     """torch.autograd.grad(out_td, in_td, grad_td) gives a tensordict of the inputs' gradients."""
     inputs = TensorDict({"a": torch.ones(3, requires_grad=True)}, [3])
@@ -158,3 +175,10 @@ def test_autograd_grad_matches_the_tensor_gradient(scale, n):
     out = td.apply(lambda v: (scale * v**2).sum(), batch_size=[])
     (expected,) = torch.autograd.grad((scale * x**2).sum(), x)
     assert torch.allclose(torch.autograd.grad(out, td)["x"], expected)
+
+
+def test_backward_with_a_tensor_as_gradient_raises_type_error():
+    """backward(gradient=tensor) raises TypeError: the gradient is a tensordict keyed like the outputs."""
+    x = torch.ones(3, requires_grad=True)
+    with pytest.raises(TypeError, match="takes a tensordict"):
+        TensorDict({"a": x * 2}, [3]).backward(torch.ones(3))

@@ -355,6 +355,33 @@ def test_new_empty_shapes():
     assert out["b", "c"].shape == (2, 5)
 
 
+def test_new_empty_with_empty_lazy_keeps_lazy_stacks_with_empty_members():
+    """new_empty(empty_lazy=True) keeps each lazy stack's dim, with size[dim] members and no keys."""
+    from tensordict import LazyStackedTensorDict, lazy_stack
+
+    members = [TensorDict({"x": torch.ones(1)}, [1]) for _ in range(10)]
+    td = TensorDict({"dense": torch.randn(1, 10), "sparse": lazy_stack(members, dim=1)}, [1, 10])
+    for size in [(10, 1), (1, 100, 1)]:
+        out = td.new_empty(size, empty_lazy=True)
+        sparse = out["sparse"]
+        assert isinstance(sparse, LazyStackedTensorDict) and sparse.stack_dim == 1
+        assert sparse.batch_size == size and len(sparse.tensordicts) == size[1]
+        assert sparse.is_empty() and out["dense"].shape == size
+    assert not isinstance(td.new_empty((10, 1))["sparse"], LazyStackedTensorDict)
+    top = lazy_stack(members).new_empty(4, 2, empty_lazy=True)
+    assert isinstance(top, LazyStackedTensorDict) and top.batch_size == (4, 2)
+    assert len(top.tensordicts) == 4 and top.is_empty()
+
+
+def test_new_empty_with_empty_lazy_densifies_a_stack_whose_dim_the_size_lacks():
+    """empty_lazy=True with a size too short for a lazy stack's dim gives a dense level."""
+    from tensordict import lazy_stack
+
+    stack = lazy_stack([TensorDict({"x": torch.ones(3)}, [3])] * 2, dim=1)
+    out = stack.new_empty(4, empty_lazy=True)
+    assert type(out) is TensorDict and out.batch_size == (4,) and out["x"].shape == (4,)
+
+
 def test_new_zeros_dtype():
     """new_zeros(dtype=...) casts every entry."""
     out = make_td().new_zeros(4, dtype=torch.float64)

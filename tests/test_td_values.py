@@ -287,6 +287,21 @@ def test_clone_not_recursive():
     assert td.clone(recurse=False)["a"] is td["a"]
 
 
+def test_clone_not_recursive_copies_every_level_of_the_structure():
+    """clone(recurse=False) gives new sub-tensordicts: rebinding a nested key leaves the source alone."""
+    td = make_td().lock_()
+    copy = td.clone(recurse=False)
+    assert copy["b"] is not td["b"] and copy["b", "c"] is td["b", "c"]
+    assert not copy.is_locked and not copy["b"].is_locked
+    copy["b", "c"] = torch.zeros_like(td["b", "c"])
+    copy["b", "new"] = torch.ones(td.batch_size)
+    assert "new" not in td["b"].keys() and not (td["b", "c"] == 0).all()
+    stack = lazy_stack([make_td(), make_td()])
+    copy = stack.clone(recurse=False)
+    assert copy.tensordicts[0] is not stack.tensordicts[0]
+    assert copy.tensordicts[0]["a"] is stack.tensordicts[0]["a"]
+
+
 def test_contiguous():
     """contiguous makes every leaf contiguous and keeps the values."""
     td = make_td().unsqueeze(0).expand(3, 2)

@@ -105,6 +105,13 @@ class Contract:
         """Records ``device`` as the tensordict's device, at every level. Defined by each class."""
         raise NotImplementedError
 
+    def _emptied(self, size, kwargs: dict):
+        """What ``new_empty(empty_lazy=True)`` makes of this level at batch size ``size``.
+
+        Defined by ``DeviceMixin``; the lazy stack gives a stack of empty members.
+        """
+        raise NotImplementedError
+
     def _leafwise_operand(self):
         """What this object is as the operand of a leafwise operation (``td + other``).
 

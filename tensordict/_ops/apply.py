@@ -146,7 +146,7 @@ def _write(writes: list) -> None:
 class ApplyMixin(Contract):
     """The apply family of every tensordict class (see ``TensorDictBase``).
 
-    Calls: ``_get_str``, ``_items_level``, ``_new_like``, ``_set_str``.
+    Calls: ``_get_str``, ``_items_level``, ``_leafwise_operand``, ``_new_like``, ``_set_str``.
     """
 
     __slots__ = ()
@@ -414,6 +414,11 @@ class ApplyMixin(Contract):
                         size = size + value.batch_size[len(self.batch_size) :]
                     res = value._fast_apply(fn, *other_values, batch_size=size, device=device)
                 else:
+                    # an operand's tensorclass meets this level as the tensordict it holds
+                    other_values = [
+                        o._leafwise_operand() if is_tensor_collection(o) else o
+                        for o in other_values
+                    ]
                     res = value._fast_apply(
                         fn,
                         *other_values,

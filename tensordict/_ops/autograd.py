@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
-from tensordict._collection import TensorCollection
+from tensordict._collection import TensorCollection, is_tensor_collection
 from tensordict._ops._contract import Contract
 from tensordict._ops.apply import tensor_leaves
 from tensordict._torch_function import implements
@@ -20,12 +20,16 @@ from tensordict.errors import KeyMismatchError, NotDifferentiableError
 _MISSING = object()
 
 
-def _paired(td, other, what: str) -> list:
-    """``(key, leaf, other_leaf)`` of every tensor leaf of ``td`` and the leaf of ``other`` at its key."""
+def _paired(td, other, what: str, *, differentiable: bool = False) -> list:
+    """``(key, leaf, other_leaf)`` of every tensor leaf of ``td`` and the leaf of ``other`` at its key.
+
+    With ``differentiable``, only the leaves that require gradients are paired (the
+    others need no entry in ``other``).
+    """
     found: list = []
 
     def record(key, value, theirs):
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, torch.Tensor) and (value.requires_grad or not differentiable):
             if theirs is _MISSING:
                 msg = f"missing gradient entry for key {key!r} in {what}"
                 raise KeyMismatchError(msg)
@@ -150,8 +154,10 @@ class AutogradMixin(Contract):
     ) -> None:
         """Runs one backward pass from every leaf tensor, accumulating into the inputs' ``grad``.
 
-        Without ``gradient`` each leaf must be a scalar (as ``Tensor.backward`` needs);
-        with it, ``gradient`` gives the gradient of each leaf at the same key.
+        Only the leaves that require gradients take part; the others (constants, integer
+        leaves, non-tensor entries) are skipped. Without ``gradient`` each of those leaves
+        must be a scalar (as ``Tensor.backward`` needs); with it, ``gradient`` gives the
+        gradient of each at the same key.
 
         Args:
             gradient (TensorDictBase, optional): the gradients of the leaves. Defaults to None.
@@ -163,9 +169,11 @@ class AutogradMixin(Contract):
                 into these tensors. Defaults to None, every leaf of the graph.
 
         Raises:
-            RuntimeError: if ``gradient`` is None and a leaf is not a scalar (naming its
-                key), or from torch when a leaf does not require a gradient.
-            KeyMismatchError: (a ``KeyError``) if ``gradient`` lacks a key of the tensordict.
+            RuntimeError: if no leaf requires gradients, or if ``gradient`` is None and a
+                leaf that requires them is not a scalar (naming its key).
+            KeyMismatchError: (a ``KeyError``) if ``gradient`` lacks the key of a leaf that
+                requires gradients.
+            TypeError: if ``gradient`` is not a tensordict.
 
         Examples:
             >>> x = torch.ones(3, requires_grad=True)
@@ -174,7 +182,9 @@ class AutogradMixin(Contract):
             tensor([4., 4., 4.])
         """
         if gradient is None:
-            pairs = [(key, value, None) for key, value in tensor_leaves(self)]
+            pairs = [
+                (key, value, None) for key, value in tensor_leaves(self) if value.requires_grad
+            ]
             for key, value, _ in pairs:
                 if value.numel() != 1:
                     msg = (
@@ -183,8 +193,22 @@ class AutogradMixin(Contract):
                         "with a tensor at each key of this one to backward()"
                     )
                     raise RuntimeError(msg)
+        elif not is_tensor_collection(gradient):
+            msg = (
+                f"backward(gradient=...) takes a tensordict with a gradient at each key, got "
+                f"{type(gradient).__name__}"
+            )
+            raise TypeError(msg)
         else:
-            pairs = _paired(self, gradient, "the gradient tensordict passed to backward()")
+            pairs = _paired(
+                self, gradient, "the gradient tensordict passed to backward()", differentiable=True
+            )
+        if not pairs:
+            msg = (
+                "backward() needs at least one leaf tensor that requires gradients, and this "
+                f"tensordict has none (its keys: {sorted(map(str, self.keys(True, True)))})"
+            )
+            raise RuntimeError(msg)
         if inputs is not None and hasattr(inputs, "batch_size"):
             inputs = [value for _, value in tensor_leaves(inputs)]
         torch.autograd.backward(

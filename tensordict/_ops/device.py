@@ -51,6 +51,18 @@ def _rebind_leaves(td, fn, prefix: tuple = ()) -> None:
             _rebind_leaves(value, fn, prefix + (key,))
 
 
+def _size_of(size: tuple) -> torch.Size:
+    """The batch size given to ``new_zeros`` and its siblings, as ints or as one sequence."""
+    return torch.Size(
+        size[0] if len(size) == 1 and isinstance(size[0], (list, tuple, torch.Size)) else size
+    )
+
+
+def _same(leaf: torch.Tensor) -> torch.Tensor:
+    """``leaf`` itself: what ``clone(recurse=False)`` does to each tensor."""
+    return leaf
+
+
 def _canonical(leaf: torch.Tensor) -> torch.Tensor:
     """``leaf`` if its strides are the row-major strides of its shape, else such a copy."""
     if leaf.stride() == contiguous_strides(leaf.shape):
@@ -104,7 +116,7 @@ class DeviceMixin(CastOps):
     :meth:`data_ptr` and :meth:`is_contiguous`.
 
     Calls: ``_fast_apply``, ``_items_level``, ``_leafwise_operand``, ``_new_like``,
-        ``_propagate_lock``, ``_reset_device``, ``_set_str``, ``_shallow_copy``, ``_stored_tensors``.
+        ``_propagate_lock``, ``_reset_device``, ``_set_str``, ``_stored_tensors``.
     """
 
     __slots__ = ()
@@ -451,14 +463,14 @@ class DeviceMixin(CastOps):
         """Returns a copy of the tensordict; with ``recurse=False`` the copy shares the tensors.
 
         With ``recurse=True`` every tensor leaf, nested ones included, is cloned into new
-        memory. With ``recurse=False`` only the top level is copied: the copy holds the same
-        tensors and the same sub-tensordict objects, so adding or removing a key at its top
-        level leaves this tensordict alone, but in-place writes and changes made inside a
-        sub-tensordict show in both. The copy is unlocked and keeps the batch size, names and
-        device (the shared sub-tensordicts of ``recurse=False`` keep their own lock).
+        memory. With ``recurse=False`` the structure is copied, level by level, and the
+        tensors are shared: adding, removing or rebinding a key at any level of the copy
+        leaves this tensordict alone, but in-place writes into a tensor show in both. The
+        copy is unlocked and keeps the batch size, names and device.
 
         Args:
-            recurse (bool, optional): clone the tensors too. Defaults to True.
+            recurse (bool, optional): clone the tensors too; with False, copy only the
+                structure. Defaults to True.
             **kwargs: accepted and ignored.
 
         Returns:
@@ -472,7 +484,7 @@ class DeviceMixin(CastOps):
             True
         """
         if not recurse:
-            return self._shallow_copy()
+            return self._fast_apply(_same)
         return self._fast_apply(torch.Tensor.clone)
 
     def contiguous(self: T, *, canonical: bool = False, inplace: bool = False) -> T:
@@ -630,9 +642,7 @@ class DeviceMixin(CastOps):
         return self._new_like({}, self.batch_size if batch_size is None else torch.Size(batch_size))
 
     def _new_factory(self, factory, size, kwargs):
-        new = torch.Size(
-            size[0] if len(size) == 1 and isinstance(size[0], (list, tuple, torch.Size)) else size
-        )
+        new = _size_of(size)
         bd = self.batch_dims
         return self._fast_apply(
             lambda x: factory(x, new + x.shape[bd:], **kwargs), batch_size=new, names=None
@@ -696,7 +706,9 @@ class DeviceMixin(CastOps):
         """
         return self._new_factory(torch.Tensor.new_ones, size, kwargs)
 
-    def new_empty(self: T, *size: int | Sequence[int], **kwargs: Any) -> T:
+    def new_empty(
+        self: T, *size: int | Sequence[int], empty_lazy: bool = False, **kwargs: Any
+    ) -> T:
         """Returns a tensordict of uninitialised tensors with batch size ``size`` and the keys, dtypes and feature shapes of this one.
 
         Each tensor leaf becomes ``leaf.new_empty(size + feature_shape)``, whose values are
@@ -705,8 +717,17 @@ class DeviceMixin(CastOps):
         dims, and non-tensor entries keep their value with the new batch size. The result has
         no dim names and keeps this :attr:`device`, even when ``device=`` moves the leaves.
 
+        With ``empty_lazy=True``, each lazy stack (this one, or one at any depth) becomes a
+        lazy stack along the same dim whose members are empty tensordicts (no keys), ready
+        to be filled member by member; without it, or when the new batch size has no such
+        dim, a lazy stack gives a dense result.
+
         Args:
             *size (int or sequence of int): the new batch size, as ints or as one sequence.
+
+        Keyword Args:
+            empty_lazy (bool, optional): keep lazy stacks, with empty members. Defaults to
+                False.
             **kwargs: passed on to ``Tensor.new_empty`` for every leaf: ``dtype``, ``device``,
                 ``requires_grad``...
 
@@ -721,8 +742,28 @@ class DeviceMixin(CastOps):
             >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2])
             >>> td.new_empty(5)["a"].shape
             torch.Size([5, 3])
+            >>> stack = lazy_stack([TensorDict({"a": torch.zeros(2)}, [2])] * 3, dim=1)
+            >>> out = stack.new_empty(4, 5, empty_lazy=True)
+            >>> type(out).__name__, out.batch_size, len(out.tensordicts), out.is_empty()
+            ('LazyStackedTensorDict', torch.Size([4, 5]), 5, True)
         """
+        if empty_lazy:
+            return self._emptied(_size_of(size), kwargs)
         return self._new_factory(torch.Tensor.new_empty, size, kwargs)
+
+    def _emptied(self, size: torch.Size, kwargs: dict):
+        """Hook of ``new_empty(empty_lazy=True)``: this level at batch size ``size``.
+
+        A dense level is ``new_empty`` of its leaves, each sub-tensordict emptied the same
+        way; the lazy stack overrides it with a stack of empty members.
+        """
+        out = self._new_factory(torch.Tensor.new_empty, (size,), kwargs)
+        bd = self.batch_dims
+        for key, value in self._items_level():
+            if hasattr(value, "_items_level"):
+                emptied = value._emptied(size + value.batch_size[bd:], kwargs)
+                out._set_str(key, emptied, inplace=False, validated=True)
+        return out
 
     def new_full(self: T, size: int | Sequence[int], fill_value: float, **kwargs: Any) -> T:
         """Returns a tensordict filled with ``fill_value``, with batch size ``size`` and the keys, dtypes and feature shapes of this one.

@@ -225,8 +225,8 @@ class KeysMixin(Contract):
     """Key views and key algebra of :class:`~tensordict.TensorDictBase` (see the module docstring).
 
     Calls: ``_check_can_remove``, ``_del_str``, ``_get_str``, ``_items_level``, ``_keys_level``,
-        ``_missing``, ``_new_like``, ``_set_str``, ``_shallow_copy``, ``_tensordict``,
-        ``_walk_to_parent``.
+        ``_from_tensordict``, ``_missing``, ``_new_like``, ``_set_str``, ``_shallow_copy``,
+        ``_tensordict``, ``_walk_to_parent``.
     """
 
     __slots__ = ()
@@ -470,8 +470,10 @@ class KeysMixin(Contract):
                 if strict:
                     raise self._missing(prefix + (key,), len(prefix), self)
                 continue
-            if sub is not True and is_tensordict(value):
-                value = value._select_tree(sub, strict, prefix + (key,))
+            if sub is not True and is_subtree(value):
+                inner = inner_tensordict(value)
+                selected = inner._select_tree(sub, strict, prefix + (key,))
+                value = selected if inner is value else type(value)._from_tensordict(selected)
             source[key] = value
         return self._new_like(source, self.batch_size)
 
@@ -514,14 +516,23 @@ class KeysMixin(Contract):
         return out
 
     def _walk_to_parent_copying(self, parts: tuple):
-        """Like ``_walk_to_parent`` but replaces each sub-tensordict on the path by a shallow copy."""
+        """Like ``_walk_to_parent`` but replaces each sub-tensordict on the path by a shallow copy.
+
+        A tensorclass on the path is copied too, around a shallow copy of its tensordict.
+        """
         level = self
         for part in parts[:-1]:
             sub = level._get_str(part, None)
-            if not is_tensordict(sub):
+            if not is_subtree(sub):
                 raise KeyError(part)
-            copy = sub._shallow_copy()
-            level._set_str(part, copy, inplace=False, validated=True)
+            inner = inner_tensordict(sub)
+            copy = inner._shallow_copy()
+            level._set_str(
+                part,
+                copy if inner is sub else type(sub)._from_tensordict(copy),
+                inplace=False,
+                validated=True,
+            )
             level = copy
         return level
 

@@ -111,6 +111,30 @@ def _key_mismatch(td, other, what: str, hint: str = "") -> None:
         raise KeyMismatchError(msg)
 
 
+def _without_unset(td, other, what: str, hint: str) -> tuple:
+    """``(td, other)`` without the entries holding None that the other side lacks.
+
+    A tensorclass field left None is no entry, and ``to_tensordict(retain_none=True)``
+    makes it a non-tensor entry holding None: the two pair as equal structures.
+
+    Raises:
+        KeyMismatchError: if any other key is on one side only.
+    """
+    mine, theirs = _paired_keys(td), _paired_keys(other)
+    if mine == theirs:
+        return td, other
+    unset_mine = [key for key in mine - theirs if td[key] is None]
+    unset_theirs = [key for key in theirs - mine if other[key] is None]
+    if len(unset_mine) + len(mine & theirs) != len(mine) or len(unset_theirs) + len(
+        mine & theirs
+    ) != len(theirs):
+        _key_mismatch(td, other, what, hint)
+    return (
+        td.exclude(*unset_mine) if unset_mine else td,
+        other.exclude(*unset_theirs) if unset_theirs else other,
+    )
+
+
 def _batch_size_of(td, operands: list, what: str):
     """The batch size of the result (None when it is ``td``'s) and its dim names."""
     shapes = [o.batch_size if k == _COLLECTION else o.shape for o, k in operands if k != _AS_IS]
@@ -155,10 +179,14 @@ def _leafwise_apply(td, fn, operands, what: str, *, default=None, lock: bool = T
             only_theirs = _paired_keys(other) - _paired_keys(td)
             extra = other.select(*only_theirs) if only_theirs else None
         ops = tds = [other]
-    else:
+    elif len(tds) == 1:
         hint = "; pass default='intersection' or a fill value" if len(ops) == 1 else ""
+        src, other = _without_unset(td, tds[0], what, hint)
+        ops = [other if o is tds[0] else o for o in ops]
+        tds = [other]
+    else:
         for other in tds:
-            _key_mismatch(td, other, what, hint)
+            _key_mismatch(td, other, what)
     kinds = [_kind(o) for o in ops]
     new, names = _batch_size_of(td, list(zip(ops, kinds)), what)
     if _BATCH_SHAPED in kinds:

@@ -103,6 +103,7 @@ from tensordict._helpers import contiguous_strides
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorDataBase
 from tensordict.errors import (
     ArchiveFormatError,
+    ArchiveNotWritableError,
     ArchiveTargetError,
     ExistingFileError,
     InvalidArgumentError,
@@ -518,6 +519,19 @@ class ArchiveReader:
             return True
         return _crc_of(self, entry) == entry.crc
 
+    def refuse_writes(self, name: str, why: str) -> None:
+        """Raises ``ArchiveNotWritableError`` for entry ``name``: the archive was opened ``mode="r+"``.
+
+        Raises:
+            ArchiveNotWritableError: always, naming the archive, the entry and ``why``.
+        """
+        msg = (
+            f"cannot open {self.path!r} with mode='r+': its entry {name!r} {why}, and writes "
+            "into a copy never reach the file; load it with mode='r' (or None), or save the "
+            "archive again uncompressed (nested tensors are never written in place)"
+        )
+        raise ArchiveNotWritableError(msg)
+
     def meta(self, folder: str) -> dict:
         """The parsed ``meta.json`` of ``folder`` (``""``: the root), CRC checked.
 
@@ -563,9 +577,13 @@ class ArchiveReader:
                 )
             return whole.as_strided(shape, contiguous_strides(shape), entry.offset // itemsize)
         if self.writable:
-            raise _bad(
-                self.path, name, "a compressed or unaligned entry cannot be written in place"
+            what = (
+                "is compressed"
+                if entry.method != zipfile.ZIP_STORED
+                else f"is not aligned (its data starts at byte {entry.offset}, not a multiple "
+                f"of {itemsize}, as an external zip tool writes it)"
             )
+            self.refuse_writes(name, f"{what}, so it is copied when read")
         if entry.method == zipfile.ZIP_STORED:
             # A view must start at a multiple of the itemsize: this one is copied.
             flat = self.storage[entry.offset : entry.offset + entry.size].clone()
@@ -680,11 +698,15 @@ def _subpath_folder(reader: ArchiveReader, subpath: tuple, robust_key) -> str:
             folder = _join(folder, fmt.TENSORCLASS_DATA)
             meta = reader.meta(folder)
             kind = fmt.level_kind(reader.label(folder), meta)
+        names = reader.children[folder]
+        if kind == fmt.KIND_LAZY:
+            dirs = [n for n in names if _join(folder, n) in reader.dirs]
+            folder = _join(folder, fmt.member_step(reader.label(folder), dirs, key, subpath))
+            continue
         if kind != fmt.KIND_TD:
             msg = f"subpath {subpath!r}: {reader.label(folder)!r} holds a {kind}, whose entries no key reaches"
             raise InvalidArgumentError(msg)
         fmt.check_subpath_step(reader.label(folder), meta, key, subpath)
-        names = reader.children[folder]
         folder = _join(
             folder, fmt.entry_name(reader.label(folder), key, "", robust_key, names.__contains__)
         )
@@ -786,6 +808,8 @@ def _nested(reader: ArchiveReader, folder: str, key, entry: str, dtype, shape, r
     if shape_entry not in reader.files:
         msg = f"{fmt.meta_path(where)!r}, entry {key!r}: the nested tensor's shape entry {shape_entry!r} is missing"
         raise ArchiveFormatError(msg)
+    if reader.writable:
+        reader.refuse_writes(entry, "is a nested tensor, so it is copied when read")
     sizes = reader.flat(shape_entry, torch.int64, shape.numel()).view(shape).clone()
     numel = int(sizes.prod(-1).sum()) if sizes.numel() else 0
     # The nested view addresses its buffer's storage from the start: the buffer is a copy.

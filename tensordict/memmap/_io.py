@@ -1107,11 +1107,12 @@ def open_subpath(
     """``(folder, meta, stat)`` of the nested tensordict at the keys ``subpath`` below ``folder``.
 
     A tensorclass level is passed through to its data (``_tensordict/``), as
-    ``obj.get(key)`` reaches its entries.
+    ``obj.get(key)`` reaches its entries; a lazy stack is passed through to the member
+    at the position the key gives (``"0"``, ``"1"``, ...).
 
     Raises:
-        ValueError: if a key names no sub-tensordict, or a level on the way is a lazy
-            stack or a non-tensor value, naming the subpath and the folder.
+        ValueError: if a key names no sub-tensordict or no member of a lazy stack, or
+            a level on the way is a non-tensor value, naming the subpath and the folder.
     """
     for key in subpath:
         kind = fmt.level_kind(folder, meta)
@@ -1119,11 +1120,16 @@ def open_subpath(
             folder = fmt.child_path(folder, fmt.TENSORCLASS_DATA)
             meta, stat = fmt.read_meta(folder)
             kind = fmt.level_kind(folder, meta)
-        if kind != fmt.KIND_TD:
+        if kind == fmt.KIND_LAZY:
+            folder = fmt.child_path(
+                folder, fmt.member_step(folder, os.listdir(folder), key, subpath)
+            )
+        elif kind == fmt.KIND_TD:
+            fmt.check_subpath_step(folder, meta, key, subpath)
+            folder = fmt.entry_path(folder, key, "", robust_key)
+        else:
             msg = f"subpath {subpath!r}: {folder!r} holds a {kind}, whose entries no key reaches"
             raise InvalidArgumentError(msg)
-        fmt.check_subpath_step(folder, meta, key, subpath)
-        folder = fmt.entry_path(folder, key, "", robust_key)
         meta, stat = fmt.read_meta(folder)
     return folder, meta, stat
 

@@ -755,25 +755,64 @@ def is_field(key: str, record: object) -> bool:
 def subpath_parts(subpath: NestedKey) -> tuple:
     """The keys of the ``subpath`` of a load: a nested key, or its parts joined by ``"/"``.
 
+    A nested key may nest tuples in tuples: ``("a", ("b",))`` is ``("a", "b")``. A
+    step through a lazy stack is a member's position, ``"0"``, ``"1"``, ...
+
     Raises:
-        TypeError: if ``subpath`` is neither a string nor a tuple of strings.
+        TypeError: if ``subpath`` is neither a string nor a (nested) tuple of strings.
         ValueError: if it is empty or has an empty part.
 
     Examples:
-        >>> subpath_parts("module/0"), subpath_parts(("a", "b/c"))
+        >>> subpath_parts("module/0"), subpath_parts(("a", ("b/c",)))
         (('module', '0'), ('a', 'b/c'))
     """
     if isinstance(subpath, str):
         parts = tuple(subpath.split("/"))
-    elif isinstance(subpath, tuple) and all(isinstance(p, str) for p in subpath):
-        parts = subpath
     else:
-        msg = f"subpath must be a nested key or a '/'-separated string, got {subpath!r}"
-        raise TypeError(msg)
+        parts = _flat_key(subpath)
+        if parts is None:
+            msg = f"subpath must be a nested key or a '/'-separated string, got {subpath!r}"
+            raise TypeError(msg)
     if not parts or "" in parts:
         msg = f"subpath {subpath!r} has an empty part; give the keys of a nested tensordict"
         raise InvalidArgumentError(msg)
     return parts
+
+
+def _flat_key(key: object) -> tuple | None:
+    """The strings of a tuple that may nest tuples, in order; ``None`` if ``key`` is not one."""
+    if not isinstance(key, tuple):
+        return None
+    parts: list = []
+    for part in key:
+        if isinstance(part, str):
+            parts.append(part)
+            continue
+        inner = _flat_key(part)
+        if inner is None:
+            return None
+        parts.extend(inner)
+    return tuple(parts)
+
+
+def member_step(where: str, names: Iterable[str], key: str, subpath: tuple) -> str:
+    """The folder name of the member at position ``key`` of the lazy stack in ``where``.
+
+    ``names`` are the names in the stack's folder, as :func:`member_numbers` reads them.
+
+    Raises:
+        ValueError: if ``key`` is not the position of a member, naming the subpath, the
+            folder and the positions there are (or the numbering's fault).
+    """
+    numbers = member_numbers(where, names)
+    if not (key.isdigit() and key == str(int(key)) and int(key) < len(numbers)):
+        msg = (
+            f"subpath {subpath!r} names no saved tensordict: {where!r} holds a lazy stack of "
+            f"{len(numbers)} members, so a step through it is a position 0 to "
+            f"{len(numbers) - 1}, not {key!r}"
+        )
+        raise InvalidArgumentError(msg)
+    return key
 
 
 def check_subpath_step(where: str, meta: dict, key: str, subpath: tuple) -> None:

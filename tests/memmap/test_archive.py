@@ -755,3 +755,27 @@ def test_a_save_killed_at_every_step_leaves_nothing_the_next_save_keeps(tmp_path
         if not killed:
             break
     assert step > 5 and left_behind >= 3  # there were steps to kill at, and leftovers to remove
+
+
+@ours_only  # the reference raises a plain RuntimeError; ours is ArchiveNotWritableError, one
+def test_mode_r_plus_refuses_an_archive_whose_entries_writes_cannot_reach(tmp_path):
+    """mode="r+" refuses compressed, unaligned and nested-tensor entries, naming the archive and the entry."""
+    from tensordict.errors import ArchiveNotWritableError
+
+    td = TensorDict({"a": torch.arange(10.0), "n": {"b": torch.ones(10)}}, [10])
+    td.save(tmp_path / "c.tdz", compression="deflate")
+    td.memmap(tmp_path / "plain")
+    with zipfile.ZipFile(tmp_path / "foreign.zip", "w") as archive:  # no alignment padding
+        for path in sorted((tmp_path / "plain").rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(tmp_path / "plain").as_posix())
+    nested = torch.nested.nested_tensor([torch.zeros(2, 3), torch.ones(4, 3)])
+    TensorDict({"nt": nested}, []).save(tmp_path / "nt.tdz")
+    cases = {"c.tdz": "is compressed", "foreign.zip": "is not aligned", "nt.tdz": "nested tensor"}
+    for name, why in cases.items():
+        before = (tmp_path / name).read_bytes()
+        with pytest.raises(RuntimeError, match=f"{name}.*mode='r\\+'.*{why}") as info:
+            tensordict.load_memmap(tmp_path / name, mode="r+")
+        assert isinstance(info.value, ArchiveNotWritableError)
+        assert (tmp_path / name).read_bytes() == before
+        assert tensordict.load_memmap(tmp_path / name, mode="r") is not None

@@ -126,6 +126,33 @@ def test_subpath_in_an_archive_and_through_a_tensorclass(tmp_path):
         assert isinstance(tensordict.load_memmap(path, subpath="pair"), Pair)
 
 
+def test_subpath_steps_through_a_lazy_stack_by_member_position(tmp_path):
+    """A subpath step through a lazy stack is a member's position, in folders and archives alike."""
+    stack = tensordict.lazy_stack(
+        [
+            TensorDict({"x": torch.full((2,), float(i)), "sub": {"y": torch.ones(2) * i}}, [2])
+            for i in range(3)
+        ]
+    )
+    for path in (tmp_path / "st", tmp_path / "st.tdz"):
+        stack.save(path)
+        for subpath in ("1/sub", ("1", "sub"), ("1", ("sub",))):
+            assert tensordict.load_memmap(path, subpath=subpath)["y"].tolist() == [1.0, 1.0]
+        assert tensordict.load_memmap(path, subpath="2")["x"].tolist() == [2.0, 2.0]
+        for subpath in ("3/sub", "x", "01"):
+            with pytest.raises(ValueError, match="names no saved tensordict"):
+                tensordict.load_memmap(path, subpath=subpath)
+
+
+@ours_only  # the message: the reference says "No tensordict found under subpath"
+def test_a_subpath_step_that_is_no_member_names_the_positions(tmp_path):
+    """A step through a lazy stack that is no member's position names the folder and the positions."""
+    stack = tensordict.lazy_stack([TensorDict({"x": torch.zeros(2)}, [2])] * 2)
+    stack.memmap(tmp_path / "st")
+    with pytest.raises(ValueError, match=r"lazy stack of 2 members.*position 0 to 1, not '5'"):
+        tensordict.load_memmap(tmp_path / "st", subpath="5")
+
+
 @pytest.mark.parametrize(
     ("subpath", "match"),
     [
