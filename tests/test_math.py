@@ -344,3 +344,12 @@ def test_comparing_with_a_dict_of_other_keys_raises_key_error():
     """A dict whose keys are not the tensordict's raises KeyError."""
     with pytest.raises(KeyError):
         _ = _td() == {"a": torch.zeros(2)}
+
+
+@ours_only  # the reference drops empty sub-tensordicts in two-operand arithmetic only
+def test_every_leafwise_operation_keeps_empty_sub_tensordicts():
+    """td + 1, td * td, -td and td == 0 all keep the empty sub-tensordicts of td."""
+    td = TensorDict({"a": torch.zeros(3), "e": {}, "n": {"f": {}}}, [3])
+    expected = sorted(map(str, td.keys(True)))
+    for result in (td + 1, td * td, -td, td.abs(), td == 0, td.apply(lambda x: x + 1)):
+        assert sorted(map(str, result.keys(True))) == expected
