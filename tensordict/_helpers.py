@@ -234,6 +234,35 @@ def _rmse(left: torch.Tensor, right: torch.Tensor) -> str:
     return f" (root mean squared error {error:.4g})"
 
 
+def _both_jagged(left: torch.Tensor, right: torch.Tensor) -> bool:
+    return all(t.is_nested and t.layout is torch.jagged for t in (left, right))
+
+
+def _assert_jagged_close(left: torch.Tensor, right: torch.Tensor, **tolerances) -> None:
+    """Compares two jagged nested tensors by their values, offsets and lengths.
+
+    Their shapes are not compared: the ragged size of a jagged tensor is a symbol tied to
+    its offsets tensor (``j1``, ``j2``, ...), so two equal tensors built apart (a copy, a
+    tensor read back from a file) have different ones.
+    """
+    if left.dim() != right.dim() or left._ragged_idx != right._ragged_idx:
+        msg = (
+            f"the jagged layouts differ: ragged dim {left._ragged_idx} of a {left.dim()}-dim "
+            f"tensor, ragged dim {right._ragged_idx} of a {right.dim()}-dim tensor"
+        )
+        raise AssertionError(msg)
+    for what, mine, theirs in (
+        ("offsets", left.offsets(), right.offsets()),
+        ("lengths", left.lengths(), right.lengths()),
+    ):
+        if (mine is None) != (theirs is None) or (
+            mine is not None and not torch.equal(mine.cpu(), theirs.cpu())
+        ):
+            msg = f"the {what} differ: {mine} != {theirs}"
+            raise AssertionError(msg)
+    torch.testing.assert_close(left.values(), right.values(), **tolerances)
+
+
 def assert_close(
     actual: TensorCollection,
     expected: TensorCollection,
@@ -247,8 +276,10 @@ def assert_close(
     """Asserts that two tensordicts hold the same keys and close values; returns True.
 
     Each pair of tensors goes through :func:`torch.testing.assert_close` (dtype, shape and
-    device must match); nested levels are compared entry by entry, a lazy stack member by
-    member (its members' leaves may differ in shape); non-tensor entries are not compared.
+    device must match; two jagged nested tensors match when their values are close and their
+    offsets and lengths equal, whatever the symbol of their ragged size); nested levels are
+    compared entry by entry, a lazy stack member by member (its members' leaves may differ
+    in shape); non-tensor entries are not compared.
 
     Args:
         actual (TensorDictBase): the tensordict to check (a tensorclass is accepted).
@@ -325,7 +356,10 @@ def assert_close(
             assert_close(left, right, rtol, atol, equal_nan, intersection, msg, key)
             continue
         try:
-            torch.testing.assert_close(left, right, rtol=rtol, atol=atol, equal_nan=equal_nan)
+            if _both_jagged(left, right):
+                _assert_jagged_close(left, right, rtol=rtol, atol=atol, equal_nan=equal_nan)
+            else:
+                torch.testing.assert_close(left, right, rtol=rtol, atol=atol, equal_nan=equal_nan)
         except AssertionError as err:
             text = f"entry {key!r} is not close{_rmse(left, right)}: {err} {msg}"
             raise AssertionError(text.rstrip()) from None

@@ -492,13 +492,15 @@ class LazyStackedTensorDict(
             >>> stack.unlock_().get("sub").is_locked
             False
         """
+        return super().unlock_()
+
+    def _check_unlock(self) -> None:
         if self._held_by_a_locked_parent():
             msg = (
                 "cannot unlock a stack of sub-tensordicts while their parents are locked; "
                 "unlock the tensordict they come from instead"
             )
             raise LockedError(msg)
-        return super().unlock_()
 
     def _held_by_a_locked_parent(self) -> bool:
         return any(

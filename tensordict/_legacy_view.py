@@ -11,8 +11,8 @@ its source and the call that made it (a :class:`_Call`), and nothing else:
   into the source's layout, ``set_`` and index writes write into the source's tensors;
   deleting and renaming act on the source, and locking locks the source;
 - what changes its structure in place (``select``/``exclude``/``flatten_keys`` with
-  ``inplace=True``, ``to(..., inplace=True)``, setting ``batch_size`` or ``names``)
-  raises :class:`~tensordict.errors.LazyViewError`;
+  ``inplace=True``, ``to(..., inplace=True)``, setting ``batch_size`` or ``names``,
+  ``to(batch_size=...)``) raises :class:`~tensordict.errors.LazyViewError`;
 - a shape method of the view in the legacy mode returns the source when it undoes the
   call (``td.permute(1, 0).permute(1, 0) is td``, ``td.unsqueeze(0).squeeze(0) is td``)
   and a view of the view otherwise; outside the legacy mode it raises
@@ -284,6 +284,13 @@ class _ShapeView(TensorDictBase):
         )
         raise LazyViewError(msg)
 
+    def _check_to_batch_size(self) -> None:
+        msg = (
+            f"Cannot pass batch-size to to() of a lazy {self._call.kind} view: its batch size "
+            "follows its source; call to_tensordict() first, or to() without batch_size"
+        )
+        raise LazyViewCastError(msg)
+
     def _cast_in_place(self, fn, named: bool, device, batch_size):
         msg = (
             f"to(..., inplace=True) cannot replace the leaves of a lazy {self._call.kind} view: "
@@ -304,6 +311,11 @@ class _ShapeView(TensorDictBase):
     def _propagate_lock(self, locked: bool) -> None:
         self._src._propagate_lock(locked)
 
+    def _check_unlock(self) -> None:
+        # unlocking the view unlocks its source: the source's own refusals apply (a
+        # sub-tensordict of a locked tensordict stays locked)
+        self._src._check_unlock()
+
     def _reset_device(self, device) -> None:
         self._src._reset_device(device)
 
@@ -312,7 +324,14 @@ class _ShapeView(TensorDictBase):
         return self._dense()._index(index)
 
     def _set_at(self, index, value) -> None:
-        self._dense()._set_at(index, value)
+        dense = self._dense()
+        before = set(dense.keys(True, True))
+        dense._set_at(index, value)
+        # The entries the write created exist in the dense form only (its leaves are views
+        # of the source's, new ones are its own): store them in the source, in its layout.
+        for key in dense.keys(True, True):
+            if key not in before:
+                self.set(key, dense.get(key))
 
     def _batch_op(self, op, batch_size: torch.Size, names=None):
         return self._dense()._batch_op(op, batch_size, names)

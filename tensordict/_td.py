@@ -632,6 +632,8 @@ class TensorDict(TensorDictBase):
         Unlocking a tensordict unlocks every sub-tensordict it holds, so each of them must be
         held by no locked tensordict outside this one (two roots sharing a child).
         """
+        if not self._locked:
+            return
         if self._held_by_a_locked_parent():
             msg = "cannot unlock a sub-tensordict while its parent is locked; unlock the parent instead"
             raise LockedError(msg)
@@ -678,8 +680,6 @@ class TensorDict(TensorDictBase):
             >>> td.unlock_().is_locked, td["sub"].is_locked
             (False, False)
         """
-        if self._locked:
-            self._check_unlock()
         return super().unlock_()
 
     # ------------------------------------------------------------------ fast paths

@@ -333,8 +333,17 @@ class TensorDictBase(
             False
         """
         was_locked = self.is_locked
+        self._check_unlock()
         self._propagate_lock(False)
         return _blocks.written_back(self, self, _lock_restorer(was_locked), undo_on_error=True)
+
+    def _check_unlock(self) -> None:
+        """Hook of :meth:`unlock_`: raises when unlocking would unlock what a live locked tensordict holds.
+
+        Called before anything is unlocked. The default refuses nothing; a TensorDict
+        refuses while a locked parent holds it, a lazy stack while one holds a member, and
+        a lazy view asks its source.
+        """
 
     @is_locked.setter
     def is_locked(self, value: bool) -> None:

@@ -395,7 +395,7 @@ class LazyViewError(TensorDictError, RuntimeError):
 
 
 class LazyViewCastError(LazyViewError, TypeError):
-    """``to(..., inplace=True)`` on a lazy view of the legacy lazy mode (a TypeError, as the well-known API)."""
+    """``to(..., inplace=True)`` or ``to(batch_size=...)`` on a lazy view of the legacy lazy mode (a TypeError, as the well-known API)."""
 
 
 class DensifyError(TensorDictError, NotImplementedError):

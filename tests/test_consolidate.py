@@ -296,6 +296,97 @@ def test_a_jagged_nested_tensor_is_consolidated(tmp_path):
         assert [c.tolist() for c in got.unbind()] == [[0.0, 1.0, 2.0], [0.0, 1.0, 2.0, 3.0, 4.0]]
 
 
+def _jagged_sample() -> TensorDict:
+    """A tensordict holding one jagged leaf with offsets only and one with lengths too."""
+    offsets = torch.tensor([0, 2, 5, 8, 10])
+    return TensorDict(
+        a=torch.zeros(4, 3),
+        njt=torch.nested.nested_tensor_from_jagged(torch.arange(10), offsets=offsets.clone()),
+        njt_lengths=torch.nested.nested_tensor_from_jagged(
+            torch.arange(10), offsets=offsets.clone(), lengths=torch.tensor([2, 3, 3, 2])
+        ),
+        batch_size=[4],
+    )
+
+
+@pytest.mark.parametrize("num_threads", [0, 4])
+def test_jagged_leaves_keep_values_offsets_and_lengths(tmp_path, num_threads):
+    """Consolidated (in memory or to a file), pickled, read back or moved, each jagged leaf is a
+    jagged nested tensor with the values, offsets, lengths and ragged dim of the original."""
+    td = _jagged_sample()
+    path = tmp_path / "td.bin"
+    in_file = td.consolidate(filename=path, num_threads=num_threads)
+    in_memory = td.consolidate(num_threads=num_threads)
+    outs = (
+        in_memory,
+        in_file,
+        TensorDict.from_consolidated(path),
+        pickle.loads(pickle.dumps(in_memory)),
+    )
+    assert all(out.is_consolidated() for out in outs)
+    for out in (*outs, in_memory.to("cpu")):
+        for key in ("njt", "njt_lengths"):
+            got, want = out[key], td[key]
+            assert got.is_nested and got.layout is torch.jagged
+            assert torch.equal(got.values(), want.values())
+            assert torch.equal(got.offsets(), want.offsets())
+            assert got._ragged_idx == want._ragged_idx
+        assert out["njt"].lengths() is None
+        assert torch.equal(out["njt_lengths"].lengths(), td["njt_lengths"].lengths())
+
+
+def test_a_consolidated_jagged_leaf_with_lengths_keeps_its_ragged_size():
+    """The consolidated copy of a jagged leaf with lengths has the very shape of the original
+    (the same ragged-size symbol), so the two work together pointwise."""
+    td = _jagged_sample()
+    out = td.consolidate()
+    assert out["njt_lengths"].shape == td["njt_lengths"].shape
+    assert (out["njt_lengths"] == td["njt_lengths"]).values().all()
+
+
+@ours_only  # the reference gives a jagged leaf with offsets only a new ragged size (j2 for j1)
+def test_a_consolidated_jagged_leaf_keeps_its_ragged_size():
+    """With offsets only too, the consolidated copy of a jagged leaf has the original's shape,
+    so that a tensordict compares equal to its consolidated copy."""
+    td = _jagged_sample()
+    out = td.consolidate()
+    assert out["njt"].shape == td["njt"].shape
+    assert (out == td).all()
+
+
+def test_assert_close_compares_jagged_leaves_by_their_parts(tmp_path):
+    """assert_allclose_td compares jagged leaves by values, offsets and lengths, not by the
+    symbol of their ragged size: a tensordict matches its copy read back from a file."""
+    td = _jagged_sample()
+    path = tmp_path / "td.bin"
+    td.consolidate(filename=path)
+    loaded = TensorDict.from_consolidated(path)
+    assert loaded["njt"].shape != td["njt"].shape  # a new ragged-size symbol
+    assert tensordict.utils.assert_allclose_td(loaded, td)
+    assert tensordict.utils.assert_allclose_td(td.consolidate(), td)
+    changed = loaded.clone()
+    changed["njt"].values().add_(1)
+    with pytest.raises(AssertionError):
+        tensordict.utils.assert_allclose_td(changed, td)
+
+
+@ours_only  # the reference compares the values only (offsets and lengths go into its message)
+def test_assert_close_tells_jagged_leaves_apart_by_offsets_or_lengths():
+    """Two jagged leaves with the same values but other offsets, or other lengths, differ."""
+    values = torch.arange(10)
+    base = torch.nested.nested_tensor_from_jagged(values, offsets=torch.tensor([0, 2, 5, 8, 10]))
+    other_offsets = torch.nested.nested_tensor_from_jagged(
+        values, offsets=torch.tensor([0, 3, 5, 8, 10])
+    )
+    other_lengths = torch.nested.nested_tensor_from_jagged(
+        values, offsets=torch.tensor([0, 2, 5, 8, 10]), lengths=torch.tensor([1, 3, 3, 2])
+    )
+    td = TensorDict(x=base, batch_size=[4])
+    for other in (other_offsets, other_lengths):
+        with pytest.raises(AssertionError, match="differ"):
+            tensordict.utils.assert_allclose_td(TensorDict(x=other, batch_size=[4]), td)
+
+
 def test_batch_sizes_names_and_device_are_kept(tmp_path):
     """Batch sizes (deeper in sub-tensordicts), names and the device come back as they were."""
     sub = TensorDict(b=torch.zeros(2, 3, 4), batch_size=[2, 3, 4], names=["x", "y", "z"])

@@ -6,6 +6,8 @@ marked ``ours_only`` with a comment saying how the reference differs.
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import torch
 
@@ -335,3 +337,64 @@ def test_refine_names_of_a_view_is_refused():
     with pytest.raises(RuntimeError):
         view.refine_names("y", "x")
     assert view.names == [None, None]
+
+
+@pytest.mark.parametrize("name", ["permute", "transpose", "unsqueeze", "squeeze", "view"])
+@set_lazy_legacy(True)
+def test_to_with_a_batch_size_is_a_type_error(name):
+    """to(batch_size=...) on a view is a TypeError, alone or with a device and a dtype, even
+    for the view's own batch size: the batch size of a view follows its source."""
+    view = VIEWS[name][0](make_td())
+    for args in ((), (torch.device("cpu"), torch.int32)):
+        for batch_size in (torch.Size([]), view.batch_size):
+            with pytest.raises(TypeError):
+                view.to(*args, batch_size=batch_size)
+    assert view.to(torch.int32)["a"].dtype == torch.int32
+
+
+@pytest.mark.parametrize("name", ["permute", "transpose", "unsqueeze", "squeeze", "view"])
+@set_lazy_legacy(True)
+def test_a_view_of_a_locked_sub_tensordict_cannot_be_unlocked_alone(name):
+    """unlock_() on a view of a sub-tensordict of a locked tensordict raises RuntimeError and
+    leaves it locked, as unlocking the sub-tensordict itself does; once the locked parent is
+    gone, it unlocks."""
+    make = VIEWS[name][0]
+    view = make(
+        TensorDict({"a": torch.zeros(2, 3, 1, 4), "some": {"b": torch.zeros(2, 3, 1)}}, [2, 3, 1])
+    )
+    view.lock_()
+    some = view.get("some")
+    assert some.is_locked
+    with pytest.raises(RuntimeError):
+        some.unlock_()
+    assert some.is_locked and view.is_locked
+    del view
+    gc.collect()
+    assert not some.unlock_().is_locked
+
+
+@pytest.mark.parametrize(
+    ("name", "source_size", "make"),
+    [
+        ("view", [4, 4], lambda td: td.view(-1)),
+        ("unsqueeze", [16], lambda td: td.unsqueeze(-1)),
+        ("squeeze", [16, 1], lambda td: td.squeeze(-1)),
+    ],
+)
+@set_lazy_legacy(True)
+def test_index_writes_fill_an_empty_view(name, source_size, make):
+    """Writing a tensordict with new keys at each index of an empty view creates the entries in
+    the source, in its layout, and each row holds what was written there."""
+    source = TensorDict(batch_size=source_size)
+    view = make(source)
+    rows = []
+    for i in range(16):
+        row = TensorDict({"a": torch.full((10,), float(i)), "b": torch.ones(1)}, [])
+        if name == "unsqueeze":
+            row = row.unsqueeze(-1).to_tensordict()
+        view[i] = row
+        rows.append(row)
+    assert source["a"].shape == torch.Size([*source_size, 10])
+    assert (view.get("b") == 1).all()
+    for i, row in enumerate(rows):
+        assert (view[i]["a"] == row["a"]).all()

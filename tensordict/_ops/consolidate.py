@@ -87,6 +87,14 @@ from tensordict.errors import (
 )
 from tensordict.memmap import format as fmt
 
+try:
+    # torch's table of the ragged-size symbols of jagged tensors (j1, j2, ...), keyed by
+    # their offsets (or lengths) tensor; internal to torch, so a copy made without it gets
+    # new symbols, as every copy of a jagged tensor does
+    from torch.nested._internal.nested_tensor import _tensor_symint_registry as _RAGGED_SIZES
+except ImportError:  # pragma: no cover - a torch without it
+    _RAGGED_SIZES = None
+
 FOOTER_SIZE = 8
 """Bytes of the little-endian int64 at the end of a file: the size of the metadata."""
 
@@ -216,6 +224,9 @@ class _Plan:
                 out.append(made[slot])
             else:
                 values, lengths, offsets, ragged = slot
+                # a jagged tensor's ragged size comes from its lengths, or its offsets
+                source = offsets if lengths is None else lengths
+                _share_ragged_size(made[source], tensors[source])
                 out.append(
                     torch.nested.nested_tensor_from_jagged(
                         made[values],
@@ -228,6 +239,20 @@ class _Plan:
 
 
 _DTYPE_NAMES = {dtype: name for name, dtype in fmt.DTYPES.items()}
+
+
+def _share_ragged_size(copy: _Tensor, original: _Tensor) -> None:
+    """Gives the jagged tensor built on ``copy`` (offsets or lengths) the ragged size of ``original``'s.
+
+    The consolidated copy of a jagged tensor then has the same shape as the tensor it copies
+    (``torch.Size([4, j1])``, not ``[4, j2]``), so that the two work together in pointwise
+    operations and compare equal, as two jagged tensors sharing their offsets do.
+    """
+    if _RAGGED_SIZES is None:
+        return
+    size = _RAGGED_SIZES.get(original)
+    if size is not None:
+        _RAGGED_SIZES[copy] = size
 
 
 def _path(prefix: tuple, key: str):
