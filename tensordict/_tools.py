@@ -2,7 +2,7 @@
 
 ``isin`` and ``remove_duplicates`` compare the slices of one entry along a batch
 dim; ``timeit`` accumulates named timings; ``print_directory_tree`` logs a folder
-(a memory-mapped tensordict, say); ``TensorDictFuture`` waits for background writes.
+(a memory-mapped tensordict, say).
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future
 
 import torch
 
@@ -303,35 +301,3 @@ class timeit:  # noqa: N801 - the well-known API's name
             {}
         """
         cls._totals.clear()
-
-
-class TensorDictFuture:
-    """A tensordict still being written by background work: :meth:`result` waits and returns it.
-
-    Args:
-        futures (sequence of concurrent.futures.Future): the work to wait for.
-        resulting_td (TensorDictBase): what :meth:`result` returns once it is done.
-
-    Examples:
-        >>> from concurrent.futures import Future
-        >>> done = Future()
-        >>> done.set_result(None)
-        >>> td = TensorDict(a=torch.zeros(2), batch_size=[2])
-        >>> TensorDictFuture([done], td).result() is td
-        True
-    """
-
-    def __init__(self, futures: Sequence[Future], resulting_td: TensorCollection) -> None:
-        self.futures = list(futures)
-        self.resulting_td = resulting_td
-
-    def result(self) -> TensorCollection:
-        """Waits for every future (raising the first error) and returns the tensordict.
-
-        Examples:
-            >>> TensorDictFuture([], TensorDict()).result().is_empty()
-            True
-        """
-        for future in self.futures:
-            future.result()
-        return self.resulting_td

@@ -9,6 +9,7 @@ from torch.nn import Buffer
 
 from tensordict._collection import is_non_tensor, is_tensor_collection
 from tensordict._deprecated import UTILS, deprecated_getattr
+from tensordict._futures import TensorDictFuture
 from tensordict._helpers import (
     KEY_SEPARATOR,
     assert_allclose_td,
@@ -37,7 +38,6 @@ from tensordict._options import (
 )
 from tensordict._parse import parse_tensor_dict_string
 from tensordict._tools import (
-    TensorDictFuture,
     isin,
     logger,
     print_directory_tree,

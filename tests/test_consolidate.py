@@ -503,12 +503,31 @@ def test_torch_save_and_load_with_weights_only(tmp_path):
 
 
 def test_return_early_gives_a_future():
-    """return_early=True with threads returns a future of the consolidated tensordict."""
+    """return_early=True with threads returns a TensorDictFuture of the consolidated tensordict."""
+    from tensordict.utils import TensorDictFuture
+
     td = TensorDict({f"k{i}": torch.full((3,), float(i)) for i in range(10)}, [3])
+    td["s"] = "text"
     future = td.consolidate(num_threads=2, return_early=True)
+    assert isinstance(future, TensorDictFuture)
     out = future.result()
     assert_same_tree(out, td)
-    assert out.is_consolidated()
+    assert out.is_consolidated() and out["s"] == "text"
+
+
+@ours_only
+def test_return_early_future_is_a_concurrent_future():
+    """The TensorDictFuture is a concurrent.futures.Future: done(), callbacks and a timeout."""
+    from concurrent.futures import Future, wait
+
+    td = TensorDict({f"k{i}": torch.full((3,), float(i)) for i in range(10)}, [3])
+    future = td.consolidate(num_threads=2, return_early=True)
+    assert isinstance(future, Future)
+    seen = []
+    future.add_done_callback(seen.append)
+    wait([future], timeout=10)
+    assert future.done() and seen == [future]
+    assert future.result(timeout=1).is_consolidated()
 
 
 def test_share_memory_puts_the_storage_in_shared_memory():
@@ -879,3 +898,24 @@ def test_the_bytes_of_a_file_in_a_tensor_load(tmp_path):
     assert_same_tree(TensorDict.from_consolidated(raw.untyped_storage()), sample())
     with pytest.raises(TypeError, match="1-D uint8"):
         TensorDict.from_consolidated(torch.zeros(3))
+
+
+def test_consolidated_leaves_are_detached_copies():
+    """consolidate() of leaves that require grad gives leaves outside the graph; the source's graph is intact."""
+    base = torch.arange(24, dtype=torch.float32, requires_grad=True)
+    transposed = base.reshape(2, 3, 4).transpose(0, 1)
+    out = TensorDict({"value": transposed, "w": base}, []).consolidate(num_threads=2)
+    assert torch.equal(out["value"], transposed)
+    assert not out["value"].requires_grad and not out["w"].requires_grad
+    transposed.sum().backward()
+    assert torch.equal(base.grad, torch.ones_like(base))
+
+
+def test_to_a_device_keeps_a_consolidated_tensordict_consolidated():
+    """to(device) of a consolidated tensordict gives a consolidated one on that device, values equal."""
+    source = TensorDict({"a": torch.arange(3.0), "n": {"b": torch.ones(3)}, "s": "x"}, [3])
+    out = source.consolidate().to("cpu")
+    assert out.is_consolidated() and out.device == torch.device("cpu")
+    assert (out == source).all() and out["s"] == "x"
+    cast = source.consolidate().to(torch.float64)
+    assert cast["a"].dtype == torch.float64

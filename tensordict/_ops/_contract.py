@@ -105,6 +105,11 @@ class Contract:
         """Records ``device`` as the tensordict's device, at every level. Defined by each class."""
         raise NotImplementedError
 
+    def _consolidated_to(self, device, non_blocking: bool):
+        """A consolidated tensordict moved to ``device`` as one storage, or None when it is
+        not consolidated. Defined by ``ConsolidateMixin``."""
+        raise NotImplementedError
+
     def _emptied(self, size, kwargs: dict):
         """What ``new_empty(empty_lazy=True)`` makes of this level at batch size ``size``.
 

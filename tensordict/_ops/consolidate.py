@@ -67,12 +67,13 @@ import errno
 import json
 import os
 import tempfile
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
 
 from tensordict._collection import TensorCollection
+from tensordict._futures import TensorDictFuture
 from tensordict._helpers import contiguous_strides
 from tensordict._ops import tree
 from tensordict._typing import T
@@ -289,6 +290,7 @@ def _zero_padding(plan: _Plan, storage: _Tensor) -> None:
         storage.view(torch.int64).index_fill_(0, index, 0)
 
 
+@torch.no_grad()  # the storage is a copy of the values: it takes no part in the graph
 def _run_job(target, sources: list, non_blocking: bool) -> None:
     if isinstance(target, _Tensor):
         torch.stack(sources, out=target)
@@ -624,8 +626,8 @@ def _check_flags(pin_memory, return_early, num_threads, use_buffer, non_blocking
 class ConsolidateMixin(tree.TreeMixin):
     """``consolidate``, ``is_consolidated``, ``from_consolidated`` and the pickling of the result.
 
-    Calls: ``_store_entry``, ``_tree_info``, ``_tree_inner``, ``_tree_items``, ``_tree_like``,
-        ``_tree_value``.
+    Calls: ``_reset_device``, ``_store_entry``, ``_tree_info``, ``_tree_inner``, ``_tree_items``,
+        ``_tree_like``, ``_tree_value``.
     """
 
     __slots__ = ("_consolidated",)
@@ -643,7 +645,7 @@ class ConsolidateMixin(tree.TreeMixin):
         share_memory: bool = False,
         pin_memory: bool = False,
         metadata: bool = False,
-    ) -> T | Future:
+    ) -> T | TensorDictFuture:
         """Copies every leaf into one contiguous storage, and returns a tensordict of views of it.
 
         The leaves of the result are views into one flat ``torch.uint8`` storage, in
@@ -680,8 +682,9 @@ class ConsolidateMixin(tree.TreeMixin):
             inplace (bool, optional): replace the leaves of this tensordict by the
                 views, and return it. Defaults to ``False``.
             return_early (bool, optional): with ``num_threads > 1``, return a
-                :class:`concurrent.futures.Future` of the result at once, while the
-                threads copy. Defaults to ``False``.
+                :class:`~tensordict.utils.TensorDictFuture` of the result (a
+                :class:`concurrent.futures.Future`) at once, while the threads copy.
+                Defaults to ``False``.
             use_buffer (bool, optional): with ``filename``, copy into a buffer in
                 shared memory, written to the file at the end (the leaves then view
                 the buffer, not the file). Defaults to ``False``.
@@ -694,7 +697,7 @@ class ConsolidateMixin(tree.TreeMixin):
 
         Returns:
             The consolidated tensordict (``self`` with ``inplace=True``), or a
-            ``Future`` of it with ``return_early=True`` and ``num_threads > 1``.
+            ``TensorDictFuture`` of it with ``return_early=True`` and ``num_threads > 1``.
 
         Raises:
             ConsolidateArgumentError: if ``filename`` is given with a device other
@@ -765,8 +768,22 @@ class ConsolidateMixin(tree.TreeMixin):
             inner._consolidated["file_id"] = _file_id(path)
             inner._consolidated["mapped"] = not use_buffer
         if futures is not None:
-            return _future(futures, result)
+            return TensorDictFuture(futures, result)
         return result
+
+    def _consolidated_to(self, device: torch.device, non_blocking: bool):
+        """Hook of ``to(device)``: a consolidated tensordict moved as one storage, still consolidated.
+
+        Returns None when this tensordict is not consolidated (``to`` then moves each leaf).
+        """
+        if not self.is_consolidated():
+            return None
+        state = self._tree_inner()._consolidated
+        meta = state["metadata"]
+        _refresh_metadata(self, meta)
+        out = _rebuild(meta, _Views(state["storage"].to(device, non_blocking=non_blocking)))
+        out._reset_device(device)
+        return out
 
     def _consolidated_again(self, filename, device, share_memory):
         state = self._consolidated
@@ -903,25 +920,6 @@ class ConsolidateMixin(tree.TreeMixin):
             # send a handle of a file-backed storage through torch.multiprocessing).
             return (_rebuild_consolidated_file, (str(path), meta, state["storage"].numel()))
         return (_rebuild_consolidated, (meta, state["storage"]))
-
-
-def _future(futures: list, result) -> Future:
-    """A future of ``result`` that completes when every copy is done."""
-    out: Future = Future()
-    pending = [len(futures)]
-
-    def done(finished: Future) -> None:
-        error = finished.exception()
-        if error is not None and not out.done():
-            out.set_exception(error)
-            return
-        pending[0] -= 1
-        if pending[0] == 0 and not out.done():
-            out.set_result(result)
-
-    for future in futures:
-        future.add_done_callback(done)
-    return out
 
 
 def _refresh_metadata(obj, meta: dict) -> None:

@@ -115,8 +115,8 @@ class DeviceMixin(CastOps):
     sub-tensordicts without moving any tensor, and the lazy stack overrides
     :meth:`data_ptr` and :meth:`is_contiguous`.
 
-    Calls: ``_fast_apply``, ``_items_level``, ``_leafwise_operand``, ``_new_like``,
-        ``_propagate_lock``, ``_reset_device``, ``_set_str``, ``_stored_tensors``.
+    Calls: ``_consolidated_to``, ``_fast_apply``, ``_items_level``, ``_leafwise_operand``,
+        ``_new_like``, ``_propagate_lock``, ``_reset_device``, ``_set_str``, ``_stored_tensors``.
     """
 
     __slots__ = ()
@@ -238,6 +238,10 @@ class DeviceMixin(CastOps):
             return self
         if pin:
             _require_accelerator("to(non_blocking_pin=True)")
+        if dtype is None and cast_filter is None and batch_size is None and not inplace:
+            moved = self._consolidated_to(device, non_blocking)
+            if moved is not None:
+                return moved
         move = _leaf_mover(device, dtype, non_blocking, pin)
         if cast_filter is None:
             fn, named = move, False
