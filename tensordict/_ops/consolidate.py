@@ -682,7 +682,7 @@ class ConsolidateMixin(tree.TreeMixin):
             inplace (bool, optional): replace the leaves of this tensordict by the
                 views, and return it. Defaults to ``False``.
             return_early (bool, optional): with ``num_threads > 1``, return a
-                :class:`~tensordict.utils.TensorDictFuture` of the result (a
+                ``tensordict.utils.TensorDictFuture`` of the result (a
                 :class:`concurrent.futures.Future`) at once, while the threads copy.
                 Defaults to ``False``.
             use_buffer (bool, optional): with ``filename``, copy into a buffer in
