@@ -270,29 +270,33 @@ class FolderScan:
     def _depth_of(self, folder: str) -> int:
         return 0 if folder == self.root else self._rel(folder).count(os.sep) + 1
 
+    def _below(self, path: str) -> bool:
+        """True when the level at ``path`` lies below the depth limit: it is not opened."""
+        return self.depth is not None and self._depth_of(path) >= self.depth
+
+    def _mark_unopened(self, node: dict) -> dict:
+        node.pop("entries", None)
+        node["opened"] = False
+        self.unopened.append(node["path"])
+        return node
+
     def _unopened(self, node: dict, path: str, required: bool = False) -> dict | None:
         """``node`` marked as not opened when ``path`` lies below the depth limit, else None.
 
         Its folder is only checked to be there (else a warning, or a problem when it is
         ``required``, as when read) and not to be a link.
         """
-        if self.depth is None or self._depth_of(path) < self.depth:
+        if not self._below(path):
             return None
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError:
-            mode = 0
+        mode = _lstat_mode(path)
+        if _stat.S_ISDIR(mode):
+            return self._mark_unopened(node)
         if not (_stat.S_ISLNK(mode) and self._link(node, path)):
-            if not _stat.S_ISDIR(mode):
-                if required:
-                    message = "the folder is missing, so it is not a valid TensorDict folder"
-                    self._problem(node, path, message)
-                else:
-                    self._missing(node, path, f"entry {node['key']!r}: the folder")
-                return node
-            node.pop("entries", None)
-            node["opened"] = False
-            self.unopened.append(node["path"])
+            if required:
+                message = "the folder is missing, so it is not a valid TensorDict folder"
+                self._problem(node, path, message)
+            else:
+                self._missing(node, path, f"entry {node['key']!r}: the folder")
         return node
 
     def _level(self, folder: str, key, meta: dict, stat) -> dict:
@@ -484,7 +488,8 @@ class FolderScan:
         return self._tensor(folder, key, record, batch)
 
     def _sub_folder(self, folder: str, key: str, declared: str, batch) -> dict:
-        node = self._node(os.path.join(folder, fmt.file_name(key)), key, _declared_kind(declared))
+        encoded = os.path.join(folder, fmt.file_name(key))
+        node = self._node(encoded, key, _declared_kind(declared))
         if node["kind"] == fmt.KIND_TENSORCLASS:
             node["type"] = declared
         elif node["kind"] == "unknown":
@@ -493,6 +498,14 @@ class FolderScan:
                 fmt.meta_path(folder),
                 f"the record of {key!r} has an invalid type {declared!r}",
             )
+        elif (
+            node["kind"] not in _VALUES
+            and self._below(encoded)
+            and _stat.S_ISDIR(_lstat_mode(encoded))
+        ):
+            # A folder (not a link) under the encoded name is what entry_path finds: one
+            # lstat instead of its lookups, for each of the many sub-levels not opened.
+            return self._mark_unopened(node)
         path = self._entry_path(node, folder, "")
         if path is None:
             return node
@@ -611,6 +624,14 @@ class FolderScan:
             self._problem(node, shape_path, "holds a negative size")
             return None
         return rows
+
+
+def _lstat_mode(path: str) -> int:
+    """The ``st_mode`` of ``path`` itself (a link is not followed), 0 when there is nothing."""
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
 
 
 def _declared_kind(declared) -> str:
