@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tensordict import TensorDict, lazy_stack
+from tensordict.cli._scan import FolderScan
 
 from conftest import CASES, DAMAGES, MANIFEST
 
@@ -334,6 +335,20 @@ def test_info_depth_shows_its_levels_as_the_whole_tree_does(tmp_path):
     assert summary["missing"] == full["summary"]["missing"] == ["ep2/y"]
     assert (summary["tensors"], full["summary"]["tensors"]) == (4, 8)
     assert full["summary"]["unopened"] == []
+
+
+def test_a_linked_or_missing_sub_level_is_flagged_without_opening_it(fixture_copy):
+    """At depth 1 a sub-level that is a symbolic link is a problem and a missing one a
+    warning, as in a full scan; a sound one is listed unopened."""
+    linked, missing = fixture_copy("basic"), fixture_copy("lazy_stacked")
+    DAMAGES["symlink-folder"][1](linked)
+    scan = FolderScan(linked, depth=1)
+    assert [p for p, m in scan.problems if "symbolic link" in m] == [str(linked / "nested")]
+    _three_levels(missing / "td")
+    shutil.rmtree(missing / "td" / "ep0")
+    scan = FolderScan(missing / "td", depth=1)
+    assert scan.sound and [p for p, _ in scan.warnings] == [str(missing / "td" / "ep0")]
+    assert scan.summary()["unopened"] == ["stack", "ep1", "ep2"]
 
 
 # ---------------------------------------------------------------------- damaged folders
