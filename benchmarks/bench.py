@@ -17,7 +17,9 @@ See benchmarks/README.md for what each row measures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import io
 import json
 import math
 import multiprocessing
@@ -541,6 +543,34 @@ def row_lazy_read_all(res: Result, cfg: Settings, scratch: Scratch) -> None:
     res.notes.append(
         f"{cfg.lazy_all_levels * cfg.lazy_leaves} entries: lazy open + every leaf read; "
         "floor: the eager load_memmap + every leaf"
+    )
+
+
+def _info_main():
+    """The ``tensordict`` command's ``main``, or TypeError where there is no such command."""
+    try:
+        from tensordict.cli import main
+    except ImportError as exc:
+        msg = "this implementation has no tensordict command"
+        raise TypeError(msg) from exc
+    return main
+
+
+def row_info(res: Result, cfg: Settings, scratch: Scratch) -> None:
+    main = _info_main()
+    folder = _lazy_folder(cfg, scratch)
+
+    def work():
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            status = main(["info", folder])
+        if status != 0:
+            raise RuntimeError(f"tensordict info exited {status}: {out.getvalue()[-200:]}")
+        return out
+
+    res.record(_alternate(work, lambda: _json_load(folder), cfg.io_repeat, warmup=2))
+    res.notes.append(
+        f"tensordict info (the top level, in process) of {cfg.lazy_levels * cfg.lazy_leaves} "
+        f"entries in {cfg.lazy_levels} levels; floor: json.load of the top meta.json"
     )
 
 
@@ -1123,6 +1153,7 @@ ROWS = [
     ),
     ("lazy_memory", row_lazy_memory, "resident memory of a lazy 1000 x 100 tree", None),
     ("lazy_flat", row_lazy_flat, "load_memmap(lazy=True), one level of 100,000", ("ratio", 1.2)),
+    ("info", row_info, "tensordict info of 1000 levels x 100 (the top level)", ("abs", 50e-3)),
     ("from_tensor", row_from_tensor, "MemoryMappedTensor.from_tensor, 256 MiB", ("ratio", 1.1)),
     ("from_filename", row_from_filename, "1000 MemoryMappedTensor.from_filename", ("ratio", 1.2)),
     ("map", row_map, "td.map(fn) of 64 MiB memmap, 2 workers (vs 1 process)", ("ratio", 1 / 1.6)),

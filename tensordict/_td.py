@@ -66,6 +66,7 @@ from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
 _Tensor = torch.Tensor
 _no_subclass_dispatch = torch._C.DisableTorchFunctionSubclass
 _Size = torch.Size
+_LONG = torch.long
 _EMPTY = torch.Size(())
 
 
@@ -572,6 +573,12 @@ class TensorDict(TensorDictBase):
     def _items_level(self):
         return self._tensordict.items()
 
+    def _value_items(self):
+        if type(self).get is not TensorDict.get or type(self)._get_str is not TensorDict._get_str:
+            return None  # a subclass that reads its entries another way
+        data = self._tensordict
+        return list(data.items()) if type(data) is dict else data.iter_items()
+
     def _walk_items(self):
         data = self._tensordict
         return data.items() if type(data) is dict else data.walk_items()
@@ -736,13 +743,17 @@ class TensorDict(TensorDictBase):
 
     def _index(self, index):
         batch_size = self._batch_size
-        if (
+        if type(index) is _Tensor and batch_size and index.ndim == 1 and index.dtype is _LONG:
+            # The replay-buffer hot path: one long tensor of rows.
+            leaf_index = index
+            new_size = index.shape if len(batch_size) == 1 else index.shape + batch_size[1:]
+        elif (
             type(index) is _Tensor
             and index.ndim == 1
             and batch_size
             and not index.is_floating_point()
         ):
-            # The replay-buffer hot path: one long (or bool) tensor of rows.
+            # One tensor of rows of another integer dtype, or a mask.
             if index.dtype is torch.bool:
                 leaf_index, new_size = normalize_index(index, batch_size)
             else:
@@ -758,7 +769,7 @@ class TensorDict(TensorDictBase):
         if new_size is not None and type(leaf_index) is _Tensor and leaf_index.ndim:
             # Rows picked by a tensor: every leaf is copied, so a memory-mapped leaf is
             # indexed as the plain tensor it is (no view to keep), in one dispatch-free loop.
-            out = _index_copies(self._tensordict, leaf_index, new_size)
+            out = _index_copies(self._tensordict, leaf_index)
             if out is not None:
                 names = None
                 if self._names is not None:
@@ -813,7 +824,8 @@ class TensorDict(TensorDictBase):
         if type(index) is _Tensor and index.dtype is torch.long and index.ndim == 1 and batch_size:
             # The replay-buffer hot path: one long tensor of rows (what normalize_index and
             # _indexed_batch make of it, without their general cases).
-            leaf_index, rows = index, _Size((index.shape[0],)) + batch_size[1:]
+            leaf_index = index
+            rows = index.shape if len(batch_size) == 1 else index.shape + batch_size[1:]
         else:
             leaf_index, rows = normalize_index(index, batch_size)
         data = self._tensordict
@@ -829,7 +841,7 @@ class TensorDict(TensorDictBase):
             # shape was checked so that a refused value writes nothing.
             items = value._tensordict.items()
             bd, vbd = len(batch_size), len(value._batch_size)
-            if _write_dense_rows(data, items, leaf_index, bd, vbd):
+            if _write_dense_rows(data, items, leaf_index, bd, value._batch_size):
                 return
             with _no_subclass_dispatch():  # shapes of memory-mapped leaves, read cheaply
                 for key, sub in items:

@@ -15,30 +15,39 @@ from tensordict._nested_tensors import nested_index
 from tensordict._nontensor import NonTensorDataBase
 from tensordict.errors import BatchSizeError
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
-from tensordict.memmap.tensor import rows_alias
+from tensordict.memmap.tensor import rows_alias, rows_fit
 
 _Tensor = torch.Tensor
-_no_subclass_dispatch = torch._C.DisableTorchFunctionSubclass
 
 
-def _write_dense_rows(data, items, index, bd: int, vbd: int) -> bool:
+def _write_dense_rows(data, items, index, bd: int, given: torch.Size) -> bool:
     """``data[key][index] = sub`` for every ``(key, sub)`` of ``items`` when every entry on
     both sides is a dense tensor (plain, or memory-mapped on this side); False, writing
-    nothing, otherwise. Every feature shape is checked before the first write, so that a
-    refused value writes nothing. The writes go straight to the tensors' memory, as
-    ``MemoryMappedTensor.__setitem__`` does."""
+    nothing, otherwise. ``given`` is the batch size of the value, ``bd`` the number of
+    batch dims of ``data``. Every feature shape is checked before the first write, so that
+    a refused value writes nothing. The writes go straight to the tensors' memory, as
+    ``MemoryMappedTensor.__setitem__`` does.
+
+    A memory-mapped entry keeps the whole shape a value of batch size ``given`` has when
+    it fits (see ``rows_fit``): the check of a fitting value is one comparison.
+    """
     targets = []
     for key, sub in items:
+        if type(sub) is not _Tensor:
+            return False
         current = data[key]
         kind = type(current)
         if kind is _MMT:
-            current = current._plain
-            if current is None:
-                current = rows_alias(data[key])
+            fit = current._rows_fit
+            if fit is None or fit[1] != bd or fit[0] != given:
+                fit = rows_fit(current, given, bd)
+            current = fit[2]
+            if sub.shape == fit[3]:
+                targets.append(current)
+                continue
         elif kind is not _Tensor:
             return False
-        if type(sub) is not _Tensor:
-            return False
+        vbd = len(given)
         if sub.shape[vbd:] != current.shape[bd:]:
             if current.is_nested or sub.is_nested:
                 return False
@@ -49,17 +58,25 @@ def _write_dense_rows(data, items, index, bd: int, vbd: int) -> bool:
     return True
 
 
-def _index_copies(data, index, new_size):
+def _index_copies(data, index):
     """``{key: value[index]}`` when every entry is a dense tensor (plain or memory-mapped),
-    else None. ``index`` is a tensor of rows: each result is a plain copy, as
-    ``MemoryMappedTensor.__getitem__`` returns it for such an index."""
+    else None. ``index`` is a plain tensor of rows: each result is a plain copy, as
+    ``MemoryMappedTensor.__getitem__`` returns it for such an index; a memory-mapped entry
+    is read through its plain alias, without the subclass's dispatch. None too when torch
+    cannot index an entry so (a nested tensor): the generic path indexes it then."""
     out = {}
-    with _no_subclass_dispatch():
+    try:
         for key, value in data.items():
             kind = type(value)
-            if (kind is not _Tensor and kind is not _MMT) or value.is_nested:
+            if kind is _MMT:
+                alias = value._plain
+                out[key] = (rows_alias(value) if alias is None else alias)[index]
+            elif kind is _Tensor:
+                out[key] = value[index]
+            else:
                 return None
-            out[key] = value[index]
+    except (RuntimeError, NotImplementedError):
+        return None
     return out or None  # no entry: the generic path marks the empty view
 
 

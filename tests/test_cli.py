@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tensordict import TensorDict, lazy_stack
+from tensordict.cli._scan import FolderScan
 
 from conftest import CASES, DAMAGES, MANIFEST
 
@@ -24,8 +25,9 @@ def run_cli(*args, timeout: float = 120) -> subprocess.CompletedProcess:
     return proc
 
 
-def info_json(path) -> dict:
-    proc = run_cli("info", path, "--json")
+def info_json(path, depth="all") -> dict:
+    """The JSON of ``tensordict info PATH --depth DEPTH`` (the whole tree by default here)."""
+    proc = run_cli("info", path, "--json", "--depth", depth)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -77,6 +79,8 @@ def test_help_shows_examples(command):
         ["verify", "a", "b"],
         ["demo", "--rows", "many"],
         ["demo", "--workers", "0"],
+        ["info", ".", "--depth", "0"],
+        ["info", ".", "--depth", "deep"],
     ],
     ids=[
         "no-command",
@@ -85,6 +89,8 @@ def test_help_shows_examples(command):
         "verify-two-paths",
         "rows-not-int",
         "no-workers",
+        "depth-zero",
+        "depth-not-int",
     ],
 )
 def test_bad_arguments_are_usage_errors(args):
@@ -142,7 +148,7 @@ TEXT = {
 def test_info_text_on_fixtures(fixture_copy, case):
     """info prints the tree of every reference fixture: classes, batch sizes, keys, marks."""
     folder = fixture_copy(case)
-    proc = run_cli("info", folder)
+    proc = run_cli("info", folder, "--depth", "all")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f"{folder}  ")
@@ -271,6 +277,80 @@ def test_our_folders(tmp_path):
     )
 
 
+# ---------------------------------------------------------------------- info's depth
+def _three_levels(path: Path) -> None:
+    """A folder of three levels: a tensor, a note, a stack and episodes holding a sub-level."""
+    members = [TensorDict({"a": torch.zeros(2)}, [2]) for _ in range(2)]
+    episodes = {
+        f"ep{i}": {"x": torch.full((2,), float(i)), "y": {"z": torch.ones(2)}} for i in range(3)
+    }
+    data = {"obs": torch.zeros(2, 3), "note": "hi", "stack": lazy_stack(members), **episodes}
+    TensorDict(data, [2]).memmap(path)
+
+
+def test_info_opens_only_the_top_level_unless_asked(tmp_path):
+    """info lists the top level's entries and does not open its sub-levels (a damaged deeper
+    meta.json goes unread), --depth all reads the whole tree, and verify checks it all."""
+    _three_levels(tmp_path / "td")
+    (tmp_path / "td" / "ep1" / "y" / "meta.json").write_text("{not json")
+    proc = run_cli("info", tmp_path / "td")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("├── obs ") and "[2, 3]" in line for line in lines)
+    assert any(line.startswith("├── note ") and "'hi'" in line for line in lines)
+    for key in ("stack/", "ep0/", "ep1/", "ep2/"):
+        line = next(line for line in lines if f"── {key} " in line)
+        assert "(not opened)" in line and "!" not in line
+    assert not any("── x" in line or "── y" in line for line in lines)
+    assert "4 levels below depth 1 not opened" in lines[-1]
+    full = run_cli("info", tmp_path / "td", "--depth", "all")
+    assert "not opened" not in full.stdout and "1 problem:" in full.stdout
+    assert run_cli("verify", tmp_path / "td").returncode == 1
+
+
+def test_info_depth_shows_its_levels_as_the_whole_tree_does(tmp_path):
+    """--depth 2: the levels shown are the nodes of the full scan; those below are marked
+    unopened, listed in the summary, and counted in no total."""
+    _three_levels(tmp_path / "td")
+    shutil.rmtree(tmp_path / "td" / "ep2" / "y")
+    full, shallow = info_json(tmp_path / "td"), info_json(tmp_path / "td", depth=2)
+    assert (full["depth"], shallow["depth"]) == (None, 2)
+    for node, whole in zip(shallow["tree"]["entries"], full["tree"]["entries"]):
+        if node["key"] == "stack":
+            assert [m["opened"] for m in node["entries"]] == [False, False]
+            assert node["batch_size"] is None  # the members were not read
+            continue
+        children = node.pop("entries", [])
+        whole_children = whole.pop("entries", [])
+        if node["kind"] == "TensorDict":
+            node.pop("bytes"), whole.pop("bytes")
+        assert node == whole
+        for child, whole_child in zip(children, whole_children):
+            if child.get("opened") is False:
+                assert child["kind"] == "TensorDict" and "entries" not in child
+            else:
+                assert child == whole_child
+    summary = shallow["summary"]
+    assert summary["unopened"] == ["stack/0", "stack/1", "ep0/y", "ep1/y"]
+    assert summary["missing"] == full["summary"]["missing"] == ["ep2/y"]
+    assert (summary["tensors"], full["summary"]["tensors"]) == (4, 8)
+    assert full["summary"]["unopened"] == []
+
+
+def test_a_linked_or_missing_sub_level_is_flagged_without_opening_it(fixture_copy):
+    """At depth 1 a sub-level that is a symbolic link is a problem and a missing one a
+    warning, as in a full scan; a sound one is listed unopened."""
+    linked, missing = fixture_copy("basic"), fixture_copy("lazy_stacked")
+    DAMAGES["symlink-folder"][1](linked)
+    scan = FolderScan(linked, depth=1)
+    assert [p for p, m in scan.problems if "symbolic link" in m] == [str(linked / "nested")]
+    _three_levels(missing / "td")
+    shutil.rmtree(missing / "td" / "ep0")
+    scan = FolderScan(missing / "td", depth=1)
+    assert scan.sound and [p for p, _ in scan.warnings] == [str(missing / "td" / "ep0")]
+    assert scan.summary()["unopened"] == ["stack", "ep1", "ep2"]
+
+
 # ---------------------------------------------------------------------- damaged folders
 # What verify must print for some of the damages of conftest.DAMAGES.
 EXPECTED = {
@@ -306,7 +386,7 @@ def test_info_prints_what_it_can_on_a_damaged_folder(fixture_copy):
     folder = fixture_copy("basic")
     for damage in ("truncated", "missing-file", "bad-json", "symlink-file", "bad-records"):
         DAMAGES[damage][1](folder)
-    proc = run_cli("info", folder)
+    proc = run_cli("info", folder, "--depth", "all")
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
     for key in ("float64", "bfloat16", "uint8", "scalarish"):

@@ -496,3 +496,52 @@ def test_select_as_tensordict_gives_a_tensordict_for_a_tensorclass():
     assert type(pair.select("x")) is Pair
     td = TensorDict(x=torch.zeros(2), batch_size=[2])
     assert type(td.select("x", as_tensordict=True)) is TensorDict
+
+
+@tensorclass
+class _Pair:
+    left: torch.Tensor
+    note: str
+
+
+class _Doubling(TensorDict):
+    """A subclass whose reads double every tensor: values() must read through them."""
+
+    def _get_str(self, key, default):
+        value = super()._get_str(key, default)
+        return value * 2 if isinstance(value, torch.Tensor) else value
+
+
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("leaves_only", [False, True])
+def test_values_and_items_are_what_get_gives_in_key_order(nested, leaves_only):
+    """items() pairs each key of keys() with get(key), and values() gives the same values, over
+    dense levels, a lazy stack (whose leaves are stacked), a tensorclass and non-tensor data."""
+    members = [TensorDict({"s": torch.full((3,), float(i))}, [3]) for i in range(2)]
+    td = TensorDict(
+        {
+            "a": torch.zeros(3, 4),
+            "b": {"c": torch.ones(3), "text": "hi"},
+            "stack": lazy_stack(members, 1),
+            "pair": _Pair(left=torch.arange(3), note="n", batch_size=[3]),
+        },
+        [3],
+    )
+    keys = list(td.keys(nested, leaves_only))
+    pairs = list(td.items(nested, leaves_only))
+    assert [key for key, _ in pairs] == keys
+    for (key, value), other in zip(pairs, td.values(nested, leaves_only)):
+        expected = td.get(key)
+        assert type(value) is type(expected) is type(other)
+        if isinstance(expected, torch.Tensor):
+            assert torch.equal(value, expected) and torch.equal(other, expected)
+    if nested:
+        stacked = dict(pairs)[("stack", "s")]
+        assert stacked.shape == (3, 2) and stacked[0].tolist() == [0.0, 1.0]
+
+
+def test_values_of_a_subclass_read_through_its_get():
+    """A TensorDict subclass that reads its entries another way gives those values in values()."""
+    td = _Doubling({"a": torch.ones(2), "b": {"c": torch.ones(2)}}, [2])
+    assert [v.tolist() for v in td.values(True, True)] == [[2.0, 2.0], [1.0, 1.0]]
+    assert [v.tolist() for _, v in td.items(True, True)] == [[2.0, 2.0], [1.0, 1.0]]

@@ -153,6 +153,12 @@ class Contract:
         the lazy stack gives its members' keys without stacking."""
         raise NotImplementedError
 
+    def _value_items(self):
+        """The ``(key, value)`` pairs ``values()`` and ``items()`` read at this level, or None
+        (each value is then got by its key). Defined by ``KeysMixin``; a dense tensordict
+        gives its entries."""
+        raise NotImplementedError
+
     def _maybe_inplace(self, result, inplace: bool, method: str):
         """``result``, or this tensordict become ``result`` with ``inplace=True``.
 

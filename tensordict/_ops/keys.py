@@ -185,6 +185,42 @@ class _KeysView:
             if not self._leaves_only or leaf:
                 yield full
 
+    def pairs(self) -> Iterator:
+        """``(key, value)`` for every key of the view, in its order, each value as ``get`` gives it.
+
+        Levels whose ``_value_items`` hook gives their values are read as they are walked
+        (a lazily opened level reads its entries a chunk at a time, not one by one);
+        below any other level, and when the keys are sorted, each value is got by its key.
+        """
+        td = self._td
+        items = None if self._sort else td._value_items()
+        if items is None:
+            for key in self:
+                yield key, td.get(key, NO_DEFAULT)
+            return
+        yield from self._walk_pairs(td, (), items)
+
+    def _walk_pairs(self, td, prefix: tuple, items) -> Iterator:
+        if items is None:
+            # A level that cannot give its values (a lazy stack stacks them on get): its
+            # keys as the walk gives them, each value got by its key.
+            top = self._td
+            for key in list(self._walk(td, prefix)):
+                yield key, top.get(key, NO_DEFAULT)
+            return
+        is_leaf = self._is_leaf or default_is_leaf
+        for key, value in items:
+            full = prefix + (key,) if prefix else key
+            if self._include_nested and not getattr(value, "_is_non_tensor", False):
+                inner = (
+                    value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
+                )
+                if is_tensordict(inner):
+                    nested = full if isinstance(full, tuple) else (full,)
+                    yield from self._walk_pairs(inner, nested, inner._value_items())
+            if not self._leaves_only or is_leaf(type(value)):
+                yield full, value
+
     def __len__(self) -> int:
         if not self._include_nested and not self._leaves_only:
             return len(self._td._keys_level())
@@ -299,8 +335,8 @@ class KeysMixin(Contract):
             >>> list(TensorDict({"b": torch.ones(1), "a": torch.zeros(1)}, [1]).values(sort=True))
             [tensor([0.]), tensor([1.])]
         """
-        for key in self.keys(include_nested, leaves_only, is_leaf, sort=sort):
-            yield self.get(key, NO_DEFAULT)
+        for _, value in self.keys(include_nested, leaves_only, is_leaf, sort=sort).pairs():
+            yield value
 
     def items(
         self,
@@ -332,8 +368,7 @@ class KeysMixin(Contract):
         if not include_nested and not leaves_only and not sort:
             yield from list(self._items_level())
             return
-        for key in self.keys(include_nested, leaves_only, is_leaf, sort=sort):
-            yield key, self.get(key, NO_DEFAULT)
+        yield from self.keys(include_nested, leaves_only, is_leaf, sort=sort).pairs()
 
     def __contains__(self, key) -> bool:
         if isinstance(key, (str, tuple)):
@@ -343,6 +378,15 @@ class KeysMixin(Contract):
             f"values explicitly; got {type(key).__name__}"
         )
         raise NotImplementedError(msg)
+
+    def _value_items(self):
+        """Hook of :meth:`values` and :meth:`items`: this level's ``(key, value)`` pairs, each
+        value as ``_get_str`` gives it (and ``get`` from above), or None.
+
+        None here: each value is got by its key. A dense tensordict gives its entries, a
+        lazily opened one reading them a chunk at a time.
+        """
+        return None
 
     def _walk_items(self):
         """Hook of the key views: the ``(key, value)`` pairs of this level that a walk of the keys reads.

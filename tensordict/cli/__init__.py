@@ -2,10 +2,11 @@
 
 Subcommands:
 
-* ``tensordict info PATH [--json]``: the tree of a memory-mapped folder (or ``.tdz``
-  archive), read from
-  its files (no class is imported): keys, classes, batch sizes, dtypes and shapes,
-  bytes on disk, and the entries whose file is missing (loading drops them).
+* ``tensordict info PATH [--depth N|all] [--json]``: the tree of a memory-mapped folder
+  (or ``.tdz`` archive), read from its files (no class is imported): keys, classes,
+  batch sizes, dtypes and shapes, bytes on disk, and the entries whose file is missing
+  (loading drops them). Only the top level is opened unless ``--depth`` asks for
+  more, so a huge folder is shown at once.
 * ``tensordict verify PATH [--strict]``: checks every record against its file (for an
   archive, also every entry's CRC-32); prints each problem and warning with its path;
   exits 0 when the folder is sound, 1 when it is not. An entry listed in
@@ -31,8 +32,9 @@ from tensordict.cli._report import CliError, counts, human_bytes, plural, render
 
 _ROOT_EPILOG = """\
 examples:
-  tensordict info /data/buffer            the tree of a memory-mapped folder
-  tensordict info /data/buffer --json     the same, as JSON
+  tensordict info /data/buffer            the top level of a memory-mapped folder
+  tensordict info /data/buffer --depth all   its whole tree
+  tensordict info /data/buffer --json     the top level, as JSON
   tensordict info /data/buffer.tdz        the tree of an archive
   tensordict verify /data/buffer          check every file against meta.json
   tensordict demo --rows 100000           a replay buffer filled by 2 processes
@@ -47,9 +49,15 @@ is imported and nothing is written. Entries listed in meta.json whose file is
 missing are marked (load_memmap would drop them); a tensor without elements has
 no file and is not missing. Damaged parts are marked with '!'.
 
+Only what is shown is read: the top level by default (its sub-levels are listed,
+not opened, and their bytes are not counted), N levels with --depth N, the whole
+tree with --depth all. Non-tensor entries always show their value. `tensordict
+verify` checks the whole tree.
+
 examples:
   tensordict info /data/buffer
-  tensordict info /data/buffer --json | python -m json.tool
+  tensordict info /data/buffer --depth 2
+  tensordict info /data/buffer --depth all --json | python -m json.tool
 """
 
 _VERIFY_EPILOG = """\
@@ -95,6 +103,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _depth(text: str) -> int | None:
+    """``--depth``: a positive number of levels, or ``all`` (None: no limit)."""
+    if text == "all":
+        return None
+    try:
+        return _positive_int(text)
+    except argparse.ArgumentTypeError:
+        msg = f"expected a positive integer or 'all', got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Returns the argument parser of the ``tensordict`` command, with its subcommands.
 
@@ -126,6 +145,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     info.add_argument(
         "path", metavar="PATH", help="the folder (the one holding meta.json) or a .tdz archive"
+    )
+    info.add_argument(
+        "--depth",
+        type=_depth,
+        default=1,
+        metavar="N|all",
+        help="open this many levels below the top (default: 1, the top level's entries); "
+        "'all' reads the whole tree",
     )
     info.add_argument("--json", action="store_true", help="print the tree as JSON")
     info.set_defaults(run=run_info)
@@ -205,8 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---------------------------------------------------------------------- info / verify
 def run_info(args: argparse.Namespace) -> int:
-    """``tensordict info``: prints the tree (or its JSON); 0 unless the root is unreadable."""
-    scan = scan_folder(args.path)
+    """``tensordict info``: prints the tree down to ``--depth`` (or its JSON); 0 unless the
+    root is unreadable."""
+    scan = scan_folder(args.path, depth=args.depth)
     if args.json:
         print(json.dumps(scan.as_json(), indent=2, ensure_ascii=False))
     else:

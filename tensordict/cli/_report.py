@@ -13,25 +13,26 @@ class CliError(Exception):
     """A failure reported on one line (exit status 1), without a traceback."""
 
 
-def scan_folder(path: str, *, check_payloads: bool = False) -> FolderScan:
+def scan_folder(path: str, *, check_payloads: bool = False, depth: int | None = None) -> FolderScan:
     """Scans ``path`` (a folder or a ``.tdz`` archive), turning an unreadable root into a :class:`CliError`.
 
     For an archive, ``check_payloads`` also checks the CRC-32 of every entry (``verify``).
+    ``depth`` limits the levels opened (see :class:`FolderScan`); None reads them all.
     """
     try:
         if _archive.is_archive_file(path):
-            return _scan_archive(path, check_payloads)
-        return FolderScan(path)
+            return _scan_archive(path, check_payloads, depth)
+        return FolderScan(path, depth=depth)
     except (OSError, ValueError) as err:
         raise CliError(" ".join(str(err).split())) from err
 
 
-def _scan_archive(path: str, check_payloads: bool) -> FolderScan:
+def _scan_archive(path: str, check_payloads: bool, depth: int | None) -> FolderScan:
     """Scans an archive: its folder is laid out (payloads as sparse files) and scanned as one."""
     problems = _archive.scan_problems(path) if check_payloads else []
     with tempfile.TemporaryDirectory(prefix="tensordict-scan-") as staged:
         _archive.stage_for_scan(path, staged)
-        scan = FolderScan(staged, shown=path)
+        scan = FolderScan(staged, shown=path, depth=depth)
     archive = os.path.abspath(path)
     scan.problems = [(p, m.replace(staged, archive)) for p, m in scan.problems]
     scan.warnings = [(p, m.replace(staged, archive)) for p, m in scan.warnings]
@@ -89,9 +90,17 @@ def render_info(scan: FolderScan) -> str:
         lines.append(f"{line}  {note}".rstrip())
     summary = scan.summary()
     lines.append("")
-    lines.append(
-        f"{counts(summary)}, {human_bytes(summary['bytes'])} on disk ({summary['bytes']:,} bytes)"
-    )
+    if scan.complete:
+        lines.append(
+            f"{counts(summary)}, {human_bytes(summary['bytes'])} on disk ({summary['bytes']:,} bytes)"
+        )
+    else:
+        unopened = plural(len(summary["unopened"]), "level")
+        lines.append(
+            f"shown: {counts(summary)}, {human_bytes(summary['bytes'])} on disk "
+            f"({summary['bytes']:,} bytes); {unopened} below depth {scan.depth} not opened "
+            "(--depth N or --depth all reads them)"
+        )
     if summary["missing"]:
         listed = ", ".join(summary["missing"])
         lines.append(f"missing (listed in meta.json, no file; load_memmap drops them): {listed}")
@@ -108,8 +117,10 @@ def _child_rows(node: dict, indent: str, rows: list) -> None:
         last = i == len(children) - 1
         kind, detail = _describe(child)
         label = indent + ("└── " if last else "├── ") + show_key(child["key"])
-        label += "/" if "entries" in child else ""
-        rows.append((label, kind, detail, human_bytes(child["bytes"]), _note(child)))
+        opened = child.get("opened", True)
+        label += "/" if "entries" in child or not opened else ""
+        size = human_bytes(child["bytes"]) if opened else "-"
+        rows.append((label, kind, detail if opened else "(not opened)", size, _note(child)))
         _child_rows(child, indent + ("    " if last else "│   "), rows)
 
 

@@ -28,6 +28,14 @@ The result is a tree of plain dicts (JSON-ready), one *node* per level or entry:
   ``"entries"`` (its ``_tensordict`` level);
 * ``"NonTensorData"``: ``"value"`` (the JSON value) or ``"pickled": true``;
 * ``"unknown"``: a folder whose ``meta.json`` names no known class.
+
+A scan limited to a ``depth`` (``tensordict info`` reads the top level unless asked
+for more) opens the levels down to it only: a level below is a node of its
+record alone, with ``"opened": false``, its ``"kind"`` as the parent's record
+announces it, no ``"entries"``, no batch size and ``"bytes"`` 0 (its files are not
+counted). Its folder is still checked to be there (missing: a warning) and not to
+be a symbolic link. Non-tensor entries are opened at any depth: what they hold is
+their value. Levels shown are described exactly as by a full scan.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import torch
 
 from tensordict.memmap import format as fmt
 
+_VALUES = (fmt.KIND_NONTENSOR, fmt.KIND_NONTENSOR_STACK)  # opened at any depth
 _KINDS = (
     fmt.KIND_TD,
     fmt.KIND_LAZY,
@@ -64,6 +73,9 @@ class FolderScan:
             reported under this spelling).
         shown (str or os.PathLike, optional): the spelling to report instead (an
             archive whose folder was laid out at ``path``). Defaults to ``path``.
+        depth (int, optional): open the levels down to this many below the root
+            (1: the root's entries are listed, its sub-levels are not opened).
+            Defaults to None: the whole tree, as ``verify`` needs it.
 
     Raises:
         FileNotFoundError: if the folder or its ``meta.json`` is missing.
@@ -71,17 +83,28 @@ class FolderScan:
             symbolic link).
 
     Examples:
-        >>> _ = TensorDict({"obs": torch.zeros(4, 3)}, [4]).memmap("buffer")
+        >>> _ = TensorDict({"obs": torch.zeros(4, 3), "sub": {"x": torch.zeros(4)}}, [4]).memmap("buffer")
         >>> scan = FolderScan("buffer")
         >>> scan.tree["kind"], scan.tree["batch_size"], scan.sound
         ('TensorDict', [4], True)
+        >>> top = FolderScan("buffer", depth=1)
+        >>> [(node["key"], node.get("opened", True)) for node in top.tree["entries"]]
+        [('obs', True), ('sub', False)]
     """
 
-    def __init__(self, path: str | os.PathLike, shown: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        shown: str | os.PathLike | None = None,
+        *,
+        depth: int | None = None,
+    ) -> None:
         self.shown = os.fspath(path) if shown is None else os.fspath(shown)
         self.root = os.path.abspath(os.fspath(path))
+        self.depth = depth
         self.problems: list = []  # (path as shown, message)
         self.warnings: list = []  # (path as shown, message): entries load_memmap drops
+        self.unopened: list = []  # paths (relative) of the levels below the depth
         self._flagged: set = set()
         if not os.path.lexists(self.root):
             msg = f"no such folder: {self.shown!r}"
@@ -102,13 +125,24 @@ class FolderScan:
         """True when no problem was found (warnings aside)."""
         return not self.problems
 
+    @property
+    def complete(self) -> bool:
+        """True when every level was opened (no depth limit cut the tree)."""
+        return not self.unopened
+
     def summary(self) -> dict:
-        """Counts over the tree: tensors, levels, bytes, missing entries, problems, warnings."""
+        """Counts over the tree: tensors, levels, bytes, missing entries, problems, warnings.
+
+        With a depth limit they count what the levels shown hold; ``"unopened"`` lists
+        the levels below it (empty when the whole tree was read).
+        """
         counts = {"tensors": 0, "non_tensors": 0, "levels": 0}
         missing = []
         for node in walk(self.tree):
             if node["missing"]:
                 missing.append(node["path"])
+            elif node.get("opened") is False:
+                continue
             elif node["kind"] in ("tensor", "nested"):
                 counts["tensors"] += 1
             elif node["kind"] == "NonTensorData":
@@ -121,14 +155,27 @@ class FolderScan:
             "missing": missing,
             "problems": [{"path": p, "message": m} for p, m in self.problems],
             "warnings": [{"path": p, "message": m} for p, m in self.warnings],
+            "unopened": list(self.unopened),
         }
 
     def as_json(self) -> dict:
-        """The whole scan as one JSON-ready dict: path, tree and summary."""
-        return {"path": self.shown, "tree": self.tree, "summary": self.summary()}
+        """The whole scan as one JSON-ready dict: path, depth (None: all), tree and summary."""
+        return {
+            "path": self.shown,
+            "depth": self.depth,
+            "tree": self.tree,
+            "summary": self.summary(),
+        }
 
     # ------------------------------------------------------------------ helpers
     def _rel(self, path: str) -> str:
+        # Paths below the root are built by joining names to it: cut the prefix (relpath
+        # costs tens of microseconds a call, and a huge level has thousands of entries).
+        prefix = self.root + os.sep
+        if path.startswith(prefix):
+            rest = path[len(prefix) :]
+            if rest and os.path.normpath(rest) == rest:
+                return rest
         return os.path.relpath(path, self.root)
 
     def _shown(self, path: str) -> str:
@@ -207,21 +254,54 @@ class FolderScan:
         A linked ``meta.json`` is left out: reading it already reported it.
         """
         try:
-            names = sorted(os.listdir(folder))
+            with os.scandir(folder) as found:
+                links = sorted(e.name for e in found if e.is_symlink())  # no stat per name
         except OSError:
             return
-        for name in names:
+        for name in links:
             path = os.path.join(folder, name)
-            if name != fmt.META_FILE and path not in self._flagged and os.path.islink(path):
+            if name != fmt.META_FILE and path not in self._flagged:
                 self._link(node, path)
 
     def _check_version(self, node: dict, folder: str, meta: dict) -> None:
         self._check(node, fmt.meta_path(folder), fmt.check_version, folder, meta)
 
     # ------------------------------------------------------------------ levels
+    def _depth_of(self, folder: str) -> int:
+        return 0 if folder == self.root else self._rel(folder).count(os.sep) + 1
+
+    def _below(self, path: str) -> bool:
+        """True when the level at ``path`` lies below the depth limit: it is not opened."""
+        return self.depth is not None and self._depth_of(path) >= self.depth
+
+    def _mark_unopened(self, node: dict) -> dict:
+        node.pop("entries", None)
+        node["opened"] = False
+        self.unopened.append(node["path"])
+        return node
+
+    def _unopened(self, node: dict, path: str, required: bool = False) -> dict | None:
+        """``node`` marked as not opened when ``path`` lies below the depth limit, else None.
+
+        Its folder is only checked to be there (else a warning, or a problem when it is
+        ``required``, as when read) and not to be a link.
+        """
+        if not self._below(path):
+            return None
+        mode = _lstat_mode(path)
+        if _stat.S_ISDIR(mode):
+            return self._mark_unopened(node)
+        if not (_stat.S_ISLNK(mode) and self._link(node, path)):
+            if required:
+                message = "the folder is missing, so it is not a valid TensorDict folder"
+                self._problem(node, path, message)
+            else:
+                self._missing(node, path, f"entry {node['key']!r}: the folder")
+        return node
+
     def _level(self, folder: str, key, meta: dict, stat) -> dict:
         """The node of a folder whose meta.json is parsed, dispatching on its class."""
-        depth = 0 if folder == self.root else self._rel(folder).count(os.sep) + 1
+        depth = self._depth_of(folder)
         if depth >= fmt.MAX_DEPTH:
             node = self._node(folder, key, "unknown")
             message = (
@@ -298,7 +378,9 @@ class FolderScan:
         for number in self._member_numbers(node, folder):
             path = os.path.join(folder, str(number))
             member = self._node(path, str(number), "TensorDict")
-            if not self._link(member, path):
+            if self._unopened(member, path) is not None:
+                pass
+            elif not self._link(member, path):
                 read = self._read_meta(member, path, required=True)
                 if read is not None:
                     member = self._level(path, str(number), *read)
@@ -310,6 +392,9 @@ class FolderScan:
                         )
             members.append(member)
             node["bytes"] += member["bytes"]
+        if any(member.get("opened") is False for member in members):
+            node["batch_size"] = None  # the members' batch sizes were not read
+            return
         node["batch_size"] = self._stack_batch(node, folder, members, stack_dim)
 
     def _stack_batch(self, node: dict, folder: str, members: list, stack_dim):
@@ -351,7 +436,9 @@ class FolderScan:
         node["entries"] = []
         path = os.path.join(folder, fmt.TENSORCLASS_DATA)
         data = self._node(path, fmt.TENSORCLASS_DATA, "TensorDict")
-        if not self._link(data, path):
+        if self._unopened(data, path, required=True) is not None:
+            pass
+        elif not self._link(data, path):
             read = self._read_meta(data, path, required=True)
             if read is not None:
                 data = self._level(path, fmt.TENSORCLASS_DATA, *read)
@@ -401,7 +488,8 @@ class FolderScan:
         return self._tensor(folder, key, record, batch)
 
     def _sub_folder(self, folder: str, key: str, declared: str, batch) -> dict:
-        node = self._node(os.path.join(folder, fmt.file_name(key)), key, _declared_kind(declared))
+        encoded = os.path.join(folder, fmt.file_name(key))
+        node = self._node(encoded, key, _declared_kind(declared))
         if node["kind"] == fmt.KIND_TENSORCLASS:
             node["type"] = declared
         elif node["kind"] == "unknown":
@@ -410,10 +498,20 @@ class FolderScan:
                 fmt.meta_path(folder),
                 f"the record of {key!r} has an invalid type {declared!r}",
             )
+        elif (
+            node["kind"] not in _VALUES
+            and self._below(encoded)
+            and _stat.S_ISDIR(_lstat_mode(encoded))
+        ):
+            # A folder (not a link) under the encoded name is what entry_path finds: one
+            # lstat instead of its lookups, for each of the many sub-levels not opened.
+            return self._mark_unopened(node)
         path = self._entry_path(node, folder, "")
         if path is None:
             return node
         node["path"] = self._rel(path)
+        if node["kind"] not in _VALUES and self._unopened(node, path) is not None:
+            return node
         read = self._read_meta(node, path)
         if read is None:
             return node
@@ -526,6 +624,14 @@ class FolderScan:
             self._problem(node, shape_path, "holds a negative size")
             return None
         return rows
+
+
+def _lstat_mode(path: str) -> int:
+    """The ``st_mode`` of ``path`` itself (a link is not followed), 0 when there is nothing."""
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
 
 
 def _declared_kind(declared) -> str:

@@ -176,12 +176,23 @@ class LazyEntries(MutableMapping):
             options.depth, options.lazy = depth, lazy
         self.inodes.update(inodes)
         dropped = False
+        weak, recent, ref = self._weak, _RECENT, weakref.ref
         for key in keys:
-            if key not in data:
+            value = data.get(key)
+            if value is None:
                 del self._keys[key]
                 dropped = True
+            elif isinstance(value, _Tensor):
+                # _adopt and _keep of a tensor, inline: this loop runs once per entry read
+                weak[key] = ref(value)
+                if id(value) in recent:
+                    recent.move_to_end(id(value))
+                else:
+                    recent[id(value)] = value
             else:
-                self._adopt(key, data[key])
+                self._adopt(key, value)
+        while len(recent) > MAX_MAPPED:  # once per read: ``data`` holds them all until now
+            recent.popitem(last=False)
         if dropped and self.level is not None:
             level = self.level
             level.view = {k: v for k, v in meta.items() if k in self._keys}

@@ -90,6 +90,20 @@ def rows_alias(tensor: MemoryMappedTensor) -> torch.Tensor:
     return alias
 
 
+def rows_fit(tensor: MemoryMappedTensor, given: torch.Size, bd: int) -> tuple:
+    """``(given, bd, alias, shape)``: :func:`rows_alias` of ``tensor``, and the whole shape
+    of a value of batch size ``given`` whose feature shape is the tensor's beyond its
+    ``bd`` batch dims (kept on the tensor for the next write of such a batch).
+
+    A value of exactly that shape fits the rows without the cost of slicing shapes; any
+    other shape is checked the slow way (it may still broadcast).
+    """
+    alias = rows_alias(tensor)
+    fit = (given, bd, alias, given + alias.shape[bd:])
+    tensor._rows_fit = fit
+    return fit
+
+
 def _view_functions() -> frozenset:
     """The torch functions whose result may be a view of their first argument."""
     names = (
@@ -492,12 +506,15 @@ class MemoryMappedTensor(torch.Tensor):
     # writes through it skip the subclass dispatch. Dropped by any op that changes this
     # tensor's geometry in place.
     _plain: torch.Tensor | None = None
+    _rows_fit: tuple | None = None  # see rows_fit, dropped with _plain
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         """Runs ``func`` on plain tensors; views of a MemoryMappedTensor keep its class and file."""
         if func in _RESHAPE_INPLACE and args and isinstance(args[0], MemoryMappedTensor):
-            vars(args[0]).pop("_plain", None)
+            kept = vars(args[0])
+            kept.pop("_plain", None)
+            kept.pop("_rows_fit", None)
         with _DisableSubclass():
             out = func(*args, **kwargs) if kwargs else func(*args)
             if func in _VIEW_FUNCS and args and isinstance(args[0], MemoryMappedTensor):

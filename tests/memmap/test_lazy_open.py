@@ -322,3 +322,24 @@ def test_a_dropped_lazy_tree_lets_go_of_its_mappings(tmp_path, monkeypatch):
     del lazy
     assert _ondemand.held_mappings() == 0
     assert kept.tolist() == [5.0, 5.0]
+
+
+def test_values_and_items_of_a_lazy_tree_match_eager_in_key_order(tmp_path):
+    """values() and items() of a lazy tree give the eager values in the order of keys(),
+    each level's entries read a chunk at a time (one read per level, not one per entry)."""
+    _episodes(tmp_path / "td", 3, 4)
+    os.unlink(tmp_path / "td" / "ep1" / "x2.memmap")  # dropped, as by the eager load
+    eager = TensorDict.load_memmap(tmp_path / "td")
+    lazy = TensorDict.load_memmap(tmp_path / "td", lazy=True)
+    reads = []
+    for i in range(3):
+        level = lazy.get(f"ep{i}")._tensordict
+        read = level.read
+        level.read = lambda *a, _read=read, **k: reads.append(a[0]) or _read(*a, **k)
+    pairs = list(lazy.items(True, True))
+    assert [key for key, _ in pairs] == list(eager.keys(True, True))
+    assert all(torch.equal(value, eager[key]) for key, value in pairs)
+    assert len(reads) == 3
+    values = list(lazy.values(True))
+    assert len(values) == len(list(eager.keys(True))) == 14
+    assert [type(v).__name__ for v in values] == [type(v).__name__ for v in eager.values(True)]

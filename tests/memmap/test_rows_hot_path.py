@@ -63,3 +63,47 @@ def test_rows_read_by_index_are_plain_copies(tmp_path):
     assert rows["done"].tolist() == [[True], [False]]
     rows["obs"].zero_()
     assert buffer["obs"][3].abs().sum() > 0
+
+
+def test_a_batch_of_another_size_or_a_broadcast_value_is_checked_after_a_fitting_one(tmp_path):
+    """After a fitting write, a batch of another size is written, one whose values broadcast
+    is written broadcast, and a misfit one is refused with nothing written."""
+    buffer = _buffer(tmp_path / "b")
+    buffer[torch.tensor([0, 1])] = _batch(2)
+    three = _batch(3)
+    buffer[torch.tensor([2, 3, 4])] = three
+    assert torch.equal(buffer["obs"][2:5], three["obs"])
+    wide = TensorDict({"obs": torch.full((2, 1), 7.0), "done": torch.ones(2, 1, dtype=bool)}, [2])
+    buffer[torch.tensor([5, 6])] = wide
+    assert buffer["obs"][5:7].eq(7.0).all()
+    before = buffer.clone()
+    bad = TensorDict({"obs": torch.ones(2, 4), "done": torch.ones(2, 1, dtype=bool)}, [2])
+    with pytest.raises(BatchSizeError, match="'obs'"):
+        buffer[torch.tensor([8, 9])] = bad
+    assert (buffer == before).all()
+
+
+def test_one_leaf_in_tensordicts_of_different_batch_dims_is_checked_for_each(tmp_path):
+    """A memory-mapped leaf shared by tensordicts of 1 and 2 batch dims takes the rows each
+    one's batch size says, and refuses a misfit in either."""
+    leaf = MemoryMappedTensor.zeros(4, 2, filename=tmp_path / "x.memmap")
+    one, two = TensorDict({"x": leaf}, [4]), TensorDict({"x": leaf}, [4, 2])
+    one[torch.tensor([0])] = TensorDict({"x": torch.ones(1, 2)}, [1])
+    two[torch.tensor([1])] = TensorDict({"x": torch.full((1, 2), 2.0)}, [1, 2])
+    assert leaf.tolist() == [[1, 1], [2, 2], [0, 0], [0, 0]]
+    with pytest.raises(BatchSizeError, match="feature shape"):
+        two[torch.tensor([2])] = TensorDict({"x": torch.ones(1, 2, 3)}, [1, 2])
+    with pytest.raises(BatchSizeError, match="feature shape"):
+        one[torch.tensor([2])] = TensorDict({"x": torch.ones(1, 3)}, [1])
+    assert leaf[2:].eq(0).all()
+
+
+def test_rows_of_a_tensordict_holding_a_nested_tensor_are_read_by_index(tmp_path):
+    """td[rows] of a tensordict with a jagged nested leaf picks the rows of every leaf."""
+    nested = torch.nested.nested_tensor(
+        [torch.ones(2), torch.zeros(3), torch.full((1,), 5.0)], layout=torch.jagged
+    )
+    td = TensorDict({"n": nested, "x": torch.arange(3)}, [3])
+    rows = td[torch.tensor([2, 0])]
+    assert rows["x"].tolist() == [2, 0]
+    assert [t.tolist() for t in rows["n"].unbind()] == [[5.0], [1.0, 1.0]]
