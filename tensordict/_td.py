@@ -38,6 +38,7 @@ from tensordict._ops.entries import (
 from tensordict._td_rows import (
     _check_feature_shape,
     _check_rows,
+    _check_rows_in_range,
     _extra_shape,
     _index_copies,
     _index_leaf,
@@ -824,6 +825,7 @@ class TensorDict(TensorDictBase):
         if type(index) is _Tensor and index.dtype is torch.long and index.ndim == 1 and batch_size:
             # The replay-buffer hot path: one long tensor of rows (what normalize_index and
             # _indexed_batch make of it, without their general cases).
+            _check_rows_in_range(index, batch_size[0])
             leaf_index = index
             rows = index.shape if len(batch_size) == 1 else index.shape + batch_size[1:]
         else:

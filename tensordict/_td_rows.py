@@ -13,11 +13,32 @@ from tensordict._helpers import shape_of
 from tensordict._indexing import batch_size_from_dummy
 from tensordict._nested_tensors import nested_index
 from tensordict._nontensor import NonTensorDataBase
-from tensordict.errors import BatchSizeError
+from tensordict.errors import BatchSizeError, DimensionError
 from tensordict.memmap.tensor import MemoryMappedTensor as _MMT
 from tensordict.memmap.tensor import rows_alias, rows_fit
 
 _Tensor = torch.Tensor
+
+
+def _check_rows_in_range(index: torch.Tensor, size: int) -> None:
+    """Refuses a tensor of rows that holds one out of ``-size .. size-1`` before anything is written.
+
+    torch writes the rows before a bad one and then raises: checked here, a refused
+    write leaves every leaf as it was.
+
+    Raises:
+        DimensionError: (an ``IndexError``) naming the first row out of range and the size.
+    """
+    if not index.numel():
+        return
+    low, high = torch.aminmax(index)
+    if low.item() < -size or high.item() >= size:
+        bad = index[(index < -size) | (index >= size)][0].item()
+        msg = (
+            f"cannot write rows at index {bad}: it is out of range for the batch dim of size "
+            f"{size}; nothing was written"
+        )
+        raise DimensionError(msg)
 
 
 def _write_dense_rows(data, items, index, bd: int, given: torch.Size) -> bool:

@@ -107,3 +107,18 @@ def test_rows_of_a_tensordict_holding_a_nested_tensor_are_read_by_index(tmp_path
     rows = td[torch.tensor([2, 0])]
     assert rows["x"].tolist() == [2, 0]
     assert [t.tolist() for t in rows["n"].unbind()] == [[5.0], [1.0, 1.0]]
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_rows_out_of_range_raise_and_write_nothing(tmp_path, mapped):
+    """td[rows] = batch with a row out of range raises IndexError naming it, and no leaf changes."""
+    buf = _buffer(tmp_path / "buf") if mapped else _buffer(tmp_path / "buf").clone()
+    before = buf.clone()
+    for bad in (torch.tensor([1, 0, 100]), torch.tensor([-101, 1, 2])):
+        with pytest.raises(
+            IndexError, match=f"index {bad[bad.abs() > 99][0].item()}.*nothing was written"
+        ):
+            buf[bad] = _batch(3)
+        assert (buf == before).all()
+    buf[torch.tensor([-1, 0])] = _batch(2)
+    assert not (buf == before).all()
