@@ -19,7 +19,7 @@ from tensordict._nontensor import cat_entries, stack_entries
 from tensordict._options import lazy_legacy
 from tensordict._td import TensorDict
 from tensordict._torch_function import implements
-from tensordict._unbatched import is_unbatched
+from tensordict._unbatched import is_unbatched, stack_unbatched
 from tensordict.errors import DimensionError, KeyMismatchError
 
 
@@ -160,7 +160,7 @@ def _stack_dense(tds, d: int, out, prefix: tuple):
         values = [td._get_str(key, None) for td in tds]
         target = None if out is None else out._get_str(key, None)
         if is_unbatched(value):
-            result[key] = value.rebatched(new_size)
+            result[key] = stack_unbatched(values, new_size)
         elif isinstance(value, torch.Tensor):
             try:
                 if target is not None:

@@ -284,7 +284,9 @@ class TensorDict(TensorDictBase):
             _check_batch(key, value, batch_size)
             if device is not None and value.device != device:
                 value = value.to(device)
-            return value.rebatched(batch_size) if is_unbatched(value) else value
+            if is_unbatched(value) and value.batch_size != batch_size:
+                return value.rebatched(batch_size)
+            return value
         if isinstance(value, Mapping) and not is_tensor_collection(value):
             return TensorDict(value, batch_size, device)
         value = _as_value(key, value, device)
