@@ -37,11 +37,9 @@ class Field:
 
     def __get__(self, obj, owner=None):
         if obj is None:
-            # Like a dataclass: the class attribute is the default, when there is one.
-            if self.default is dataclasses.MISSING:
-                msg = f"type object {owner.__name__!r} has no attribute {self.name!r}"
-                raise AttributeError(msg)
-            return self.default
+            # Like a dataclass: the class attribute is the default, when there is one; a
+            # field without one gives its descriptor, so that every name dir() lists reads.
+            return self if self.default is dataclasses.MISSING else self.default
         value = obj._tensordict._get_str(self.name, None)
         if isinstance(value, NonTensorDataBase):
             return value if flags.keeps_non_tensor(type(obj), self.name) else value.data
