@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from tensordict._collection import NO_DEFAULT, TensorCollection
+from tensordict._indexing import check_split_size
 from tensordict._options import capture_non_tensor_stack
 from tensordict._typing import DeviceType, ShapeType
 from tensordict.errors import EntryTypeError, LockedError, UnknownFieldError, ValueAtIndexError
@@ -917,6 +918,7 @@ class NonTensorDataBase:
             A tuple of new :class:`NonTensorData` entries, one per piece.
 
         Raises:
+            SplitSizeError: if an int ``split_size`` is not positive (a ``ValueError``).
             RuntimeError: if a list of sizes does not add up to the size of ``dim``.
             IndexError: if ``dim`` is out of range.
 
@@ -924,6 +926,7 @@ class NonTensorDataBase:
             >>> [part.batch_size for part in NonTensorData("a", [5]).split(2)]
             [torch.Size([2]), torch.Size([2]), torch.Size([1])]
         """
+        check_split_size(split_size)
         return self._split_like(lambda d: d.split(split_size, dim))
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:

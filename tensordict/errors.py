@@ -40,6 +40,7 @@ __all__ = [
     "ForeignWriterError",
     "FieldCastError",
     "FirstClassDimError",
+    "IndexShapeError",
     "IndexTypeError",
     "InvalidArgumentError",
     "InvalidSourceError",
@@ -71,6 +72,7 @@ __all__ = [
     "ReservedFieldError",
     "ShapeArgumentError",
     "ShapeMismatchError",
+    "SplitSizeError",
     "StructureMismatchError",
     "SymlinkError",
     "TensorDictError",
@@ -376,6 +378,10 @@ class PermutationError(ShapeArgumentError, ValueError):
     """
 
 
+class SplitSizeError(ShapeArgumentError, ValueError):
+    """``split`` with an int size that is not positive (``ValueError`` as the well-known API raises it)."""
+
+
 class LazyViewError(TensorDictError, RuntimeError):
     """A lazy view of the legacy lazy mode was asked to change what follows its source.
 
@@ -391,6 +397,10 @@ class LazyViewCastError(LazyViewError, TypeError):
 
 class DensifyError(TensorDictError, NotImplementedError):
     """A lazy stack that ``densify`` cannot turn dense: its stack dim is not 0."""
+
+
+class IndexShapeError(TensorDictError, NotImplementedError):
+    """An index tensor whose number of dims the method does not support (``gather`` needs the batch dims'; ``NotImplementedError`` is a ``RuntimeError``)."""
 
 
 class IndexTypeError(TensorDictError, IndexError, TypeError):

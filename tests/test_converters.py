@@ -768,3 +768,32 @@ def test_state_dict_records_each_level_and_an_empty_tensordict_adopts_it():
     assert (loaded == td).all()
     plain = TensorDict(batch_size=[3]).load_state_dict({"x": torch.zeros(3, 2)}, strict=False)
     assert plain.batch_size == (3,) and plain["x"].shape == (3, 2)
+
+
+def test_state_dict_nested_form_and_loading_either_form():
+    """state_dict(flatten=False) nests sub-tensordicts; load_state_dict reads the flat and nested forms."""
+    td = TensorDict({"a": 1, "b": {"c": 2, "d": {"e": 3}}}, [])
+    nested = td.state_dict(flatten=False)
+    assert set(nested) == {"a", "b"} and set(nested["b"]) == {"c", "d"}
+    assert isinstance(nested["b"]["d"], dict)
+    for state in (td.state_dict(), nested):
+        target = td.clone().zero_()
+        target.load_state_dict(state)
+        assert (target == td).all()
+    target = td.clone().zero_()
+    target.load_state_dict(nested, from_flatten=False)
+    assert (target == td).all()
+
+
+def test_state_dict_nested_form_keeps_the_prefix_on_the_top_keys():
+    """With a prefix, only the top-level keys of the nested form carry it."""
+    td = TensorDict({"a": 1, "b": {"c": 2}}, [])
+    nested = td.state_dict(prefix="p.", flatten=False)
+    assert list(nested) == ["p.a", "p.b"] and list(nested["p.b"]) == ["c"]
+
+
+def test_a_flat_state_dict_read_as_not_flat_misses_the_nested_entries():
+    """from_flatten=False keeps "b.c" as one key: the nested entry is missing and strict raises."""
+    td = TensorDict({"a": 1, "b": {"c": 2}}, [])
+    with pytest.raises(RuntimeError):
+        td.clone().load_state_dict(td.state_dict(), from_flatten=False)

@@ -496,3 +496,11 @@ def test_select_as_tensordict_gives_a_tensordict_for_a_tensorclass():
     assert type(pair.select("x")) is Pair
     td = TensorDict(x=torch.zeros(2), batch_size=[2])
     assert type(td.select("x", as_tensordict=True)) is TensorDict
+
+
+def test_is_empty_counts_non_tensor_values_as_content():
+    """A tensordict is empty when no level holds a tensor or a non-tensor value."""
+    assert TensorDict({"a": {"b": {}}}, []).is_empty()
+    assert not TensorDict({"a": {"b": {}, "c": "a string"}}, []).is_empty()
+    assert not TensorDict({"a": {"b": {}, "c": 1}}, []).is_empty()
+    assert TensorDict({"a": {"c": "a string"}}, []).depth == 1

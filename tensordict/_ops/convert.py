@@ -58,6 +58,28 @@ def _level_metadata(td) -> dict:
     return {"batch_size": td.batch_size, "device": td.device}
 
 
+def _nest_state(out: dict, prefix: str) -> None:
+    """Turns the ``"."``-joined keys of ``out`` that start with ``prefix`` into nested dicts, in place."""
+    names = [k for k in out if k.startswith(prefix)]
+    values = [out.pop(k) for k in names]
+    for name, value in zip(names, values):
+        *parents, last = name[len(prefix) :].split(".")
+        node, at = out, prefix
+        for part in parents:
+            node = node.setdefault(at + part, OrderedDict())
+            at = ""
+        node[at + last] = value
+
+
+def _flat_state(state: Mapping, key: tuple):
+    """The ``(key tuple, value)`` pairs of a flat or nested state dict, nested dicts walked."""
+    for name, value in state.items():
+        if isinstance(value, Mapping) and not is_tensor_collection(value):
+            yield from _flat_state(value, (*key, name))
+        else:
+            yield (*key, name), value
+
+
 def _is_not_tensordict(cls: type) -> bool:
     return not (is_tensor_collection(cls) and not getattr(cls, "_is_non_tensor", False))
 
@@ -872,7 +894,8 @@ class ConvertMixin(Contract):
             destination (dict, optional): the dict to fill. Defaults to a new OrderedDict.
             prefix (str, optional): prepended to every key. Defaults to ``""``.
             keep_vars (bool, optional): keep tensors as they are, not detached. Defaults to False.
-            flatten (bool, optional): accepted for compatibility; the keys are always flattened.
+            flatten (bool, optional): key the nested leaves by ``"."``-joined keys; with
+                False, each sub-tensordict gives a nested dict under its key. Defaults to True.
 
         Returns:
             The filled dict (non-tensor entries are left out). Its ``_metadata`` attribute
@@ -904,6 +927,8 @@ class ConvertMixin(Contract):
                 if is_tensor_collection(value) and not is_non_tensor(value):
                     name = key if isinstance(key, str) else ".".join(key)
                     metadata[prefix + name] = _level_metadata(value)
+        if not flatten:
+            _nest_state(out, prefix)
         return out
 
     def load_state_dict(
@@ -916,6 +941,7 @@ class ConvertMixin(Contract):
         """Copies the tensors of a :meth:`state_dict` into this tensordict, and returns it.
 
         Keys starting with ``"__"`` are skipped. Existing tensors are copied into; others are set.
+        A nested dict (``state_dict(flatten=False)``) stands for the entries under its key.
 
         Args:
             state_dict (dict): the tensors, keyed by ``"."``-joined keys.
@@ -951,10 +977,10 @@ class ConvertMixin(Contract):
             elif is_tensor_collection(node) and node.batch_size != size:
                 node.batch_size = size
         wanted = {}
-        for key, value in state_dict.items():
-            if key.startswith("__"):
+        for key, value in _flat_state(state_dict, ()):
+            if key[-1].startswith("__"):
                 continue
-            parts = tuple(key.split(".")) if from_flatten else (key,)
+            parts = tuple(p for k in key for p in k.split(".")) if from_flatten else key
             wanted[parts[0] if len(parts) == 1 else parts] = value
         if strict:
             mine = {k if isinstance(k, tuple) else (k,) for k in self.keys(True, True)}
