@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections import OrderedDict, namedtuple
+from typing import Any
 
 import numpy as np
 import pytest
@@ -797,3 +798,36 @@ def test_a_flat_state_dict_read_as_not_flat_misses_the_nested_entries():
     td = TensorDict({"a": 1, "b": {"c": 2}}, [])
     with pytest.raises(RuntimeError):
         td.clone().load_state_dict(td.state_dict(), from_flatten=False)
+
+
+def test_struct_array_string_fields_round_trip():
+    """A structured array with a string field comes back with the same dtype and values."""
+    x = np.array(
+        [("Rex", 9, 81.0), ("Fido", 3, 27.0)],
+        dtype=[("name", "U10"), ("age", "i4"), ("weight", "f4")],
+    )
+    back = TensorDict.from_struct_array(x).to_struct_array()
+    assert back.dtype == x.dtype
+    assert (back == x).all()
+    single = np.array(("Rex", 9, 81.0), dtype=x.dtype)
+    assert (TensorDict.from_struct_array(single).to_struct_array() == single).all()
+
+
+def test_to_struct_array_takes_stacks_of_values_and_tensorclasses():
+    """A stack of strings is a string field, one per element; a tensorclass a nested field."""
+
+    @tensorclass
+    class Pair:
+        bar: torch.Tensor
+        foo: Any = None
+
+    td = TensorDict(
+        a=torch.arange(6).view(2, 3),
+        b=[["a0", "b0", "c0"], ["a1", "b1", "c1"]],
+        c=Pair(bar=torch.zeros(2, 3, 4), batch_size=[2, 3]),
+        batch_size=[2, 3],
+    )
+    array = td.to_struct_array()
+    assert array.shape == (2, 3)
+    assert array["b"][1, 2] == "c1"
+    assert array["c"]["bar"].shape == (2, 3, 4)

@@ -104,7 +104,13 @@ def _field_dtype(key: str, value, batch_dims: int, batch_size: torch.Size):
     """The structured-array field of one leaf: ``(dtype, feature shape, numpy values)``."""
     if isinstance(value, NonTensorDataBase):
         array = np.asarray(value.data)
+        if isinstance(value.data, np.ndarray) and array.shape[:batch_dims] == tuple(batch_size):
+            # an array of one value per batch element (as from_struct_array stores a string field)
+            return array.dtype, array.shape[batch_dims:], array
         return array.dtype, array.shape, array
+    if is_non_tensor(value):  # a stack of values: one per batch element
+        array = np.asarray(value.tolist())
+        return array.dtype, array.shape[batch_dims:], array
     try:
         array = value.detach().cpu().numpy()
     except TypeError as err:
@@ -1069,7 +1075,9 @@ class ConvertMixin(Contract):
         batch_dims = self.batch_dims
         for key, value in self.items():
             path = (*prefix, key)
-            if _is_nested(value):
+            if _is_nested(value) and not is_non_tensor(value):
+                if getattr(type(value), "_is_tensorclass", False):
+                    value = value._tensordict
                 sub_dtype, sub_fill = value._struct_fields(path)
                 fields.append((key, sub_dtype))
                 fill.extend(sub_fill)
