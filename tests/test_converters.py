@@ -456,6 +456,39 @@ def test_from_any_dispatches_on_the_container():
     assert from_any(3) == 3
 
 
+def test_from_any_converts_containers_at_every_depth():
+    """A tuple, named tuple or dataclass inside a dict inside a tuple becomes nested keys."""
+    tree = (
+        [[-1, 0, 1], [2, 3, 4]],
+        {"tensor": torch.zeros(2), "td": TensorDict({"one": 1}), "tuple": (1, 2, 3)},
+        {"named_tuple": Point(torch.zeros(1), torch.ones(1))},
+        {"dataclass": Sample(torch.zeros(3))},
+    )
+    keys = set(TensorDict.from_any(tree).keys(True, True))
+    assert keys == {
+        "0",
+        ("1", "td", "one"),
+        ("1", "tensor"),
+        ("1", "tuple", "0"),
+        ("1", "tuple", "1"),
+        ("1", "tuple", "2"),
+        ("2", "named_tuple", "x"),
+        ("2", "named_tuple", "y"),
+        ("3", "dataclass", "obs"),
+    }
+
+
+def test_from_any_of_a_list_gives_a_tensor_or_a_stack_of_values():
+    """A regular list of numbers gives a tensor; a ragged one or one of strings a NonTensorStack."""
+    values = torch.arange(24.0).reshape(2, 3, 4).tolist()
+    out = TensorDict.from_any(values)
+    assert isinstance(out, torch.Tensor) and out.shape == (2, 3, 4)
+    values[0][1].extend([0.0, 2.0])
+    assert type(TensorDict.from_any(values)).__name__ == "NonTensorStack"
+    strings = TensorDict.from_any(["a", "b"])
+    assert type(strings).__name__ == "NonTensorStack" and strings.tolist() == ["a", "b"]
+
+
 def test_from_any_batch_keywords():
     """auto_batch_size infers; batch_size wins over auto_batch_size; device applies."""
     source = {"a": torch.zeros(3, 2)}

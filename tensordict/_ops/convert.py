@@ -170,12 +170,14 @@ class ConvertMixin(Contract):
     ) -> Any:
         """Converts a dict, tuple, named tuple, dataclass or structured array to a tensordict.
 
-        A mapping becomes a :class:`TensorDict` whose values are converted the same
-        way, one level down (a tuple value becomes a sub-tensordict keyed
-        ``"0"``, ``"1"``, ...; a dataclass or a structured array one keyed by its
-        fields). A tensor collection is returned as it is. Any other object (a
-        tensor, a number, a string, a module, a list, an array that is not
-        structured) is returned unchanged.
+        A mapping, a tuple, a named tuple or a dataclass becomes a :class:`TensorDict`
+        whose values are converted the same way at every depth (a tuple becomes a
+        sub-tensordict keyed ``"0"``, ``"1"``, ...; a named tuple, a dataclass or a
+        structured array one keyed by its fields). A list becomes one tensor when
+        ``torch.tensor`` takes it (numbers of a regular shape), else a
+        ``NonTensorStack`` of its elements. A tensor collection is returned as it
+        is. Any other object (a tensor, a number, a string, a module, an array that
+        is not structured) is returned unchanged.
 
         Args:
             obj: the object to convert.
@@ -196,6 +198,8 @@ class ConvertMixin(Contract):
             >>> td = TensorDict.from_any({"a": torch.zeros(3), "b": (torch.ones(3),)}, auto_batch_size=True)
             >>> td.batch_size, list(td.keys(include_nested=True, leaves_only=True))
             (torch.Size([3]), ['a', ('b', '0')])
+            >>> TensorDict.from_any([[1, 2], [3, 4]]).shape, type(TensorDict.from_any(["a", "b"])).__name__
+            (torch.Size([2, 2]), 'NonTensorStack')
         """
         return _converter("from_any")(
             obj,
