@@ -52,6 +52,7 @@ from tensordict._unbatched import is_unbatched
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     BatchSizeError,
+    DimNameConflictError,
     EntryShapeError,
     FirstClassDimError,
     InvalidArgumentError,
@@ -310,6 +311,8 @@ class TensorDict(TensorDictBase):
         _check_batch(key, value, batch_size)
         if device is not None and value.device != device:
             value = value.to(device)
+        if type(value) is TensorDict and (value._names is not None or self._names is not None):
+            _share_names(self, key, value)
         if self._locked and not value.is_locked:
             if isinstance(value, TensorDict):
                 _hold(value, self)
@@ -1316,6 +1319,32 @@ def _adopt_batch(key: str, value, batch_size: torch.Size):
         )
         raise BatchSizeError(msg) from err
     return adopted
+
+
+def _share_names(parent: TensorDict, key: str, sub: TensorDict) -> None:
+    """Gives a sub-tensordict being stored and its parent the same names for the shared dims.
+
+    Each shared dim named on one side only takes that name on the other; a dim named
+    differently on both sides is refused.
+    """
+    n = len(parent._batch_size)
+    mine = parent.names
+    theirs = sub.names
+    merged = []
+    for i, (a, b) in enumerate(zip(mine, theirs[:n])):
+        if a is not None and b is not None and a != b:
+            msg = (
+                f"the sub-tensordict {key!r} names its dim {i} {b!r}, but the tensordict names "
+                f"it {a!r}: they share their leading dims, so the names must agree "
+                f"(tensordict {mine}, sub-tensordict {theirs})"
+            )
+            raise DimNameConflictError(msg)
+        merged.append(a if a is not None else b)
+    if merged != mine:
+        parent.names = merged
+    if merged != theirs[:n]:
+        sub._names = dimnames.clean([*merged, *theirs[n:]])
+        sub._propagate_names()
 
 
 def _name_leading(sub: TensorDict, names: list, before, bd: int) -> None:

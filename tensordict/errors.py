@@ -30,6 +30,7 @@ __all__ = [
     "CopyAtError",
     "DensifyError",
     "DeviceUnavailableError",
+    "DimNameConflictError",
     "DimTypeError",
     "DimensionError",
     "EntryExistsError",
@@ -471,6 +472,10 @@ class ConsolidatedFormatError(TensorDictError, RuntimeError, ValueError):
 
 class ConsolidatedNotFoundError(TensorDictError, FileNotFoundError):
     """The file given to ``from_consolidated`` does not exist (its ``filename`` is the path)."""
+
+
+class DimNameConflictError(TensorDictError, RuntimeError, ValueError):
+    """A sub-tensordict whose leading dim names differ from its parent's (they share those dims)."""
 
 
 class DimTypeError(TensorDictError, TypeError, ValueError):

@@ -313,3 +313,24 @@ def test_names_after_tensor_indices(index, names):
     """A lone tensor index keeps its dim's name on its one wide dim; others give unnamed dims where torch puts them."""
     td = TensorDict({"x": torch.zeros(3, 3, 3, 3)}, [3, 3, 3, 3], names=["a", "b", "c", "d"])
     assert td[index].names == names
+
+
+def test_a_stored_sub_tensordict_and_its_parent_share_the_names_of_their_common_dims():
+    """Storing a sub-tensordict names its leading dims as the parent's, or names the parent's."""
+    td = TensorDict(batch_size=[3, 4], names=["a", "b"])
+    td["sub"] = TensorDict(batch_size=[3, 4, 2])
+    assert td["sub"].names == ["a", "b", None]
+    td["empty"] = TensorDict()
+    assert td["empty"].names == ["a", "b"]
+    plain = TensorDict({}, [3])
+    plain["sub"] = TensorDict({}, [3, 4], names=["x", "y"])
+    assert plain.names == ["x"]
+    assert plain["sub"].names == ["x", "y"]
+
+
+def test_a_sub_tensordict_whose_names_differ_from_its_parent_is_refused():
+    """A leading dim named differently by the parent and the sub-tensordict raises RuntimeError."""
+    td = TensorDict({}, [3], names=["x"])
+    with pytest.raises(RuntimeError):
+        td["sub"] = TensorDict({}, [3, 4], names=["a", "b"])
+    assert "sub" not in td.keys()
