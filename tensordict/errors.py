@@ -73,6 +73,7 @@ __all__ = [
     "ReservedFieldError",
     "ShapeArgumentError",
     "ShapeMismatchError",
+    "SharedValueError",
     "SplitSizeError",
     "StructureMismatchError",
     "SymlinkError",
@@ -377,6 +378,10 @@ class PermutationError(ShapeArgumentError, ValueError):
     A ``ValueError`` as the well-known API's ``permute`` raises, and a ``RuntimeError`` as
     its legacy lazy ``permute`` does.
     """
+
+
+class SharedValueError(TensorDictError, TypeError, ValueError):
+    """A value a shared non-tensor entry cannot hold: not a JSON value, or too long for its buffer."""
 
 
 class SplitSizeError(ShapeArgumentError, ValueError):
