@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import torch
 
 from tensordict.errors import SharedValueError
@@ -78,10 +79,11 @@ class SharedValue:
         {'eggs': 2}
     """
 
-    __slots__ = ("_arena", "_capacity", "_offset")
+    __slots__ = ("_arena", "_bytes", "_capacity", "_offset")
 
     def __init__(self, arena: torch.Tensor, offset: int, capacity: int) -> None:
         self._arena = arena
+        self._bytes = arena.numpy()  # the same memory, read and written without torch's overhead
         self._offset = offset
         self._capacity = capacity
 
@@ -119,18 +121,18 @@ class SharedValue:
             )
             raise SharedValueError(msg)
         start = self._offset + _HEADER
-        if payload:
-            self._arena[start : start + len(payload)] = torch.frombuffer(
-                bytearray(payload), dtype=torch.uint8
-            )
-        size = torch.tensor([len(payload)], dtype=torch.int64).view(torch.uint8)
-        self._arena[self._offset : start] = size
+        view = self._bytes
+        view[start : start + len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+        view[self._offset : start] = np.frombuffer(
+            len(payload).to_bytes(_HEADER, "little"), np.uint8
+        )
 
     def get(self) -> Any:
         """Returns the value last written, by any process (a new object at each call)."""
         start = self._offset + _HEADER
-        size = int(self._arena[self._offset : start].view(torch.int64)[0])
-        return json.loads(bytes(self._arena[start : start + size].numpy()))
+        view = self._bytes
+        size = int.from_bytes(view[self._offset : start].tobytes(), "little")
+        return json.loads(view[start : start + size].tobytes())
 
     def set(self, value: Any) -> None:
         """Writes ``value`` in place: every process holding this cell reads it next.
