@@ -45,6 +45,7 @@ __all__ = [
     "IndexTypeError",
     "InvalidArgumentError",
     "InvalidSourceError",
+    "KeyFileNameError",
     "KeyMismatchError",
     "KeyTypeError",
     "LazyViewCastError",
@@ -125,6 +126,11 @@ class EntryShapeError(BatchSizeError, ValueError):
 
 class MemberBatchSizeError(BatchSizeError, ValueError):
     """A new member of a lazy stack does not have the members' batch size (``append``, ``insert``, ``extend``)."""
+
+
+class KeyFileNameError(TensorDictError, ValueError, RuntimeError):
+    """A key that cannot be a file name with ``robust_key=False`` (``"a/b"``, ``".."``): the
+    well-known API fails writing it (a ``RuntimeError``)."""
 
 
 class KeyMismatchError(_Sentence, TensorDictError, KeyError, RuntimeError):
