@@ -21,7 +21,7 @@ from tensordict._collection import (
 )
 from tensordict._keys import NestedKey
 from tensordict._ops.keys import _KeysView
-from tensordict._td import TensorDict, _check_names
+from tensordict._td import TensorDict, _check_names, check_sub_names
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import LockedError, MemberBatchSizeError
 
@@ -406,6 +406,10 @@ class LazyMembersMixin:
     def _set_names(self, names: list) -> None:
         names = _check_names(names, self.batch_size) or [None] * self.batch_dims
         member_names = names[: self._stack_dim] + names[self._stack_dim + 1 :]
+        for member in self.tensordicts:
+            if type(member) is TensorDict:
+                # the stack's names, stack dim included, must stay unique in the sub-tensordicts
+                check_sub_names(member, names)
         for member in self.tensordicts:
             member.names = member_names if any(n is not None for n in member_names) else None
         self._stack_dim_name = names[self._stack_dim]

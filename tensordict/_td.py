@@ -157,6 +157,25 @@ def _check_names(names, batch_size: torch.Size):
     return names if seen else None
 
 
+def check_sub_names(td, names: list) -> None:
+    """Refuses ``names`` for the batch dims of ``td`` when a sub-tensordict's own further dims
+    already use one of them: names along a path of sub-tensordicts must stay unique."""
+    n = len(td.batch_size)
+    for key, value in td._items_level():
+        if type(value) is not TensorDict:
+            continue
+        own = value.names[n:] if value._names is not None else []
+        combined = [*names, *own]
+        seen = [x for x in combined if x is not None]
+        if len(seen) != len(set(seen)):
+            msg = (
+                f"batch dimension names must be unique along a path of sub-tensordicts: the names "
+                f"{names} and the own dims {own} of the sub-tensordict {key!r} repeat a name"
+            )
+            raise ValueError(msg)
+        check_sub_names(value, [*names, *(own or [None] * (len(value.batch_size) - n))])
+
+
 class TensorDict(TensorDictBase):
     """A dictionary of tensors whose entries share leading batch dimensions.
 
@@ -428,7 +447,10 @@ class TensorDict(TensorDictBase):
 
     @names.setter
     def names(self, value: Sequence[str | None] | None) -> None:
-        self._names = None if value is None else _check_names(value, self._batch_size)
+        names = None if value is None else _check_names(value, self._batch_size)
+        if names is not None:
+            check_sub_names(self, names)
+        self._names = names
         self._propagate_names()
 
     def _propagate_names(self) -> None:

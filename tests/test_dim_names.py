@@ -334,3 +334,16 @@ def test_a_sub_tensordict_whose_names_differ_from_its_parent_is_refused():
     with pytest.raises(RuntimeError):
         td["sub"] = TensorDict({}, [3, 4], names=["a", "b"])
     assert "sub" not in td.keys()
+
+
+def test_names_must_stay_unique_along_a_path_of_sub_tensordicts():
+    """Naming a dim as a sub-tensordict already names one of its own dims raises ValueError."""
+    td = TensorDict({"": TensorDict({}, [3, 4], names=["c", "d"])}, [3], names=["c"])
+    stack = LazyStackedTensorDict.lazy_stack([td, td], -1)
+    with pytest.raises(ValueError):
+        stack.names = ["c", "d"]
+    stack.names = ["c", "e"]
+    assert stack[""].names == ["c", "e", "d"]
+    plain = TensorDict({"s": TensorDict({}, [3, 4], names=[None, "d"])}, [3])
+    with pytest.raises(ValueError):
+        plain.names = ["d"]
