@@ -270,6 +270,8 @@ def _any_value(value):
     """The constructor's source for ``value``: every container it holds made a nested dict."""
     if is_tensor_collection(value):
         return value
+    if _is_h5_group(value):  # a Mapping too, read lazily by a PersistentTensorDict
+        return CONVERTERS["from_h5_group"](value)
     if isinstance(value, Mapping):
         return {k: _any_value(v) for k, v in value.items()}
     if _is_namedtuple(value):
@@ -281,6 +283,11 @@ def _any_value(value):
     if isinstance(value, np.ndarray) and value.dtype.names is not None:
         return _from_struct_array(value)
     return value
+
+
+def _is_h5_group(value) -> bool:
+    """An open h5py file or group (told without importing h5py, an optional extra)."""
+    return type(value).__module__.startswith("h5py") and hasattr(value, "create_group")
 
 
 def _any_list(values: list):
@@ -312,6 +319,8 @@ def _from_any(
             device=device,
             batch_size=batch_size,
         )
+    if _is_h5_group(obj):
+        return CONVERTERS["from_h5_group"](obj)
     if isinstance(obj, (Mapping, tuple)) or _is_dataclass_instance(obj):
         source = _any_value(obj)
         return _build(
