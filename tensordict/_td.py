@@ -474,10 +474,10 @@ class TensorDict(TensorDictBase):
     def refine_names(self: T, *names: str | EllipsisType | None) -> T:
         """Sets the names of the batch dimensions in place, and returns the tensordict.
 
-        The names replace the current ones as an assignment to :attr:`names`
-        would: ``None`` leaves a dimension unnamed (removing a name it had), and a
-        name a dimension already has is not compared with the new one. One
-        ``...`` stands for as many unnamed dimensions as the other names leave.
+        As ``Tensor.refine_names``: an unnamed dimension takes the name given
+        (``None`` leaves it unnamed), a dimension already named must be given that
+        name (see :meth:`rename` to change it). One ``...`` stands for the
+        dimensions the other names leave, which keep their names.
 
         Args:
             *names (str or None): one name (or ``None``) per batch dimension, with
@@ -489,16 +489,15 @@ class TensorDict(TensorDictBase):
         Raises:
             ValueError: if the names (with ``...`` expanded) are not one per batch
                 dimension, or repeat a name.
+            DimNameConflictError: if a dimension already named gets another name or
+                ``None`` (also a ``RuntimeError``).
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
             >>> td.refine_names(..., "feature").names
             [None, 'feature']
         """
-        names = list(names)
-        if Ellipsis in names:
-            i = names.index(Ellipsis)
-            names[i : i + 1] = [None] * (self.batch_dims - len(names) + 1)
+        names = dimnames.refine(self.names, names)
         self.names = names
         return self
 

@@ -347,3 +347,20 @@ def test_names_must_stay_unique_along_a_path_of_sub_tensordicts():
     plain = TensorDict({"s": TensorDict({}, [3, 4], names=[None, "d"])}, [3])
     with pytest.raises(ValueError):
         plain.names = ["d"]
+
+
+def test_refine_names_keeps_names_and_refuses_to_change_one():
+    """As Tensor.refine_names: ... keeps names, a new name fills an unnamed dim, a named
+    dim cannot take another name nor None (RuntimeError)."""
+    td = TensorDict(batch_size=[3, 4, 5, 6])
+    assert td.refine_names(None, None, None, "d").names == [None, None, None, "d"]
+    assert td.refine_names(None, None, "c", "d").names == [None, None, "c", "d"]
+    with pytest.raises(RuntimeError):
+        td.refine_names(None, None, "d", "d")
+    assert td.refine_names(..., "d").names == [None, None, "c", "d"]
+    assert td.refine_names("a", ..., "d").names == ["a", None, "c", "d"]
+    stack = lazy_stack([TensorDict(batch_size=[3]), TensorDict(batch_size=[3])])
+    stack.refine_names("env", None)
+    assert stack.refine_names("env", "t").names == ["env", "t"]
+    with pytest.raises(RuntimeError):
+        stack.refine_names(None, "t")
