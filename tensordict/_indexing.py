@@ -9,6 +9,8 @@ consumes more dimensions than the batch has is refused.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
@@ -18,7 +20,7 @@ from tensordict.errors import DimensionError, IndexTypeError, SplitSizeError
 _SIMPLE = (int, slice)
 
 
-def check_split_size(split_size) -> None:
+def check_split_size(split_size: int | Sequence[int]) -> None:
     """Refuses an int ``split_size`` that is not positive, as every ``split`` of a batch does.
 
     Raises:

@@ -157,7 +157,7 @@ def _check_names(names, batch_size: torch.Size):
     return names if seen else None
 
 
-def check_sub_names(td, names: list) -> None:
+def check_sub_names(td: TensorDict, names: list) -> None:
     """Refuses ``names`` for the batch dims of ``td`` when a sub-tensordict's own further dims
     already use one of them: names along a path of sub-tensordicts must stay unique."""
     n = len(td.batch_size)
