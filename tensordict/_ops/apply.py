@@ -151,7 +151,7 @@ def _inner(value):
 class ApplyMixin(Contract):
     """The apply family of every tensordict class (see ``TensorDictBase``).
 
-    Calls: ``_get_str``, ``_items_level``, ``_new_like``, ``_set_str``.
+    Calls: ``_get_str``, ``_items_level``, ``_new_like``, ``_set_str``, ``_tensordict``.
     """
 
     __slots__ = ()

@@ -122,7 +122,7 @@ def _field_dtype(key: str, value, batch_dims: int, batch_size: torch.Size):
 class ConvertMixin(Contract):
     """Conversions between every tensordict class and other containers (see ``TensorDictBase``).
 
-    Calls: ``_items_level``, ``_new_like``.
+    Calls: ``_items_level``, ``_new_like``, ``_tensordict``.
     """
 
     __slots__ = ()

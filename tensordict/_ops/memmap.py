@@ -212,7 +212,7 @@ def warn_storage_without_file(key: NestedKey, path: str) -> None:
 class MemmapMixin(Contract):
     """Memory-mapping methods shared by every tensordict class.
 
-    Calls: ``_del_str``, ``_get_str``, ``_items_level``, ``_keys_level``, ``_memmap_load_into``,
+    Calls: ``_cells``, ``_del_str``, ``_get_str``, ``_items_level``, ``_keys_level``, ``_memmap_load_into``,
         ``_memmap_record``, ``_memmap_record_type``, ``_memmap_refresh``, ``_mm``,
         ``_new_like``, ``_store_entry``, ``_tensordict``.
     """
