@@ -457,6 +457,8 @@ class TensorDict(TensorDictBase):
         names = self._names
         n = len(self._batch_size)
         for value in self._tensordict.values():
+            if getattr(type(value), "_is_tensorclass", False):
+                value = value._tensordict  # a tensorclass's dims are its tensordict's
             if type(value) is TensorDict:
                 own = (
                     value._names[n:]
@@ -529,7 +531,7 @@ class TensorDict(TensorDictBase):
             >>> td.rename(x="batch").names, td.rename("u", "v").names, td.names
             (['batch', 'y'], ['u', 'v'], ['x', 'y'])
         """
-        out = self._shallow_copy()
+        out = _tree_copy(self)  # the copy's sub-tensordicts take the new names, not the source's
         if rename_map:
             current = self.names or [None] * self.batch_dims
             out.names = [rename_map.get(n, n) for n in current]
@@ -1340,6 +1342,20 @@ def _adopt_batch(key: str, value, batch_size: torch.Size):
         )
         raise BatchSizeError(msg) from err
     return adopted
+
+
+def _tree_copy(td: TensorDict) -> TensorDict:
+    """A copy of ``td`` and of its sub-tensordicts (tensorclasses' too), sharing the leaves."""
+    data = {}
+    for key, value in td._tensordict.items():
+        if type(value) is TensorDict:
+            value = _tree_copy(value)
+        elif (
+            getattr(type(value), "_is_tensorclass", False) and type(value._tensordict) is TensorDict
+        ):
+            value = type(value)._from_tensordict(_tree_copy(value._tensordict))
+        data[key] = value
+    return TensorDict._new_unsafe(data, td._batch_size, td._device, td._names)
 
 
 def _share_names(parent: TensorDict, key: str, sub: TensorDict) -> None:

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack
+from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack, tensorclass
 
 
 def make_td():
@@ -364,3 +364,27 @@ def test_refine_names_keeps_names_and_refuses_to_change_one():
     assert stack.refine_names("env", "t").names == ["env", "t"]
     with pytest.raises(RuntimeError):
         stack.refine_names(None, "t")
+
+
+def test_rename_leaves_the_source_sub_tensordicts_names_alone():
+    """rename() gives a copy whose sub-tensordicts (and tensorclasses) carry the new names;
+    the source's keep theirs. names and rename_ reach a nested tensorclass too."""
+
+    @tensorclass
+    class Box:
+        x: torch.Tensor
+
+    td = TensorDict(
+        {
+            "c": Box(x=torch.zeros(3, 4, 5), batch_size=[3, 4, 5]),
+            "d": TensorDict(x=torch.zeros(3, 4, 5), batch_size=[3, 4, 5]),
+        },
+        [3, 4],
+        names=["a", "b"],
+    )
+    assert td.get("c").names == ["a", "b", None]
+    renamed = td.rename(b="q")
+    assert renamed.get("c").names == renamed["d"].names == ["a", "q", None]
+    assert td.get("c").names == td["d"].names == ["a", "b", None]
+    td.rename_(a="g")
+    assert td.get("c").names == ["g", "b", None]
