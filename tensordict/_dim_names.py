@@ -14,6 +14,7 @@ import torch
 
 from tensordict._indexing import is_first_class_dim
 from tensordict._typing import IndexType
+from tensordict.errors import DimNameConflictError
 
 
 def clean(names: Iterable[str | None] | None) -> list | None:
@@ -22,6 +23,37 @@ def clean(names: Iterable[str | None] | None) -> list | None:
         return None
     names = list(names)
     return names if any(n is not None for n in names) else None
+
+
+def refine(current: list, names: Sequence) -> list:
+    """The names ``refine_names(*names)`` gives dims named ``current``, as ``Tensor.refine_names``.
+
+    An unnamed dim takes the name given (``None`` leaves it unnamed); a named dim
+    must be given its own name; one ``...`` keeps the names of the dims it stands
+    for. A list of the wrong length is returned as it is, for the caller's count
+    check.
+
+    Raises:
+        DimNameConflictError: if a dim already named gets another name or ``None``
+            (a ``RuntimeError`` and a ``ValueError``).
+    """
+    names = list(names)
+    if Ellipsis in names:
+        i = names.index(Ellipsis)
+        fill = len(current) - len(names) + 1
+        names[i : i + 1] = list(current[i : i + fill]) if fill >= 0 else []
+    if len(names) != len(current):
+        return names
+    out = []
+    for dim, (old, new) in enumerate(zip(current, names)):
+        if old is not None and new != old:
+            msg = (
+                f"refine_names: cannot coerce the names {list(current)} with {names}: dim {dim} "
+                f"is named {old!r} already (rename() changes names, ... keeps them)"
+            )
+            raise DimNameConflictError(msg)
+        out.append(new)
+    return out
 
 
 def drop(names: Sequence[str | None] | None, dim: int) -> list | None:

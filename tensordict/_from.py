@@ -29,7 +29,7 @@ from tensordict._blocks import written_back
 from tensordict._collection import is_tensor_collection
 from tensordict._helpers import check_batch_args
 from tensordict._lazy import lazy_stack as _lazy_stack
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, stack_from_list
 from tensordict._ops.convert import CONVERTERS, NON_STRING_KEY, PYTREE_TYPE
 from tensordict._td import TensorDict
 from tensordict._tensorclass.from_dataclass import from_dataclass
@@ -267,19 +267,35 @@ def _from_pytree(
 
 # ====================================================================== any of the above
 def _any_value(value):
+    """The constructor's source for ``value``: every container it holds made a nested dict."""
     if is_tensor_collection(value):
         return value
+    if _is_h5_group(value):  # a Mapping too, read lazily by a PersistentTensorDict
+        return CONVERTERS["from_h5_group"](value)
     if isinstance(value, Mapping):
         return {k: _any_value(v) for k, v in value.items()}
     if _is_namedtuple(value):
-        return _from_namedtuple(value)
+        return {k: _any_value(v) for k, v in value._asdict().items()}
     if isinstance(value, tuple):
-        return _from_tuple(value)
+        return {str(i): _any_value(v) for i, v in enumerate(value)}
     if _is_dataclass_instance(value):
-        return _td_from_dataclass(value)
+        return {f.name: _any_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, np.ndarray) and value.dtype.names is not None:
         return _from_struct_array(value)
     return value
+
+
+def _is_h5_group(value) -> bool:
+    """An open h5py file or group (told without importing h5py, an optional extra)."""
+    return type(value).__module__.startswith("h5py") and hasattr(value, "create_group")
+
+
+def _any_list(values: list):
+    """A list as one tensor when torch takes it (numbers of a regular shape), else a stack of values."""
+    try:
+        return torch.tensor(values)
+    except (TypeError, ValueError, RuntimeError):
+        return stack_from_list(values)
 
 
 def _from_any(
@@ -293,25 +309,23 @@ def _from_any(
     """The implementation of :meth:`TensorDictBase.from_any` (documented there)."""
     if is_tensor_collection(obj):
         return obj
-    kwargs = {
-        "auto_batch_size": auto_batch_size,
-        "batch_dims": batch_dims,
-        "device": device,
-        "batch_size": batch_size,
-    }
-    if isinstance(obj, Mapping):
+    if isinstance(obj, list):
+        return _any_list(obj)
+    if isinstance(obj, np.ndarray) and obj.dtype.names is not None:
+        return _from_struct_array(
+            obj,
+            auto_batch_size=auto_batch_size,
+            batch_dims=batch_dims,
+            device=device,
+            batch_size=batch_size,
+        )
+    if _is_h5_group(obj):
+        return CONVERTERS["from_h5_group"](obj)
+    if isinstance(obj, (Mapping, tuple)) or _is_dataclass_instance(obj):
         source = _any_value(obj)
         return _build(
             "from_any", source, batch_size, auto_batch_size, batch_dims, device, strict=False
         )
-    if _is_namedtuple(obj):
-        return _from_namedtuple(obj, **kwargs)
-    if isinstance(obj, tuple):
-        return _from_tuple(obj, **kwargs)
-    if _is_dataclass_instance(obj):
-        return _td_from_dataclass(obj, **kwargs)
-    if isinstance(obj, np.ndarray) and obj.dtype.names is not None:
-        return _from_struct_array(obj, **kwargs)
     return obj
 
 

@@ -9,13 +9,26 @@ consumes more dimensions than the batch has is refused.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
 from tensordict._typing import IndexType
-from tensordict.errors import DimensionError, IndexTypeError
+from tensordict.errors import DimensionError, IndexTypeError, SplitSizeError
 
 _SIMPLE = (int, slice)
+
+
+def check_split_size(split_size: int | Sequence[int]) -> None:
+    """Refuses an int ``split_size`` that is not positive, as every ``split`` of a batch does.
+
+    Raises:
+        SplitSizeError: naming the size (a ``ValueError`` and a ``RuntimeError``).
+    """
+    if type(split_size) is int and split_size <= 0:
+        msg = f"split(): split_size must be positive, got {split_size}"
+        raise SplitSizeError(msg)
 
 
 def _dims_consumed(item) -> int:

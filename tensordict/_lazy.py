@@ -37,6 +37,7 @@ from tensordict._options import list_to_stack
 from tensordict._printing import RaggedLeaf, collection_repr
 from tensordict._td import TensorDict, _adopt_batch
 from tensordict._typing import DeviceType, ShapeType
+from tensordict._unbatched import is_unbatched, stack_unbatched
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     BatchSizeArgumentError,
@@ -103,7 +104,10 @@ def _dense_where_possible(cls, tds: list, d: int):
     out = {}
     for key in keys:
         values = [t._get_str(key, None) for t in tds]
-        if all(isinstance(v, torch.Tensor) for v in values):
+        if is_unbatched(values[0]):
+            size = first.batch_size
+            out[key] = stack_unbatched(values, size[:d] + torch.Size((len(tds),)) + size[d:])
+        elif all(isinstance(v, torch.Tensor) for v in values):
             if any(v.shape != values[0].shape for v in values):
                 return None
             out[key] = torch.stack(values, d)
@@ -563,6 +567,8 @@ class LazyStackedTensorDict(
                 raise self._missing((key,), 0, self)
             return default
         first = values[0]
+        if is_unbatched(first):
+            return stack_unbatched(values, self.batch_size)
         if isinstance(first, torch.Tensor):
             return _stack_leaves(key, values, self._stack_dim)
         if is_non_tensor(first):

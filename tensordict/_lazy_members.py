@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from tensordict import _dim_names as dimnames
 from tensordict._collection import (
     NO_DEFAULT,
     TensorCollection,
@@ -21,7 +22,7 @@ from tensordict._collection import (
 )
 from tensordict._keys import NestedKey
 from tensordict._ops.keys import _KeysView
-from tensordict._td import TensorDict, _check_names
+from tensordict._td import TensorDict, _check_names, check_sub_names
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import LockedError, MemberBatchSizeError
 
@@ -346,7 +347,9 @@ class LazyMembersMixin:
     def refine_names(self: T, *names: str | EllipsisType | None) -> T:
         """Names the batch dims in place: the stack dim's name and the members' dims.
 
-        One ``...`` stands for as many unnamed dims as the other names leave.
+        As ``Tensor.refine_names``: an unnamed dim takes the name given (``None``
+        leaves it unnamed), a dim already named must be given that name. One ``...``
+        stands for the dims the other names leave, which keep their names.
 
         Args:
             *names (str or None): one per batch dim.
@@ -356,16 +359,15 @@ class LazyMembersMixin:
 
         Raises:
             ValueError: if there is not one name per batch dim, or a name repeats.
+            DimNameConflictError: if a dim already named gets another name (also a
+                ``RuntimeError``).
 
         Examples:
             >>> stack = lazy_stack([TensorDict(batch_size=[3]), TensorDict(batch_size=[3])])
             >>> stack.refine_names("env", "time").names
             ['env', 'time']
         """
-        names = list(names)
-        if Ellipsis in names:
-            i = names.index(Ellipsis)
-            names[i : i + 1] = [None] * (self.batch_dims - len(names) + 1)
+        names = dimnames.refine(self.names, names)
         self._set_names(names)
         return self
 
@@ -406,6 +408,10 @@ class LazyMembersMixin:
     def _set_names(self, names: list) -> None:
         names = _check_names(names, self.batch_size) or [None] * self.batch_dims
         member_names = names[: self._stack_dim] + names[self._stack_dim + 1 :]
+        for member in self.tensordicts:
+            if type(member) is TensorDict:
+                # the stack's names, stack dim included, must stay unique in the sub-tensordicts
+                check_sub_names(member, names)
         for member in self.tensordicts:
             member.names = member_names if any(n is not None for n in member_names) else None
         self._stack_dim_name = names[self._stack_dim]

@@ -24,7 +24,9 @@ from typing import Any
 import torch
 
 from tensordict._collection import NO_DEFAULT, TensorCollection
+from tensordict._indexing import check_split_size
 from tensordict._options import capture_non_tensor_stack
+from tensordict._shared_value import SharedValue, holds_json
 from tensordict._typing import DeviceType, ShapeType
 from tensordict.errors import EntryTypeError, LockedError, UnknownFieldError, ValueAtIndexError
 
@@ -170,6 +172,22 @@ def entry_from_list(
     return stack_from_list(value)
 
 
+def share_values(entries: list) -> None:
+    """Moves the values of ``entries`` (non-tensor entries) that JSON holds to shared memory.
+
+    The hook of ``share_memory_``: the values go to one new buffer (see
+    :mod:`tensordict._shared_value`); other values, and values shared already, stay.
+    """
+    todo = {}
+    for entry in entries:
+        value = entry._data
+        if type(value) is not SharedValue and holds_json(value):
+            todo[id(entry)] = entry
+    cells = SharedValue.share([entry._data for entry in todo.values()])
+    for entry, cell in zip(todo.values(), cells):
+        object.__setattr__(entry, "_data", cell)
+
+
 def _dummy(batch_size: torch.Size) -> torch.Tensor:
     # A zero-memory tensor of the batch shape: shape functions run on it to tell
     # the batch size they produce.
@@ -231,16 +249,7 @@ class NonTensorDataBase:
     """
 
     __slots__ = {
-        "data": """The value held, shared by every entry derived from this one.
-
-        It may be reassigned, unless the entry is locked (see ``lock_``); the new
-        value is not checked.
-
-        Examples:
-            >>> entry = NonTensorData({"level": 3}, [2])
-            >>> entry.data["level"], entry[0].data is entry.data
-            (3, True)
-        """,
+        "_data": None,  # the value, or the SharedValue that holds it (see ``data``)
         "_batch_size": None,
         "_device": None,
         "_metadata": None,
@@ -305,13 +314,40 @@ class NonTensorDataBase:
             raise LockedError(msg)
         object.__setattr__(self, name, value)
 
+    @property
+    def data(self) -> Any:
+        """The value held, shared by every entry derived from this one.
+
+        It may be reassigned, unless the entry is locked (see ``lock_``); the new
+        value is not checked. After ``share_memory_()`` the value of an entry that
+        JSON holds lives in shared memory: reading it gives what any process wrote
+        last, and assigning it writes there (see :mod:`tensordict._shared_value`).
+
+        Examples:
+            >>> entry = NonTensorData({"level": 3}, [2])
+            >>> entry.data["level"], entry[0].data is entry.data
+            (3, True)
+        """
+        value = self._data
+        return value.get() if type(value) is SharedValue else value
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        cell = getattr(self, "_data", None)
+        if type(cell) is SharedValue and type(value) is not SharedValue:
+            cell.set(value)  # in place: every process holding the entry sees it
+        else:
+            object.__setattr__(self, "_data", value)
+
     def __getstate__(self) -> dict:
-        return {name: getattr(self, name) for name in _FIELDS}
+        state = {name: getattr(self, name) for name in _FIELDS if name != "data"}
+        state["data"] = self._data  # a SharedValue pickles as its shared memory
+        return state
 
     def __setstate__(self, state: dict) -> None:
         # The fields are restored as they were, a locked entry's value included.
         for name, value in state.items():
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, "_data" if name == "data" else name, value)
 
     @property
     def batch_size(self) -> torch.Size:
@@ -531,7 +567,10 @@ class NonTensorDataBase:
         return self
 
     def _with(self, batch_size) -> NonTensorDataBase:
-        return type(self)(self.data, batch_size, self._device, metadata=self._metadata)
+        out = type(self)(self.data, batch_size, self._device, metadata=self._metadata)
+        if type(self._data) is SharedValue:
+            object.__setattr__(out, "_data", self._data)  # a view shares the shared value
+        return out
 
     def _reshaped(self, fn) -> NonTensorData:
         return self._with(fn(_dummy(self._batch_size)).shape)
@@ -917,6 +956,7 @@ class NonTensorDataBase:
             A tuple of new :class:`NonTensorData` entries, one per piece.
 
         Raises:
+            SplitSizeError: if an int ``split_size`` is not positive (a ``ValueError``).
             RuntimeError: if a list of sizes does not add up to the size of ``dim``.
             IndexError: if ``dim`` is out of range.
 
@@ -924,6 +964,7 @@ class NonTensorDataBase:
             >>> [part.batch_size for part in NonTensorData("a", [5]).split(2)]
             [torch.Size([2]), torch.Size([2]), torch.Size([1])]
         """
+        check_split_size(split_size)
         return self._split_like(lambda d: d.split(split_size, dim))
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
@@ -989,6 +1030,9 @@ class NonTensorDataBase:
     def clone(self, recurse: bool = True) -> NonTensorData:
         """Returns a new entry with the same batch size, device and metadata, sharing the value.
 
+        A value that ``share_memory_()`` put in shared memory is read out: writes into
+        the copy do not reach the source.
+
         Args:
             recurse (bool, optional): accepted for compatibility with tensordicts;
                 the value is shared either way. Defaults to True.
@@ -1002,7 +1046,8 @@ class NonTensorDataBase:
             >>> copy is entry, copy.data is entry.data
             (False, True)
         """
-        return self._with(self._batch_size)
+        # a value in shared memory is read out: the copy does not write into the source's
+        return type(self)(self.data, self._batch_size, self._device, metadata=self._metadata)
 
     def to(self, *args: Any, **kwargs: Any) -> NonTensorData:
         """Returns a new entry with another device, or the same one; dtypes and the like are ignored.

@@ -84,6 +84,19 @@ class _Option:
             if self.env:
                 os.environ[self.env] = "1" if value else "0"
 
+    def saved(self) -> tuple:
+        """What :meth:`set_global` changes, to give to :meth:`restore`."""
+        return self._global, os.environ.get(self.env) if self.env else None
+
+    def restore(self, saved: tuple) -> None:
+        with self._lock:
+            self._global, env_value = saved
+            if self.env:
+                if env_value is None:
+                    os.environ.pop(self.env, None)
+                else:
+                    os.environ[self.env] = env_value
+
     def enter(self, value: Any) -> contextvars.Token:
         return self._block.set(value)
 
@@ -107,9 +120,15 @@ class _Setter:
         self._value = value
         # A stack, so that one instance may be entered again inside its own block.
         self._tokens: list[contextvars.Token] = []
+        # What each set() replaced: __exit__ outside a block undoes the last one.
+        self._replaced: list[tuple] = []
 
     def set(self) -> None:
-        """Sets the option for the rest of the process (and the child processes it starts)."""
+        """Sets the option for the rest of the process (and the child processes it starts).
+
+        Calling ``__exit__`` on the same object outside a ``with`` block undoes it.
+        """
+        self._replaced.append(self._option.saved())
         self._option.set_global(self._value)
 
     def _block_value(self) -> Any:
@@ -120,7 +139,10 @@ class _Setter:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._option.exit(self._tokens.pop())
+        if self._tokens:
+            self._option.exit(self._tokens.pop())
+        elif self._replaced:
+            self._option.restore(self._replaced.pop())  # undoes set()
 
     def __call__(self, func: Callable) -> Callable:
         option = self._option
@@ -513,6 +535,7 @@ class set_printoptions(_Setter):
 
     def set(self) -> None:
         """Sets the options for the rest of the process."""
+        self._replaced.append(self._option.saved())
         self._option.set_global({**dict(self._option._global), **self._value})
 
     def _block_value(self) -> dict[str, Any]:

@@ -809,4 +809,5 @@ def _to_h5(td: TensorDictBase, filename: str | os.PathLike, **kwargs: Any) -> Pe
 
 # TensorDictBase.from_h5 / to_h5 (tensordict/_ops/convert.py) call these through its registry
 CONVERTERS["from_h5"] = PersistentTensorDict.from_h5
+CONVERTERS["from_h5_group"] = lambda group: PersistentTensorDict(group=group)
 CONVERTERS["to_h5"] = _to_h5

@@ -20,7 +20,7 @@ from tensordict._ops.batch_dims import cat_dim
 from tensordict._options import lazy_legacy
 from tensordict._td import TensorDict
 from tensordict._torch_function import implements
-from tensordict._unbatched import is_unbatched
+from tensordict._unbatched import is_unbatched, stack_unbatched
 from tensordict.errors import DimensionError, KeyMismatchError
 
 
@@ -165,7 +165,7 @@ def _combine_level(tds, out, new_size, names, tensors, entries, nested):
         values = [td._get_str(key, None) for td in tds]
         target = None if out is None else out._get_str(key, None)
         if is_unbatched(value):
-            result[key] = value.rebatched(new_size)
+            result[key] = stack_unbatched(values, new_size)
         elif isinstance(value, torch.Tensor):
             result[key] = tensors(key, values, target)
         elif is_non_tensor(value):

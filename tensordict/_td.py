@@ -53,6 +53,7 @@ from tensordict._unbatched import is_unbatched
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     BatchSizeError,
+    DimNameConflictError,
     EntryShapeError,
     FirstClassDimError,
     InvalidArgumentError,
@@ -156,6 +157,25 @@ def _check_names(names, batch_size: torch.Size):
         msg = f"batch dimension names must be unique, got {names}"
         raise ValueError(msg)
     return names if seen else None
+
+
+def check_sub_names(td: TensorDict, names: list) -> None:
+    """Refuses ``names`` for the batch dims of ``td`` when a sub-tensordict's own further dims
+    already use one of them: names along a path of sub-tensordicts must stay unique."""
+    n = len(td.batch_size)
+    for key, value in td._items_level():
+        if type(value) is not TensorDict:
+            continue
+        own = value.names[n:] if value._names is not None else []
+        combined = [*names, *own]
+        seen = [x for x in combined if x is not None]
+        if len(seen) != len(set(seen)):
+            msg = (
+                f"batch dimension names must be unique along a path of sub-tensordicts: the names "
+                f"{names} and the own dims {own} of the sub-tensordict {key!r} repeat a name"
+            )
+            raise ValueError(msg)
+        check_sub_names(value, [*names, *(own or [None] * (len(value.batch_size) - n))])
 
 
 class TensorDict(TensorDictBase):
@@ -286,7 +306,9 @@ class TensorDict(TensorDictBase):
             _check_batch(key, value, batch_size)
             if device is not None and value.device != device:
                 value = value.to(device)
-            return value.rebatched(batch_size) if is_unbatched(value) else value
+            if is_unbatched(value) and value.batch_size != batch_size:
+                return value.rebatched(batch_size)
+            return value
         if isinstance(value, Mapping) and not is_tensor_collection(value):
             return TensorDict(value, batch_size, device)
         value = _as_value(key, value, device)
@@ -310,6 +332,8 @@ class TensorDict(TensorDictBase):
         _check_batch(key, value, batch_size)
         if device is not None and value.device != device:
             value = value.to(device)
+        if type(value) is TensorDict and (value._names is not None or self._names is not None):
+            _share_names(self, key, value)
         if self._locked and not value.is_locked:
             if isinstance(value, TensorDict):
                 _hold(value, self)
@@ -425,7 +449,10 @@ class TensorDict(TensorDictBase):
 
     @names.setter
     def names(self, value: Sequence[str | None] | None) -> None:
-        self._names = None if value is None else _check_names(value, self._batch_size)
+        names = None if value is None else _check_names(value, self._batch_size)
+        if names is not None:
+            check_sub_names(self, names)
+        self._names = names
         self._propagate_names()
 
     def _propagate_names(self) -> None:
@@ -452,10 +479,10 @@ class TensorDict(TensorDictBase):
     def refine_names(self: T, *names: str | EllipsisType | None) -> T:
         """Sets the names of the batch dimensions in place, and returns the tensordict.
 
-        The names replace the current ones as an assignment to :attr:`names`
-        would: ``None`` leaves a dimension unnamed (removing a name it had), and a
-        name a dimension already has is not compared with the new one. One
-        ``...`` stands for as many unnamed dimensions as the other names leave.
+        As ``Tensor.refine_names``: an unnamed dimension takes the name given
+        (``None`` leaves it unnamed), a dimension already named must be given that
+        name (see :meth:`rename` to change it). One ``...`` stands for the
+        dimensions the other names leave, which keep their names.
 
         Args:
             *names (str or None): one name (or ``None``) per batch dimension, with
@@ -467,16 +494,15 @@ class TensorDict(TensorDictBase):
         Raises:
             ValueError: if the names (with ``...`` expanded) are not one per batch
                 dimension, or repeat a name.
+            DimNameConflictError: if a dimension already named gets another name or
+                ``None`` (also a ``RuntimeError``).
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
             >>> td.refine_names(..., "feature").names
             [None, 'feature']
         """
-        names = list(names)
-        if Ellipsis in names:
-            i = names.index(Ellipsis)
-            names[i : i + 1] = [None] * (self.batch_dims - len(names) + 1)
+        names = dimnames.refine(self.names, names)
         self.names = names
         return self
 
@@ -508,7 +534,7 @@ class TensorDict(TensorDictBase):
             >>> td.rename(x="batch").names, td.rename("u", "v").names, td.names
             (['batch', 'y'], ['u', 'v'], ['x', 'y'])
         """
-        out = self._shallow_copy()
+        out = _tree_copy(self)  # the copy's sub-tensordicts take the new names, not the source's
         if rename_map:
             current = self.names or [None] * self.batch_dims
             out.names = [rename_map.get(n, n) for n in current]
@@ -1332,6 +1358,46 @@ def _adopt_batch(key: str, value, batch_size: torch.Size):
         )
         raise BatchSizeError(msg) from err
     return adopted
+
+
+def _tree_copy(td: TensorDict) -> TensorDict:
+    """A copy of ``td`` and of its sub-tensordicts (tensorclasses' too), sharing the leaves."""
+    data = {}
+    for key, value in td._tensordict.items():
+        if type(value) is TensorDict:
+            value = _tree_copy(value)
+        elif (
+            getattr(type(value), "_is_tensorclass", False) and type(value._tensordict) is TensorDict
+        ):
+            value = type(value)._from_tensordict(_tree_copy(value._tensordict))
+        data[key] = value
+    return TensorDict._new_unsafe(data, td._batch_size, td._device, td._names)
+
+
+def _share_names(parent: TensorDict, key: str, sub: TensorDict) -> None:
+    """Gives a sub-tensordict being stored and its parent the same names for the shared dims.
+
+    Each shared dim named on one side only takes that name on the other; a dim named
+    differently on both sides is refused.
+    """
+    n = len(parent._batch_size)
+    mine = parent.names
+    theirs = sub.names
+    merged = []
+    for i, (a, b) in enumerate(zip(mine, theirs[:n])):
+        if a is not None and b is not None and a != b:
+            msg = (
+                f"the sub-tensordict {key!r} names its dim {i} {b!r}, but the tensordict names "
+                f"it {a!r}: they share their leading dims, so the names must agree "
+                f"(tensordict {mine}, sub-tensordict {theirs})"
+            )
+            raise DimNameConflictError(msg)
+        merged.append(a if a is not None else b)
+    if merged != mine:
+        parent.names = merged
+    if merged != theirs[:n]:
+        sub._names = dimnames.clean([*merged, *theirs[n:]])
+        sub._propagate_names()
 
 
 def _name_leading(sub: TensorDict, names: list, before, bd: int) -> None:

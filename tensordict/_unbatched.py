@@ -25,19 +25,24 @@ What each batch operation does with an unbatched entry:
 - ``auto_batch_size_``: unbatched entries are skipped; the batch size comes
   from the other entries.
 
-Not done yet: lazy stacks (``lazy_stack`` of members that hold an unbatched
-entry stacks the payloads, as for a plain tensor).
+- ``lazy_stack``: reading the entry gives the payload of the first member,
+  its batch size being the stack's (:func:`stack_unbatched`).
+
+Stacking members whose payloads differ (not the same storage) keeps the first
+one and warns (``UserWarning``).
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any
 
 import torch
 
 from tensordict._typing import ShapeType
 
-__all__ = ["UnbatchedTensor", "is_unbatched"]
+__all__ = ["UnbatchedTensor", "is_unbatched", "stack_unbatched"]
 
 _EMPTY = torch.Size(())
 
@@ -53,7 +58,8 @@ class UnbatchedTensor(torch.Tensor):
     and shape unchanged; other operations (arithmetic, ``clone``, ``to``)
     apply to it as to any tensor and return an ``UnbatchedTensor``. It is a
     :class:`torch.Tensor`, so ``td["a"]`` is used as one. Memory mapping an
-    entry of this kind is not supported yet, nor lazy stacks that hold one.
+    entry of this kind is not supported yet. Python conversions (``str``,
+    ``format``, ``round``...) give what the plain tensor gives.
 
     Args:
         data (torch.Tensor or array-like): the payload; anything but a tensor
@@ -139,6 +145,18 @@ class UnbatchedTensor(torch.Tensor):
     def __str__(self) -> str:
         return str(torch.Tensor.as_subclass(self, torch.Tensor))
 
+    def __format__(self, format_spec: str) -> str:
+        # as a plain tensor formats: a 0-dim one as its Python number
+        return torch.Tensor.as_subclass(self, torch.Tensor).__format__(format_spec)
+
+    # The Python conversions give what the plain tensor gives (a value, or its TypeError).
+    def __round__(self, ndigits: int | None = None):
+        plain = torch.Tensor.as_subclass(self, torch.Tensor)
+        return round(plain) if ndigits is None else round(plain, ndigits)
+
+    def __trunc__(self):
+        return math.trunc(torch.Tensor.as_subclass(self, torch.Tensor))
+
     def __reduce_ex__(self, protocol):
         return (UnbatchedTensor, (torch.Tensor.as_subclass(self, torch.Tensor), self.batch_size))
 
@@ -158,3 +176,36 @@ def is_unbatched(value: Any) -> bool:
         (True, False)
     """
     return type(value) is UnbatchedTensor
+
+
+def stack_unbatched(values: list, batch_size: torch.Size) -> UnbatchedTensor:
+    """The entry of a stack of tensordicts whose members hold ``UnbatchedTensor`` entries.
+
+    The stack holds the first member's payload, its batch size being the stack's.
+    Members whose payloads live in another storage are dropped, with a warning.
+
+    Args:
+        values (list of UnbatchedTensor): the members' entries, in order.
+        batch_size (torch.Size): the batch size of the stack.
+
+    Returns:
+        A new ``UnbatchedTensor`` over the first member's payload.
+
+    Examples:
+        >>> import torch
+        >>> u = UnbatchedTensor(torch.zeros(3))
+        >>> out = stack_unbatched([u, u], torch.Size([2]))
+        >>> out.batch_size, out.data_ptr() == u.data_ptr()
+        (torch.Size([2]), True)
+    """
+    first = values[0]
+    ptr = first.data_ptr()
+    if any(v.data_ptr() != ptr or v.shape != first.shape for v in values[1:]):
+        warnings.warn(
+            "stacking UnbatchedTensor entries that hold different data storages: only the "
+            "first member's payload is kept (an UnbatchedTensor is the same for the whole "
+            "batch; use a plain tensor for data that differ per element)",
+            UserWarning,
+            stacklevel=3,
+        )
+    return first.rebatched(batch_size)

@@ -31,6 +31,7 @@ __all__ = [
     "CopyAtError",
     "DensifyError",
     "DeviceUnavailableError",
+    "DimNameConflictError",
     "DimTypeError",
     "DimensionError",
     "EntryExistsError",
@@ -41,9 +42,11 @@ __all__ = [
     "ForeignWriterError",
     "FieldCastError",
     "FirstClassDimError",
+    "IndexShapeError",
     "IndexTypeError",
     "InvalidArgumentError",
     "InvalidSourceError",
+    "KeyFileNameError",
     "KeyMismatchError",
     "KeyTypeError",
     "LazyViewCastError",
@@ -72,6 +75,8 @@ __all__ = [
     "ReservedFieldError",
     "ShapeArgumentError",
     "ShapeMismatchError",
+    "SharedValueError",
+    "SplitSizeError",
     "StructureMismatchError",
     "SymlinkError",
     "TensorDictError",
@@ -122,6 +127,11 @@ class EntryShapeError(BatchSizeError, ValueError):
 
 class MemberBatchSizeError(BatchSizeError, ValueError):
     """A new member of a lazy stack does not have the members' batch size (``append``, ``insert``, ``extend``)."""
+
+
+class KeyFileNameError(TensorDictError, ValueError, RuntimeError):
+    """A key that cannot be a file name with ``robust_key=False`` (``"a/b"``, ``".."``): the
+    well-known API fails writing it (a ``RuntimeError``)."""
 
 
 class KeyMismatchError(_Sentence, TensorDictError, KeyError, RuntimeError):
@@ -385,6 +395,14 @@ class PermutationError(ShapeArgumentError, ValueError):
     """
 
 
+class SharedValueError(TensorDictError, TypeError, ValueError):
+    """A value a shared non-tensor entry cannot hold: not a JSON value, or too long for its buffer."""
+
+
+class SplitSizeError(ShapeArgumentError, ValueError):
+    """``split`` with an int size that is not positive (``ValueError`` as the well-known API raises it)."""
+
+
 class LazyViewError(TensorDictError, RuntimeError):
     """A lazy view of the legacy lazy mode was asked to change what follows its source.
 
@@ -400,6 +418,10 @@ class LazyViewCastError(LazyViewError, TypeError):
 
 class DensifyError(TensorDictError, NotImplementedError):
     """A lazy stack that ``densify`` cannot turn dense: its stack dim is not 0."""
+
+
+class IndexShapeError(TensorDictError, NotImplementedError):
+    """An index tensor whose number of dims the method does not support (``gather`` needs the batch dims'; ``NotImplementedError`` is a ``RuntimeError``)."""
 
 
 class IndexTypeError(TensorDictError, IndexError, TypeError):
@@ -470,6 +492,10 @@ class ConsolidatedFormatError(TensorDictError, RuntimeError, ValueError):
 
 class ConsolidatedNotFoundError(TensorDictError, FileNotFoundError):
     """The file given to ``from_consolidated`` does not exist (its ``filename`` is the path)."""
+
+
+class DimNameConflictError(TensorDictError, RuntimeError, ValueError):
+    """A sub-tensordict whose leading dim names differ from its parent's (they share those dims)."""
 
 
 class DimTypeError(TensorDictError, TypeError, ValueError):

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensordict import NonTensorData, TensorDict, lazy_stack
+from tensordict import NonTensorData, TensorDict, lazy_stack, tensorclass
 
 MISMATCH = "batch dimension mismatch.*'a'"
 
@@ -234,3 +234,17 @@ def test_apply_with_is_leaf_calls_fn_on_non_tensor_entries(filter_empty):
         assert set(out.keys(True)) == {"e"}
     else:
         assert set(out.keys(True)) == {"e", "n"}
+
+
+def test_a_tensorclass_among_the_others_is_walked_through_its_tensordict():
+    """Comparing a sub-tensordict with a tensorclass at the same key compares their entries."""
+
+    @tensorclass
+    class Box:
+        bar: torch.Tensor
+
+    plain = TensorDict(c=TensorDict(bar=torch.zeros(2, 3), batch_size=[2]), batch_size=[2])
+    typed = TensorDict(c=Box(bar=torch.zeros(2, 3), batch_size=[2]), batch_size=[2])
+    assert (plain == typed).all()
+    summed = plain.apply(lambda x, y: x + y + 1, typed)
+    assert (summed["c", "bar"] == 1).all()

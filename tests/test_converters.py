@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections import OrderedDict, namedtuple
+from typing import Any
 
 import numpy as np
 import pytest
@@ -455,6 +456,39 @@ def test_from_any_dispatches_on_the_container():
     assert from_any(3) == 3
 
 
+def test_from_any_converts_containers_at_every_depth():
+    """A tuple, named tuple or dataclass inside a dict inside a tuple becomes nested keys."""
+    tree = (
+        [[-1, 0, 1], [2, 3, 4]],
+        {"tensor": torch.zeros(2), "td": TensorDict({"one": 1}), "tuple": (1, 2, 3)},
+        {"named_tuple": Point(torch.zeros(1), torch.ones(1))},
+        {"dataclass": Sample(torch.zeros(3))},
+    )
+    keys = set(TensorDict.from_any(tree).keys(True, True))
+    assert keys == {
+        "0",
+        ("1", "td", "one"),
+        ("1", "tensor"),
+        ("1", "tuple", "0"),
+        ("1", "tuple", "1"),
+        ("1", "tuple", "2"),
+        ("2", "named_tuple", "x"),
+        ("2", "named_tuple", "y"),
+        ("3", "dataclass", "obs"),
+    }
+
+
+def test_from_any_of_a_list_gives_a_tensor_or_a_stack_of_values():
+    """A regular list of numbers gives a tensor; a ragged one or one of strings a NonTensorStack."""
+    values = torch.arange(24.0).reshape(2, 3, 4).tolist()
+    out = TensorDict.from_any(values)
+    assert isinstance(out, torch.Tensor) and out.shape == (2, 3, 4)
+    values[0][1].extend([0.0, 2.0])
+    assert type(TensorDict.from_any(values)).__name__ == "NonTensorStack"
+    strings = TensorDict.from_any(["a", "b"])
+    assert type(strings).__name__ == "NonTensorStack" and strings.tolist() == ["a", "b"]
+
+
 def test_from_any_batch_keywords():
     """auto_batch_size infers; batch_size wins over auto_batch_size; device applies."""
     source = {"a": torch.zeros(3, 2)}
@@ -768,3 +802,65 @@ def test_state_dict_records_each_level_and_an_empty_tensordict_adopts_it():
     assert (loaded == td).all()
     plain = TensorDict(batch_size=[3]).load_state_dict({"x": torch.zeros(3, 2)}, strict=False)
     assert plain.batch_size == (3,) and plain["x"].shape == (3, 2)
+
+
+def test_state_dict_nested_form_and_loading_either_form():
+    """state_dict(flatten=False) nests sub-tensordicts; load_state_dict reads the flat and nested forms."""
+    td = TensorDict({"a": 1, "b": {"c": 2, "d": {"e": 3}}}, [])
+    nested = td.state_dict(flatten=False)
+    assert set(nested) == {"a", "b"} and set(nested["b"]) == {"c", "d"}
+    assert isinstance(nested["b"]["d"], dict)
+    for state in (td.state_dict(), nested):
+        target = td.clone().zero_()
+        target.load_state_dict(state)
+        assert (target == td).all()
+    target = td.clone().zero_()
+    target.load_state_dict(nested, from_flatten=False)
+    assert (target == td).all()
+
+
+def test_state_dict_nested_form_keeps_the_prefix_on_the_top_keys():
+    """With a prefix, only the top-level keys of the nested form carry it."""
+    td = TensorDict({"a": 1, "b": {"c": 2}}, [])
+    nested = td.state_dict(prefix="p.", flatten=False)
+    assert list(nested) == ["p.a", "p.b"] and list(nested["p.b"]) == ["c"]
+
+
+def test_a_flat_state_dict_read_as_not_flat_misses_the_nested_entries():
+    """from_flatten=False keeps "b.c" as one key: the nested entry is missing and strict raises."""
+    td = TensorDict({"a": 1, "b": {"c": 2}}, [])
+    with pytest.raises(RuntimeError):
+        td.clone().load_state_dict(td.state_dict(), from_flatten=False)
+
+
+def test_struct_array_string_fields_round_trip():
+    """A structured array with a string field comes back with the same dtype and values."""
+    x = np.array(
+        [("Rex", 9, 81.0), ("Fido", 3, 27.0)],
+        dtype=[("name", "U10"), ("age", "i4"), ("weight", "f4")],
+    )
+    back = TensorDict.from_struct_array(x).to_struct_array()
+    assert back.dtype == x.dtype
+    assert (back == x).all()
+    single = np.array(("Rex", 9, 81.0), dtype=x.dtype)
+    assert (TensorDict.from_struct_array(single).to_struct_array() == single).all()
+
+
+def test_to_struct_array_takes_stacks_of_values_and_tensorclasses():
+    """A stack of strings is a string field, one per element; a tensorclass a nested field."""
+
+    @tensorclass
+    class Pair:
+        bar: torch.Tensor
+        foo: Any = None
+
+    td = TensorDict(
+        a=torch.arange(6).view(2, 3),
+        b=[["a0", "b0", "c0"], ["a1", "b1", "c1"]],
+        c=Pair(bar=torch.zeros(2, 3, 4), batch_size=[2, 3]),
+        batch_size=[2, 3],
+    )
+    array = td.to_struct_array()
+    assert array.shape == (2, 3)
+    assert array["b"][1, 2] == "c1"
+    assert array["c"]["bar"].shape == (2, 3, 4)

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack
+from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack, tensorclass
 
 
 def make_td():
@@ -313,3 +313,78 @@ def test_names_after_tensor_indices(index, names):
     """A lone tensor index keeps its dim's name on its one wide dim; others give unnamed dims where torch puts them."""
     td = TensorDict({"x": torch.zeros(3, 3, 3, 3)}, [3, 3, 3, 3], names=["a", "b", "c", "d"])
     assert td[index].names == names
+
+
+def test_a_stored_sub_tensordict_and_its_parent_share_the_names_of_their_common_dims():
+    """Storing a sub-tensordict names its leading dims as the parent's, or names the parent's."""
+    td = TensorDict(batch_size=[3, 4], names=["a", "b"])
+    td["sub"] = TensorDict(batch_size=[3, 4, 2])
+    assert td["sub"].names == ["a", "b", None]
+    td["empty"] = TensorDict()
+    assert td["empty"].names == ["a", "b"]
+    plain = TensorDict({}, [3])
+    plain["sub"] = TensorDict({}, [3, 4], names=["x", "y"])
+    assert plain.names == ["x"]
+    assert plain["sub"].names == ["x", "y"]
+
+
+def test_a_sub_tensordict_whose_names_differ_from_its_parent_is_refused():
+    """A leading dim named differently by the parent and the sub-tensordict raises RuntimeError."""
+    td = TensorDict({}, [3], names=["x"])
+    with pytest.raises(RuntimeError):
+        td["sub"] = TensorDict({}, [3, 4], names=["a", "b"])
+    assert "sub" not in td.keys()
+
+
+def test_names_must_stay_unique_along_a_path_of_sub_tensordicts():
+    """Naming a dim as a sub-tensordict already names one of its own dims raises ValueError."""
+    td = TensorDict({"": TensorDict({}, [3, 4], names=["c", "d"])}, [3], names=["c"])
+    stack = LazyStackedTensorDict.lazy_stack([td, td], -1)
+    with pytest.raises(ValueError):
+        stack.names = ["c", "d"]
+    stack.names = ["c", "e"]
+    assert stack[""].names == ["c", "e", "d"]
+    plain = TensorDict({"s": TensorDict({}, [3, 4], names=[None, "d"])}, [3])
+    with pytest.raises(ValueError):
+        plain.names = ["d"]
+
+
+def test_refine_names_keeps_names_and_refuses_to_change_one():
+    """As Tensor.refine_names: ... keeps names, a new name fills an unnamed dim, a named
+    dim cannot take another name nor None (RuntimeError)."""
+    td = TensorDict(batch_size=[3, 4, 5, 6])
+    assert td.refine_names(None, None, None, "d").names == [None, None, None, "d"]
+    assert td.refine_names(None, None, "c", "d").names == [None, None, "c", "d"]
+    with pytest.raises(RuntimeError):
+        td.refine_names(None, None, "d", "d")
+    assert td.refine_names(..., "d").names == [None, None, "c", "d"]
+    assert td.refine_names("a", ..., "d").names == ["a", None, "c", "d"]
+    stack = lazy_stack([TensorDict(batch_size=[3]), TensorDict(batch_size=[3])])
+    stack.refine_names("env", None)
+    assert stack.refine_names("env", "t").names == ["env", "t"]
+    with pytest.raises(RuntimeError):
+        stack.refine_names(None, "t")
+
+
+def test_rename_leaves_the_source_sub_tensordicts_names_alone():
+    """rename() gives a copy whose sub-tensordicts (and tensorclasses) carry the new names;
+    the source's keep theirs. names and rename_ reach a nested tensorclass too."""
+
+    @tensorclass
+    class Box:
+        x: torch.Tensor
+
+    td = TensorDict(
+        {
+            "c": Box(x=torch.zeros(3, 4, 5), batch_size=[3, 4, 5]),
+            "d": TensorDict(x=torch.zeros(3, 4, 5), batch_size=[3, 4, 5]),
+        },
+        [3, 4],
+        names=["a", "b"],
+    )
+    assert td.get("c").names == ["a", "b", None]
+    renamed = td.rename(b="q")
+    assert renamed.get("c").names == renamed["d"].names == ["a", "q", None]
+    assert td.get("c").names == td["d"].names == ["a", "b", None]
+    td.rename_(a="g")
+    assert td.get("c").names == ["g", "b", None]

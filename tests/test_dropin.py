@@ -347,6 +347,16 @@ def test_attrs_records_each_leaf_and_to_casts_by_it():
     assert out["a"].dtype == torch.float32 and out["b", "c"].dtype == torch.int64
 
 
+def test_to_by_attrs_refuses_other_positional_arguments_and_pinning():
+    """to(attrs, "cpu") raises TypeError and to(attrs, non_blocking_pin=True) NotImplementedError."""
+    td = TensorDict({"a": torch.zeros(3)}, batch_size=[3])
+    spec = td.attrs(fields=("dtype",))
+    with pytest.raises(TypeError):
+        td.to(spec, "cpu")
+    with pytest.raises(NotImplementedError):
+        td.to(spec, non_blocking_pin=True)
+
+
 def test_attrs_fields_choose_what_is_recorded():
     """attrs(fields=...) records only those attributes; the others are None."""
     attrs = TensorDict(a=torch.zeros(2)).attrs(fields=("dtype",))

@@ -545,3 +545,11 @@ def test_values_of_a_subclass_read_through_its_get():
     td = _Doubling({"a": torch.ones(2), "b": {"c": torch.ones(2)}}, [2])
     assert [v.tolist() for v in td.values(True, True)] == [[2.0, 2.0], [1.0, 1.0]]
     assert [v.tolist() for _, v in td.items(True, True)] == [[2.0, 2.0], [1.0, 1.0]]
+
+
+def test_is_empty_counts_non_tensor_values_as_content():
+    """A tensordict is empty when no level holds a tensor or a non-tensor value."""
+    assert TensorDict({"a": {"b": {}}}, []).is_empty()
+    assert not TensorDict({"a": {"b": {}, "c": "a string"}}, []).is_empty()
+    assert not TensorDict({"a": {"b": {}, "c": 1}}, []).is_empty()
+    assert TensorDict({"a": {"c": "a string"}}, []).depth == 1

@@ -557,3 +557,58 @@ def test_new_tensor_from_a_tensordict_with_entries():
     with pytest.warns(UserWarning):
         out = td.new_tensor(td[0] * 0)
     assert out.batch_size == torch.Size([3]) and (out == 0).all() and out["s"] == "x"
+
+
+# ---------------------------------------------------------------------- values in shared memory
+# ours only: the reference keeps shared values in multiprocessing objects, whose private
+# attributes tell them; here the entry's behaviour is checked, as a user sees it.
+@ours_only
+def test_share_memory_keeps_every_value_readable_and_writable():
+    """After share_memory_() values of every JSON kind read back, and writes into them are seen."""
+    td = TensorDict(
+        {"s": "hello", "n": NonTensorStack("a", "b"), "d": NonTensorData({"k": [1, None]})}, [2]
+    ).share_memory_()
+    assert td["s"] == "hello" and td["n"] == ["a", "b"] and td["d"] == {"k": [1, None]}
+    td[1] = TensorDict({"s": "hello", "n": "z", "d": {"k": [1, None]}}, [])
+    assert td["n"] == ["a", "z"]
+    view = td[0]
+    td[0] = TensorDict({"s": "hello", "n": "y", "d": {"k": [1, None]}}, [])
+    assert view["n"] == "y"  # a view reads the shared value
+
+
+@ours_only
+def test_a_value_json_cannot_hold_stays_a_plain_value():
+    """A tuple or an object is not moved to shared memory: it reads back as the same object."""
+    value = (1, 2)
+    td = TensorDict({"t": NonTensorData(value)}, []).share_memory_()
+    assert td["t"] is value
+
+
+@ours_only
+def test_a_clone_of_a_shared_entry_is_independent():
+    """Writing into a clone of a shared tensordict leaves the source's values alone."""
+    td = TensorDict({"n": NonTensorStack("a", "b")}, [2]).share_memory_()
+    copy = td.clone()
+    copy[0] = TensorDict({"n": "x"}, [])
+    assert td["n"] == ["a", "b"] and copy["n"] == ["x", "b"]
+
+
+@ours_only
+def test_a_shared_value_refuses_what_it_cannot_hold():
+    """A write of a longer value than its room, or of a value JSON cannot hold, raises, naming why."""
+    from tensordict.errors import SharedValueError
+
+    td = TensorDict({"n": NonTensorStack("a", "b")}, [2]).share_memory_()
+    with pytest.raises(SharedValueError, match="bytes"):
+        td[0] = TensorDict({"n": "x" * 1000}, [])
+    with pytest.raises(TypeError, match="JSON"):
+        td[0] = TensorDict({"n": NonTensorData((1, 2))}, [])
+    assert td["n"] == ["a", "b"]
+
+
+@ours_only
+def test_a_shared_value_pickles_as_its_value():
+    """pickle of a shared tensordict loads back with the same values."""
+    td = TensorDict({"s": "hello", "n": NonTensorStack("a", "b")}, [2]).share_memory_()
+    back = pickle.loads(pickle.dumps(td))
+    assert back["s"] == "hello" and back["n"] == ["a", "b"]

@@ -253,3 +253,15 @@ def test_deprecated_modes_warn():
         set_lazy_legacy(True)
     with pytest.warns(DeprecationWarning):
         set_list_to_stack(False)
+
+
+def test_exit_after_set_undoes_the_global_print_options():
+    """set_printoptions(...).set() changes them for good; __exit__ on the same object restores them."""
+    before = get_printoptions()
+    setter = set_printoptions(show_is_shared=False)
+    setter.set()
+    try:
+        assert get_printoptions()["show_is_shared"] is False
+    finally:
+        setter.__exit__(None, None, None)
+    assert get_printoptions() == before

@@ -229,3 +229,15 @@ def test_strings_and_scalars_of_other_writers(tmp_path):
     td.set("t", "text")
     assert td.file["t"].attrs["__tensordict_str__"]
     td.close()
+
+
+def test_from_any_reads_an_open_h5py_file_as_a_persistent_tensordict(tmp_path):
+    """from_any of an h5py file, alone or inside a dict, gives a PersistentTensorDict of its datasets."""
+    with h5py.File(tmp_path / "x.h5", "w") as file:
+        file["a"] = [1, 2, 3]
+        file.create_group("g")["b"] = [1.0]
+        alone = TensorDict.from_any(file)
+        assert type(alone).__name__ == "PersistentTensorDict"
+        nested = TensorDict.from_any({"h5py": file})
+        assert set(nested.keys(True, True)) == {("h5py", "a"), ("h5py", "g", "b")}
+        assert nested["h5py", "a"].tolist() == [1, 2, 3]

@@ -296,3 +296,15 @@ def test_gather_spreads_the_index_over_a_sub_tensordicts_extra_batch_dims():
     out = td.gather(1, index)
     assert out["s"].batch_size == torch.Size([3, 2, 5])
     assert torch.equal(out["s", "x"], td["s", "x"].gather(1, index.unsqueeze(-1).expand(3, 2, 5)))
+
+
+@pytest.mark.parametrize("inplace", [True, False])
+def test_gather_in_place_needs_an_index_with_the_batch_dims(inplace):
+    """gather(inplace=True) with an index of fewer dims than the batch raises NotImplementedError."""
+    td = TensorDict({"a": torch.zeros(3, 4)}, batch_size=[3, 4])
+    if inplace:
+        with pytest.raises(NotImplementedError, match="index.ndim"):
+            td.gather(dim=0, index=torch.tensor([0, 1]), inplace=True)
+    else:
+        out = td.gather(dim=0, index=torch.tensor([[0, 1, 2, 0]]))
+        assert out.batch_size == torch.Size([1, 4])

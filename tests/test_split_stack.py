@@ -458,3 +458,19 @@ def test_stack_and_cat_take_input_by_name():
     parts = [TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)]
     assert tensordict.stack(input=parts, dim=1).batch_size == torch.Size([3, 2])
     assert tensordict.cat(input=parts).batch_size == torch.Size([6])
+
+
+@pytest.mark.parametrize("size", [0, -1])
+@pytest.mark.parametrize(
+    "make_one",
+    [
+        lambda: TensorDict({}, [3, 2]),
+        lambda: lazy_stack([TensorDict(a=torch.zeros(2), batch_size=[2])] * 3),
+        lambda: tensordict.NonTensorData("a", batch_size=[3, 2]),
+    ],
+    ids=["dense", "lazy", "non_tensor"],
+)
+def test_split_refuses_a_size_that_is_not_positive(make_one, size):
+    """An int split_size of 0 or less raises ValueError, whatever the tensordict class."""
+    with pytest.raises(ValueError, match="split_size"):
+        make_one().split(size, 0)

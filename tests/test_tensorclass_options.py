@@ -589,6 +589,28 @@ def _chain() -> Chain:
     return Chain(x=torch.randn(3), tag="t", child=Chain(x=torch.randn(3), tag="u"))
 
 
+@ours_only  # the reference returns the field's descriptor (docs/differences.rst)
+def test_a_field_without_default_is_no_class_attribute_so_subclasses_can_redeclare_it():
+    """A field without a default raises AttributeError on the class, as a dataclass field does,
+    and a subclass re-declaring it still requires it."""
+
+    @tensorclass
+    class Bare:
+        x: torch.Tensor
+        y: int = 3
+
+    with pytest.raises(AttributeError, match="'x'"):
+        Bare.x  # noqa: B018
+    assert Bare.y == 3
+
+    @tensorclass
+    class Again(Bare):
+        x: torch.Tensor
+
+    with pytest.raises(TypeError, match="'x'"):
+        Again(batch_size=[])
+
+
 def test_state_dict_flat_and_nested_round_trip():
     """state_dict() keys nested leaves "a.b"; flatten=False nests them; both load back."""
     source = _chain()
@@ -613,6 +635,51 @@ def test_load_state_dict_refuses_a_key_that_is_no_field():
     nested["child"]["a"] = torch.zeros(3)
     with pytest.raises((KeyError, RuntimeError)):
         target.load_state_dict(nested)
+
+
+def test_state_dict_records_the_non_tensor_fields_of_each_level():
+    """The state dict's _metadata gives each tensorclass level's class name and non-tensor fields."""
+    source = _chain()
+    for state, inner in ((source.state_dict(), None), (source.state_dict(flatten=False), "child")):
+        levels = state._metadata
+        assert levels[""]["_type"] == "Chain"
+        assert levels[""]["_non_tensor"] == {"tag": "t"}
+        child = levels["child"] if inner is None else state[inner]._metadata[""]
+        assert child["_non_tensor"] == {"tag": "u", "child": None}
+
+
+@pytest.mark.parametrize("flatten", [True, False])
+def test_load_state_dict_sets_the_non_tensor_fields_back(flatten):
+    """Loading a state dict sets the recorded non-tensor fields, at every level."""
+    source = _chain()
+    target = source.clone()
+    target.tag, target.child.tag = "other", "other"
+    target.load_state_dict(source.state_dict(flatten=flatten))
+    assert (target.tag, target.child.tag) == ("t", "u")
+
+
+def test_load_state_dict_refuses_a_recorded_field_that_is_no_field():
+    """A non-tensor field recorded in _metadata that the class lacks raises KeyError."""
+    target = _chain()
+    state = target.state_dict()
+    state._metadata[""]["_non_tensor"]["nope"] = 1
+    with pytest.raises(KeyError):
+        target.load_state_dict(state)
+
+
+# differs from the reference: it sets the fields it read before the unknown one
+@ours_only
+def test_load_state_dict_checks_every_key_before_setting_anything():
+    """A state dict with a key that is no field changes nothing: no tensor, no field."""
+    target = _chain()
+    before = target.x.clone()
+    state = _chain().state_dict()
+    state._metadata[""]["_non_tensor"]["tag"] = "changed"
+    state._metadata[""]["_non_tensor"]["nope"] = 1
+    with pytest.raises(KeyError):
+        target.load_state_dict(state)
+    assert target.tag == "t"
+    assert torch.equal(target.x, before)
 
 
 def test_load_state_dict_reads_the_older_form():

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import pickle
+import warnings
 
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tensordict import TensorDict
+from tensordict import TensorDict, lazy_stack
 from tensordict._unbatched import UnbatchedTensor
+
+from conftest import ours_only
 
 
 def _td() -> TensorDict:
@@ -124,6 +128,7 @@ def test_index_assignment_without_the_key_leaves_it():
 
 # differs from the reference: it writes the number into the payload's own row 1 (its index
 # meant for the batch), against its documented rule that a value without the key leaves it
+@ours_only
 def test_assigning_a_number_at_an_index_leaves_it():
     """td[idx] = number writes the batched entries only; the unbatched payload is unchanged."""
     td = _td()
@@ -168,3 +173,89 @@ def test_any_row_holds_the_same_payload(n, size, i):
     row = td[i % n]
     assert torch.equal(row["u"], payload)
     assert row["u"].batch_size == torch.Size([])
+
+
+PLAIN_TENSORS = [
+    torch.tensor(3),
+    torch.tensor([3]),
+    torch.tensor(True),
+    torch.tensor(1.25),
+    torch.tensor(1 + 2j),
+    torch.tensor([1, 2]),
+    torch.empty(0),
+]
+CONVERSIONS = {
+    "str": str,
+    "format": format,
+    "format .2f": lambda x: format(x, ".2f"),
+    "f-string": lambda x: f"{x:>8}",
+    "round": round,
+    "round 1": lambda x: round(x, 1),
+    "trunc": math.trunc,
+}
+
+
+def _outcome(fun, value):
+    try:
+        return fun(value)
+    except (TypeError, ValueError, RuntimeError) as err:
+        return type(err), str(err).replace("UnbatchedTensor", "Tensor")
+
+
+@pytest.mark.parametrize("name", sorted(CONVERSIONS))
+@pytest.mark.parametrize("data", PLAIN_TENSORS, ids=str)
+def test_python_conversions_give_what_the_plain_tensor_gives(name, data):
+    """str, format (a 0-dim one as its number), round and trunc give the plain tensor's result or error."""
+    fun = CONVERSIONS[name]
+    result = _outcome(fun, UnbatchedTensor(data))
+    assert result == _outcome(fun, data)
+    assert not isinstance(result, UnbatchedTensor)
+
+
+def test_stacking_payloads_of_different_storages_warns_and_keeps_the_first():
+    """torch.stack of members whose unbatched payloads differ keeps the first one, with a UserWarning."""
+    first = TensorDict(a=torch.ones(3), u=UnbatchedTensor(torch.zeros(5)), batch_size=[3])
+    second = TensorDict(a=torch.ones(3), u=UnbatchedTensor(torch.ones(5)), batch_size=[3])
+    with pytest.warns(UserWarning, match="UnbatchedTensor"):
+        out = torch.stack([first, second])
+    assert out["u"].data_ptr() == first["u"].data_ptr()
+    assert out["u"].batch_size == torch.Size([2, 3])
+
+
+def test_stacking_one_payload_is_silent():
+    """Members that share the payload stack without a warning."""
+    payload = UnbatchedTensor(torch.zeros(5))
+    members = [TensorDict(u=payload, batch_size=[3]) for _ in range(2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = torch.stack(members)
+    assert out["u"].data_ptr() == payload.data_ptr()
+
+
+def test_a_lazy_stack_reads_the_first_payload_with_its_own_batch_size():
+    """Reading an unbatched key of a lazy stack gives the payload, batch size the stack's."""
+    payload = torch.tensor(1)
+    members = [
+        TensorDict(x=torch.zeros(2), u=UnbatchedTensor(payload), batch_size=[2]) for _ in range(3)
+    ]
+    stacked = lazy_stack(members, 0)
+    assert stacked["u"].shape == torch.Size([])
+    assert stacked["u"].batch_size == torch.Size([3, 2])
+    assert stacked["u"].data_ptr() == payload.data_ptr()
+    assert stacked[1]["u"].batch_size == torch.Size([2])
+
+
+def test_moving_keys_keeps_the_entry_object():
+    """copy, select, exclude, unflatten_keys and flatten_keys keep the very entry object."""
+    td = TensorDict(
+        a=UnbatchedTensor(torch.zeros(4)),
+        b=torch.zeros(3),
+        c_d=UnbatchedTensor(torch.zeros(4)),
+        batch_size=[3],
+    )
+    assert td.copy()["a"] is td["a"]
+    assert td.select("a")["a"] is td["a"]
+    assert td.exclude("b")["a"] is td["a"]
+    nested = td.unflatten_keys(separator="_")
+    assert nested["c", "d"] is td["c_d"]
+    assert nested.flatten_keys()["c.d"] is td["c_d"]

@@ -67,10 +67,12 @@ ENTRY_PROTOCOL = (
     "_tensordict",
     "_wrap",
     "_from_tensordict",
+    "_cells",
 )
 """Members of the other collections that the mixins call on them: a non-tensor entry's
 ``_with``, ``_reshaped``, ``_read_value``, ``_written_at`` (the entry after another value
-is written at an index: a stack) and ``_memmap_record``; a tensorclass
+is written at an index: a stack) and ``_memmap_record``; a stack of values' ``_cells``
+(the entry of each batch element, which writes reach in place); a tensorclass
 instance's ``_tensordict`` (the tensordict it holds), ``_wrap`` (a result as its class)
 and ``_from_tensordict`` (the class over a tensordict), used by the tensorclass forms of
 the methods that the mixin modules define for it."""

@@ -143,10 +143,15 @@ def _write(writes: list) -> None:
             td._set_str(key, res, inplace=False, validated=True)
 
 
+def _inner(value):
+    """The tensordict of a tensorclass instance, or the value itself."""
+    return value._tensordict if getattr(type(value), "_is_tensorclass", False) else value
+
+
 class ApplyMixin(Contract):
     """The apply family of every tensordict class (see ``TensorDictBase``).
 
-    Calls: ``_get_str``, ``_items_level``, ``_leafwise_operand``, ``_new_like``, ``_set_str``.
+    Calls: ``_get_str``, ``_items_level``, ``_new_like``, ``_set_str``, ``_tensordict``.
     """
 
     __slots__ = ()
@@ -414,14 +419,10 @@ class ApplyMixin(Contract):
                         size = size + value.batch_size[len(self.batch_size) :]
                     res = value._fast_apply(fn, *other_values, batch_size=size, device=device)
                 else:
-                    # an operand's tensorclass meets this level as the tensordict it holds
-                    other_values = [
-                        o._leafwise_operand() if is_tensor_collection(o) else o
-                        for o in other_values
-                    ]
+                    # a tensorclass among the others is walked through its tensordict
                     res = value._fast_apply(
                         fn,
-                        *other_values,
+                        *[_inner(v) for v in other_values],
                         named=named,
                         nested_keys=nested_keys,
                         prefix=full,

@@ -58,6 +58,28 @@ def _level_metadata(td) -> dict:
     return {"batch_size": td.batch_size, "device": td.device}
 
 
+def _nest_state(out: dict, prefix: str) -> None:
+    """Turns the ``"."``-joined keys of ``out`` that start with ``prefix`` into nested dicts, in place."""
+    names = [k for k in out if k.startswith(prefix)]
+    values = [out.pop(k) for k in names]
+    for name, value in zip(names, values):
+        *parents, last = name[len(prefix) :].split(".")
+        node, at = out, prefix
+        for part in parents:
+            node = node.setdefault(at + part, OrderedDict())
+            at = ""
+        node[at + last] = value
+
+
+def _flat_state(state: Mapping, key: tuple):
+    """The ``(key tuple, value)`` pairs of a flat or nested state dict, nested dicts walked."""
+    for name, value in state.items():
+        if isinstance(value, Mapping) and not is_tensor_collection(value):
+            yield from _flat_state(value, (*key, name))
+        else:
+            yield (*key, name), value
+
+
 def _is_not_tensordict(cls: type) -> bool:
     return not (is_tensor_collection(cls) and not getattr(cls, "_is_non_tensor", False))
 
@@ -82,7 +104,13 @@ def _field_dtype(key: str, value, batch_dims: int, batch_size: torch.Size):
     """The structured-array field of one leaf: ``(dtype, feature shape, numpy values)``."""
     if isinstance(value, NonTensorDataBase):
         array = np.asarray(value.data)
+        if isinstance(value.data, np.ndarray) and array.shape[:batch_dims] == tuple(batch_size):
+            # an array of one value per batch element (as from_struct_array stores a string field)
+            return array.dtype, array.shape[batch_dims:], array
         return array.dtype, array.shape, array
+    if is_non_tensor(value):  # a stack of values: one per batch element
+        array = np.asarray(value.tolist())
+        return array.dtype, array.shape[batch_dims:], array
     try:
         array = value.detach().cpu().numpy()
     except TypeError as err:
@@ -94,7 +122,7 @@ def _field_dtype(key: str, value, batch_dims: int, batch_size: torch.Size):
 class ConvertMixin(Contract):
     """Conversions between every tensordict class and other containers (see ``TensorDictBase``).
 
-    Calls: ``_items_level``, ``_new_like``.
+    Calls: ``_items_level``, ``_new_like``, ``_tensordict``.
     """
 
     __slots__ = ()
@@ -142,12 +170,14 @@ class ConvertMixin(Contract):
     ) -> Any:
         """Converts a dict, tuple, named tuple, dataclass or structured array to a tensordict.
 
-        A mapping becomes a :class:`TensorDict` whose values are converted the same
-        way, one level down (a tuple value becomes a sub-tensordict keyed
-        ``"0"``, ``"1"``, ...; a dataclass or a structured array one keyed by its
-        fields). A tensor collection is returned as it is. Any other object (a
-        tensor, a number, a string, a module, a list, an array that is not
-        structured) is returned unchanged.
+        A mapping, a tuple, a named tuple or a dataclass becomes a :class:`TensorDict`
+        whose values are converted the same way at every depth (a tuple becomes a
+        sub-tensordict keyed ``"0"``, ``"1"``, ...; a named tuple, a dataclass or a
+        structured array one keyed by its fields). A list becomes one tensor when
+        ``torch.tensor`` takes it (numbers of a regular shape), else a
+        ``NonTensorStack`` of its elements. A tensor collection is returned as it
+        is. Any other object (a tensor, a number, a string, a module, an array that
+        is not structured) is returned unchanged.
 
         Args:
             obj: the object to convert.
@@ -168,6 +198,8 @@ class ConvertMixin(Contract):
             >>> td = TensorDict.from_any({"a": torch.zeros(3), "b": (torch.ones(3),)}, auto_batch_size=True)
             >>> td.batch_size, list(td.keys(include_nested=True, leaves_only=True))
             (torch.Size([3]), ['a', ('b', '0')])
+            >>> TensorDict.from_any([[1, 2], [3, 4]]).shape, type(TensorDict.from_any(["a", "b"])).__name__
+            (torch.Size([2, 2]), 'NonTensorStack')
         """
         return _converter("from_any")(
             obj,
@@ -872,7 +904,8 @@ class ConvertMixin(Contract):
             destination (dict, optional): the dict to fill. Defaults to a new OrderedDict.
             prefix (str, optional): prepended to every key. Defaults to ``""``.
             keep_vars (bool, optional): keep tensors as they are, not detached. Defaults to False.
-            flatten (bool, optional): accepted for compatibility; the keys are always flattened.
+            flatten (bool, optional): key the nested leaves by ``"."``-joined keys; with
+                False, each sub-tensordict gives a nested dict under its key. Defaults to True.
 
         Returns:
             The filled dict (non-tensor entries are left out). Its ``_metadata`` attribute
@@ -904,6 +937,8 @@ class ConvertMixin(Contract):
                 if is_tensor_collection(value) and not is_non_tensor(value):
                     name = key if isinstance(key, str) else ".".join(key)
                     metadata[prefix + name] = _level_metadata(value)
+        if not flatten:
+            _nest_state(out, prefix)
         return out
 
     def load_state_dict(
@@ -916,6 +951,7 @@ class ConvertMixin(Contract):
         """Copies the tensors of a :meth:`state_dict` into this tensordict, and returns it.
 
         Keys starting with ``"__"`` are skipped. Existing tensors are copied into; others are set.
+        A nested dict (``state_dict(flatten=False)``) stands for the entries under its key.
 
         Args:
             state_dict (dict): the tensors, keyed by ``"."``-joined keys.
@@ -951,10 +987,10 @@ class ConvertMixin(Contract):
             elif is_tensor_collection(node) and node.batch_size != size:
                 node.batch_size = size
         wanted = {}
-        for key, value in state_dict.items():
-            if key.startswith("__"):
+        for key, value in _flat_state(state_dict, ()):
+            if key[-1].startswith("__"):
                 continue
-            parts = tuple(key.split(".")) if from_flatten else (key,)
+            parts = tuple(p for k in key for p in k.split(".")) if from_flatten else key
             wanted[parts[0] if len(parts) == 1 else parts] = value
         if strict:
             mine = {k if isinstance(k, tuple) else (k,) for k in self.keys(True, True)}
@@ -1043,7 +1079,9 @@ class ConvertMixin(Contract):
         batch_dims = self.batch_dims
         for key, value in self.items():
             path = (*prefix, key)
-            if _is_nested(value):
+            if _is_nested(value) and not is_non_tensor(value):
+                if getattr(type(value), "_is_tensorclass", False):
+                    value = value._tensordict
                 sub_dtype, sub_fill = value._struct_fields(path)
                 fields.append((key, sub_dtype))
                 fill.extend(sub_fill)

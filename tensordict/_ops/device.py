@@ -22,12 +22,27 @@ from tensordict._ops.math import leaf_keys, leaf_tensors, tensors_only
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import (
     AcceleratorUnavailableError,
+    ConflictingArgumentsError,
     InvalidArgumentError,
     KeyMismatchError,
     LockedError,
+    UnsupportedConversionError,
     warn,
 )
 from tensordict.memmap.tensor import MemoryMappedTensor
+
+
+def _check_attrs_call(args: tuple, pin: bool) -> None:
+    # A tensordict of TensorAttrs says every leaf's target: nothing else may be asked for.
+    if len(args) > 1:
+        msg = (
+            "to() with a tensordict of TensorAttrs does not accept additional positional "
+            f"arguments (got {len(args)}): the TensorAttrs give each leaf's device and dtype"
+        )
+        raise ConflictingArgumentsError(msg)
+    if pin:
+        msg = "to() with a tensordict of TensorAttrs does not support non_blocking_pin=True"
+        raise UnsupportedConversionError(msg)
 
 
 def _holds_attrs(td) -> bool:
@@ -169,7 +184,9 @@ class DeviceMixin(CastOps):
 
         Raises:
             TypeError: if another keyword is given, or a positional argument is none of the
-                above.
+                above, or a tensordict of ``TensorAttrs`` comes with other positional arguments.
+            NotImplementedError: if a tensordict of ``TensorAttrs`` comes with
+                ``non_blocking_pin=True`` (UnsupportedConversionError).
             ValueError: if ``other`` and ``device`` name different devices
                 (InvalidArgumentError).
             RuntimeError: if a string names no device, or the device cannot be used (an index
@@ -217,6 +234,7 @@ class DeviceMixin(CastOps):
             elif isinstance(arg, torch.Tensor):
                 device, dtype = arg.device, arg.dtype
             elif is_tensor_collection(arg) and _holds_attrs(arg):
+                _check_attrs_call(args, pin)
                 return CONVERTERS["to_attrs"](self, arg, non_blocking)
             elif is_tensor_collection(arg):
                 device = arg.device

@@ -397,18 +397,21 @@ class KeysMixin(Contract):
         return self._items_level()
 
     def is_empty(self) -> bool:
-        """Returns True when the tensordict holds no leaf.
+        """Returns True when the tensordict holds no leaf: no tensor and no non-tensor value.
 
         Returns:
-            True if no leaf is found: sub-tensordicts without leaves and non-tensor entries (not
-            leaves by default, see :meth:`keys`) count as empty.
+            True if no tensor nor non-tensor entry is found at any depth: sub-tensordicts
+            without any count as empty.
 
         Examples:
             >>> TensorDict({"a": {}}, []).is_empty(), TensorDict({"a": 0}, []).is_empty()
             (True, False)
+            >>> TensorDict({"a": {"b": {}, "c": "a string"}}, []).is_empty()
+            False
         """
-        for _ in self.keys(True, True):
-            return False
+        for _, value in self._items_level():
+            if not is_subtree(value) or not value.is_empty():
+                return False
         return True
 
     @property

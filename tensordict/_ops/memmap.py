@@ -15,8 +15,9 @@ from typing import Any
 
 import torch
 
-from tensordict._collection import TensorCollection, is_non_tensor
+from tensordict._collection import TensorCollection, is_non_tensor, is_tensor_collection
 from tensordict._keys import NestedKey, _key_parts
+from tensordict._nontensor import NonTensorDataBase, share_values
 from tensordict._ops._contract import Contract
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import (
@@ -211,7 +212,7 @@ def warn_storage_without_file(key: NestedKey, path: str) -> None:
 class MemmapMixin(Contract):
     """Memory-mapping methods shared by every tensordict class.
 
-    Calls: ``_del_str``, ``_get_str``, ``_items_level``, ``_keys_level``, ``_memmap_load_into``,
+    Calls: ``_cells``, ``_del_str``, ``_get_str``, ``_items_level``, ``_keys_level``, ``_memmap_load_into``,
         ``_memmap_record``, ``_memmap_record_type``, ``_memmap_refresh``, ``_mm``,
         ``_new_like``, ``_store_entry``, ``_tensordict``.
     """
@@ -307,7 +308,9 @@ class MemmapMixin(Contract):
         Keyword Args:
             num_threads (int, optional): write files with this many threads. Defaults to 0.
             return_early (bool, optional): return a ``Future`` of the result.
-            share_non_tensor (bool, optional): accepted for compatibility.
+            share_non_tensor (bool, optional): put the values of the non-tensor entries in
+                shared memory too, as :meth:`share_memory_` does, so that a write in one
+                process reaches the others. Defaults to False.
             existsok (bool, optional): if False, an existing file at an entry's path
                 raises ``FileExistsError``. Defaults to True.
             robust_key (bool, optional): percent-encode keys in file names (``None``
@@ -346,16 +349,10 @@ class MemmapMixin(Contract):
             return _write_archive(
                 self, prefix, False, num_threads, existsok, robust_key, return_early, compression
             )
-        return _write(
-            self,
-            prefix,
-            False,
-            False,
-            num_threads,
-            existsok,
-            robust_key,
-            return_early,
-        )
+        out = _write(self, prefix, False, False, num_threads, existsok, robust_key, False)
+        if share_non_tensor:
+            _share_values(out)
+        return _done(out) if return_early else out
 
     def memmap_(
         self: T,
@@ -390,7 +387,9 @@ class MemmapMixin(Contract):
         Keyword Args:
             num_threads (int, optional): write files with this many threads. Defaults to 0.
             return_early (bool, optional): return a ``Future`` of the result.
-            share_non_tensor (bool, optional): accepted for compatibility.
+            share_non_tensor (bool, optional): put the values of the non-tensor entries in
+                shared memory too, as :meth:`share_memory_` does, so that a write in one
+                process reaches the others. Defaults to False.
             existsok (bool, optional): if False, an existing file at an entry's path
                 raises ``FileExistsError``. Defaults to True.
             robust_key (bool, optional): percent-encode keys in file names (``None`` is
@@ -422,18 +421,21 @@ class MemmapMixin(Contract):
             level = self._require_memmap("memmap_()")
             self._memmap_missing(level.robust_key if robust_key is None else robust_key)
             self.lock_()
-            return _done(self) if return_early else self
-        return _write(
-            self,
-            prefix,
-            False,
-            True,
-            num_threads,
-            existsok,
-            robust_key,
-            return_early,
-            copy_existing or prefix is None,
-        )
+        else:
+            _write(
+                self,
+                prefix,
+                False,
+                True,
+                num_threads,
+                existsok,
+                robust_key,
+                False,
+                copy_existing or prefix is None,
+            )
+        if share_non_tensor:
+            _share_values(self)
+        return _done(self) if return_early else self
 
     def memmap_like(
         self: T,
@@ -1304,6 +1306,7 @@ class MemmapMixin(Contract):
         """
         for value in self._stored_tensors():
             value.share_memory_()
+        _share_values(self)
         return self.lock_()
 
     def is_shared(self) -> bool:
@@ -1328,6 +1331,33 @@ class MemmapMixin(Contract):
                 yield from value._tensordict._stored_tensors()
             elif hasattr(value, "_stored_tensors"):
                 yield from value._stored_tensors()
+
+
+def _share_values(td) -> None:
+    """Moves the values of the non-tensor entries under ``td`` that JSON holds to shared memory.
+
+    A write into such an entry (``td[idx] = ...``) then reaches every process that holds
+    the tensordict (see :mod:`tensordict._shared_value`).
+    """
+    entries = []
+    _non_tensor_entries(td, entries)
+    if entries:
+        share_values(entries)
+
+
+def _non_tensor_entries(td, out: list) -> None:
+    for _, value in td._items_level():
+        if isinstance(value, NonTensorDataBase):
+            out.append(value)
+        elif getattr(type(value), "_is_non_tensor", False):
+            out.extend(value._cells())
+        elif getattr(type(value), "_is_tensorclass", False):
+            _non_tensor_entries(value._tensordict, out)
+        elif getattr(type(value), "_is_lazy", False):
+            for member in value.tensordicts:
+                _non_tensor_entries(member, out)
+        elif is_tensor_collection(value):
+            _non_tensor_entries(value, out)
 
 
 def _taken_by_another(parts: tuple, part: str, folder, what: str) -> EntryExistsError:

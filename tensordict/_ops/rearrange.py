@@ -24,7 +24,12 @@ from tensordict._ops._contract import Contract
 from tensordict._ops.batch_dims import as_ints, entrywise, norm_dim, shape_args
 from tensordict._ops.convert import CONVERTERS
 from tensordict._typing import T
-from tensordict.errors import InvalidArgumentError, KeyMismatchError, ShapeArgumentError
+from tensordict.errors import (
+    IndexShapeError,
+    InvalidArgumentError,
+    KeyMismatchError,
+    ShapeArgumentError,
+)
 
 
 def _trailing(mask: torch.Tensor, value) -> torch.Tensor:
@@ -385,8 +390,10 @@ class RearrangeMixin(Contract):
 
         Raises:
             DimensionError: if ``dim`` is out of range for the batch dims.
-            RuntimeError: if ``index`` does not have as many dims as the batch, is larger than
-                the batch on a dim other than ``dim``, or holds a position out of range.
+            IndexShapeError: if ``index`` does not have as many dims as the batch (a
+                ``NotImplementedError``, which is a ``RuntimeError``).
+            RuntimeError: if ``index`` is larger than the batch on a dim other than ``dim``,
+                or holds a position out of range.
             KeyError: if ``out`` lacks an entry of the result.
             InvalidArgumentError: if both ``out`` and ``inplace`` are given (a ``ValueError``).
 
@@ -402,8 +409,11 @@ class RearrangeMixin(Contract):
         ndim = self.batch_dims
         d = norm_dim(dim, ndim)
         if index.ndim != ndim:
-            msg = f"gather needs an index with {ndim} dims (the batch dims), got shape {list(index.shape)}"
-            raise RuntimeError(msg)
+            msg = (
+                f"gather needs an index with as many dims as the batch (index.ndim == {ndim}), "
+                f"got shape {list(index.shape)}"
+            )
+            raise IndexShapeError(msg)
         new = index.shape
 
         def spread(extra):

@@ -19,6 +19,7 @@ import torch
 
 from tensordict import _dim_names as dimnames
 from tensordict._collection import TensorCollection, is_tensor_collection
+from tensordict._indexing import check_split_size
 from tensordict._keys import NestedKey, canonical_key
 from tensordict._nontensor import NonTensorDataBase, _dummy
 from tensordict._ops._contract import Contract
@@ -86,8 +87,9 @@ class SplitStackMixin(Contract):
 
         Raises:
             DimensionError: if ``dim`` is out of range for the batch dims.
-            RuntimeError: if the listed sizes do not add up to the size of ``dim``, or an int
-                ``split_size`` is negative (or 0 for a dim that is not empty).
+            SplitSizeError: if an int ``split_size`` is not positive (a ``ValueError``
+                and a ``RuntimeError``).
+            RuntimeError: if the listed sizes do not add up to the size of ``dim``.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(5)}, [5])
@@ -95,6 +97,7 @@ class SplitStackMixin(Contract):
             ([2, 2, 1], [1, 4])
         """
         d = norm_dim(dim, self.batch_dims)
+        check_split_size(split_size)
         return self._split_op(lambda x: x.split(split_size, d), dimnames.clean(self.names), d)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:

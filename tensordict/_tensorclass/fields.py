@@ -37,7 +37,10 @@ class Field:
 
     def __get__(self, obj, owner=None):
         if obj is None:
-            # Like a dataclass: the class attribute is the default, when there is one.
+            # Like a dataclass: the class attribute is the default, when there is one. A
+            # field without one has no class attribute: dataclasses reads defaults with
+            # getattr, so a subclass re-declaring the field would take the descriptor as
+            # its default (see docs/differences.rst).
             if self.default is dataclasses.MISSING:
                 msg = f"type object {owner.__name__!r} has no attribute {self.name!r}"
                 raise AttributeError(msg)

@@ -58,6 +58,49 @@ def _flatten_state(state: Mapping, prefix: str, out: dict) -> None:
             out[prefix + key] = value
 
 
+# The keys under which a tensorclass level of a state dict's ``_metadata`` records its class
+# name and its non-tensor fields, as the well-known API writes them.
+_STATE_TYPE = "_type"
+_STATE_NON_TENSOR = "_non_tensor"
+
+
+def _non_tensor_fields(tc) -> dict:
+    """The fields of ``tc`` that hold no tensor nor collection: their values (None when unset)."""
+    td = tc._tensordict
+    out = {}
+    for name in type(tc)._tc_fields:
+        value = td._get_str(name, None)
+        if value is None:
+            out[name] = None
+        elif isinstance(value, NonTensorDataBase):
+            out[name] = value.data
+        elif getattr(type(value), "_is_non_tensor", False):
+            out[name] = value.tolist()
+    return out
+
+
+def _record_fields(value, metadata: dict, level: str) -> None:
+    """Adds the class name and non-tensor fields of each tensorclass under ``value`` to ``metadata``."""
+    if is_tc(value):
+        entry = metadata.setdefault(level, {})
+        entry[_STATE_TYPE] = type(value).__qualname__
+        entry[_STATE_NON_TENSOR] = _non_tensor_fields(value)
+        value = value._tensordict
+    for key, item in value.items():
+        if is_tensor_collection(item) and not getattr(type(item), "_is_non_tensor", False):
+            _record_fields(item, metadata, f"{level}.{key}" if level else key)
+
+
+def _recorded_fields(state_dict: Mapping, level: tuple, out: dict) -> None:
+    """Collects the non-tensor fields recorded in ``state_dict`` (and its nested dicts) by level."""
+    for name, entry in (getattr(state_dict, "_metadata", None) or {}).items():
+        if isinstance(entry, Mapping) and isinstance(entry.get(_STATE_NON_TENSOR), Mapping):
+            out[level + (tuple(name.split(".")) if name else ())] = entry[_STATE_NON_TENSOR]
+    for key, value in state_dict.items():
+        if isinstance(value, Mapping) and not is_tensor_collection(value):
+            _recorded_fields(value, (*level, *key.split(".")), out)
+
+
 def _is_key(index) -> bool:
     if type(index) is str:
         return True
@@ -622,7 +665,11 @@ class _TensorClassMethods:
                 field. Defaults to True.
 
         Returns:
-            The filled dict (non-tensor fields are left out).
+            The filled dict. The non-tensor fields of each tensorclass level and its
+            class name are kept in the dict's ``_metadata`` attribute (as
+            ``nn.Module.state_dict`` has one), under the level's ``"."``-joined key,
+            in the ``"_non_tensor"`` and ``"_type"`` entries; :meth:`load_state_dict`
+            sets them back.
 
         Examples:
             >>> @tensorclass
@@ -633,22 +680,39 @@ class _TensorClassMethods:
             >>> list(pair.state_dict()), list(pair.state_dict(flatten=False))
             (['x', 'inner.y'], ['x', 'inner'])
         """
+        level = prefix[:-1] if prefix.endswith(".") else prefix
         if flatten:
-            return self._tensordict.state_dict(
+            out = self._tensordict.state_dict(
                 destination=destination, prefix=prefix, keep_vars=keep_vars, flatten=True
             )
+            metadata = getattr(out, "_metadata", None)
+            if metadata is not None:
+                _record_fields(self, metadata, level)
+            return out
         out = OrderedDict() if destination is None else destination
         for key, value in self._tensordict.items():
             if isinstance(value, torch.Tensor):
                 out[prefix + key] = value if keep_vars else value.detach()
             elif is_tensor_collection(value) and not getattr(type(value), "_is_non_tensor", False):
                 out[prefix + key] = value.state_dict(keep_vars=keep_vars, flatten=False)
+        if isinstance(out, OrderedDict):
+            if getattr(out, "_metadata", None) is None:
+                out._metadata = OrderedDict()
+            out._metadata[level] = {
+                "batch_size": self._tensordict.batch_size,
+                "device": self._tensordict.device,
+                _STATE_TYPE: type(self).__qualname__,
+                _STATE_NON_TENSOR: _non_tensor_fields(self),
+            }
         return out
 
     def load_state_dict(
         self, state_dict: dict, strict: bool = True, assign: bool = False, from_flatten=None
     ):
         """Copies the tensors of a :meth:`state_dict` (flat or nested) into the instance, and returns it.
+
+        The non-tensor fields that the state dict's ``_metadata`` records (see
+        :meth:`state_dict`) are set too.
 
         A nested dict stands for the entries under its key. The form written by
         earlier versions of the well-known API (the tensors under ``"_tensordict"``,
@@ -684,15 +748,26 @@ class _TensorClassMethods:
         if isinstance(legacy, Mapping):
             fields = dict(state_dict.get("_non_tensordict") or {})
             state_dict = legacy
+        recorded = {}
+        _recorded_fields(state_dict, (), recorded)
         flat = OrderedDict()
         _flatten_state(state_dict, "", flat)
         for key in flat:
             if not key.startswith("__"):
                 self._check_state_key(tuple(key.split(".")))
+        for level, values in recorded.items():
+            for name in values:
+                self._check_state_key((*level, name))
+        for name in fields:
+            self._check_state_key((name,))
         self._tensordict.load_state_dict(flat, strict=strict, assign=assign, from_flatten=True)
         for name, value in fields.items():
-            self._check_state_key((name,))
             self._set_field(name, value)
+        for level, values in sorted(recorded.items(), key=lambda item: len(item[0])):
+            holder = self.get(level, None) if level else self
+            if is_tc(holder):
+                for name, value in values.items():
+                    holder._set_field(name, value)
         return self
 
     def _check_state_key(self, parts: tuple) -> None:

@@ -900,9 +900,10 @@ def _beyond_mappings(plan: Plan, folder, inplace: bool) -> bool:
     raise MappingLimitError(msg)
 
 
-def _at_destination(err: OSError, folder: str, stage: str) -> OSError:
+def _at_destination(err: OSError, folder: str, stage: str) -> Exception:
     """``err`` of a file in the staging folder, told of the path the user asked for (the file's
-    place in ``folder``), the staged path after it; the same error when it names no staged file."""
+    place in ``folder``), the staged path after it; the same error when it names no staged file.
+    A symbolic link in the way (never written through) gives a ``SymlinkError``."""
     staged = next(
         (
             p
@@ -914,6 +915,13 @@ def _at_destination(err: OSError, folder: str, stage: str) -> OSError:
     if staged is None:
         return err
     final = folder + staged[len(stage) :]
+    if os.path.islink(final):
+        msg = (
+            f"cannot write {final!r} of the memory-mapped folder {folder!r}: it is a symbolic "
+            "link, and tensordict never writes a TensorDict through symlinks (the folder was "
+            "left as it was)"
+        )
+        return SymlinkError(msg)
     msg = (
         f"cannot write {final!r} of the memory-mapped folder {folder!r}: "
         f"{os.strerror(err.errno)} (it was staged as {staged!r}; the folder was left as it was)"

@@ -134,6 +134,7 @@ from tensordict._keys import NestedKey
 from tensordict._typing import DeviceType, ShapeType
 from tensordict.errors import (
     InvalidArgumentError,
+    KeyFileNameError,
     MemmapFormatError,
     MemmapNotFoundError,
     SymlinkError,
@@ -207,7 +208,8 @@ def encode_key(key: str, robust_key: bool | None = True) -> str:
         robust_key (bool, optional): percent-encode unsafe characters (``None`` is True).
 
     Raises:
-        ValueError: with ``robust_key=False``, if the key is not a valid single file name.
+        KeyFileNameError: with ``robust_key=False``, if the key is not a valid single file
+            name (a ``ValueError`` and a ``RuntimeError``).
 
     Examples:
         >>> encode_key("a/b")
@@ -222,7 +224,7 @@ def encode_key(key: str, robust_key: bool | None = True) -> str:
                 "none), so it cannot be used with robust_key=False; use robust_key=True to "
                 "percent-encode it"
             )
-            raise ValueError(msg)
+            raise KeyFileNameError(msg)
         return key
     if not key:
         return "%"

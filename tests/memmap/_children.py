@@ -140,3 +140,10 @@ def create_in_new_levels(folder: str, me: int, rounds: int, barrier, results) ->
         results.put(("done", me))
 
     _report_errors(results, body)
+
+
+def write_non_tensor_rows(td) -> None:
+    """Writes the value 3 at the odd rows of the non-tensor entry "val" of ``td`` (a NonTensorStack)."""
+    from tensordict import NonTensorData, TensorDict
+
+    td[1::2] = TensorDict({"val": NonTensorData(data=3, batch_size=[5])}, [5])

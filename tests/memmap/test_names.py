@@ -181,3 +181,12 @@ print(json.dumps(out))
     for case, info in MANIFEST.items():
         for path in (case, f"{case}.tdz"):
             assert seen[path] == [info["names"], info["sub_names"]], path
+
+
+@pytest.mark.parametrize("error", [RuntimeError, ValueError])
+def test_writing_a_path_like_key_with_robust_key_false_is_refused(tmp_path, error):
+    """memmap(robust_key=False) of a key such as "a/b/c" raises (RuntimeError and ValueError), writing nothing."""
+    td = TensorDict({"a/b/c": torch.randn(3, 4)})
+    with pytest.raises(error):
+        td.memmap(tmp_path / "td", robust_key=False)
+    assert not (tmp_path / "td").exists() or not any((tmp_path / "td").iterdir())

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from tensordict import TensorDict
+from tensordict import NonTensorData, TensorDict
 from tensordict.errors import EntryExistsError
 
 
@@ -270,3 +270,31 @@ def test_a_new_sub_tensordict_another_writer_created_is_adopted_with_its_entries
     assert loaded["grp", "mine"].tolist() == [2.0] * 3
     with pytest.raises(EntryExistsError, match="already exists"):
         mine.make_memmap(("grp", "theirs"), (3,))
+
+
+def _stack_of_values() -> TensorDict:
+    td = TensorDict({"val": NonTensorData(data=0, batch_size=[10])}, [10])
+    td[1::2] = TensorDict({"val": NonTensorData(data=1, batch_size=[5])}, [5])
+    return td
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("how", ["share_memory_", "memmap_shared", "memmap_not_shared"])
+def test_a_child_writes_non_tensor_values_the_parent_reads(tmp_path, children, how):
+    """After share_memory_() or memmap_(share_non_tensor=True), a spawned child's write into a
+    stack of values reaches the parent; with share_non_tensor=False only the folder gets it."""
+    td = _stack_of_values()
+    if how == "share_memory_":
+        td.share_memory_()
+    else:
+        td.memmap_(tmp_path, share_non_tensor=how == "memmap_shared")
+    td[1::2] = TensorDict({"val": NonTensorData(data=2, batch_size=[5])}, [5])
+    assert td.get("val").tolist() == [0, 2] * 5
+    child = mp.get_context("spawn").Process(target=children.write_non_tensor_rows, args=(td,))
+    child.start()
+    child.join(timeout=120)
+    assert child.exitcode == 0
+    expected = [0, 2] * 5 if how == "memmap_not_shared" else [0, 3] * 5
+    assert td.get("val").tolist() == expected
+    if how != "share_memory_":
+        assert TensorDict.load_memmap(tmp_path).get("val").tolist() == [0, 3] * 5

@@ -114,6 +114,19 @@ def test_a_symlinked_prefix_is_refused_before_anything_changes(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
 
 
+def test_a_symlinked_sub_folder_in_the_prefix_is_refused_and_nothing_is_written_through(tmp_path):
+    """memmap() where a nested level's folder is a symbolic link: SymlinkError (a RuntimeError)
+    naming it, and the link's target stays empty."""
+    (tmp_path / "saved").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "saved" / "nested").symlink_to(tmp_path / "outside", target_is_directory=True)
+    td = TensorDict({"nested": {"x": torch.randn(3)}}, [])
+    with pytest.raises(RuntimeError, match="nested' of the memory-mapped folder.*symbolic link"):
+        td.memmap(tmp_path / "saved")
+    assert os.listdir(tmp_path / "outside") == []
+    assert os.path.islink(tmp_path / "saved" / "nested")
+
+
 def test_a_rewritten_folder_keeps_its_mode(tmp_path):
     """Replacing the tree in a folder keeps that folder's permission bits."""
     (tmp_path / "A").mkdir()
