@@ -30,7 +30,7 @@ from tensordict.errors import (
 from tensordict.memmap import _archive, _fs, _io
 from tensordict.memmap import format as fmt
 from tensordict.memmap._ondemand import LazyEntries
-from tensordict.memmap.tensor import MemoryMappedTensor, _storage_filename
+from tensordict.memmap.tensor import MemoryMappedTensor, _storage_filename, mapped_path
 
 STORAGE_WARNING = (
     "make_memmap_from_storage() got a storage without a file for the entry {key!r} of a "
@@ -1264,11 +1264,17 @@ class MemmapMixin(Contract):
         )
         expected = os.path.join(folder, fmt.file_name(parts[-1], fmt.MEMMAP_SUFFIX, robust_key))
         if os.path.realpath(filename) != os.path.realpath(expected):
-            msg = (
-                f"the storage for {full!r} has the file {filename!r}, which is not the file of the new "
-                f"entry {expected!r}; create the storage from that file, or use make_memmap_from_tensor()"
-            )
-            raise RuntimeError(msg)
+            # torch keeps the name the file was mapped under; the kernel knows where it is now
+            # (a folder written through a staging folder was renamed into place since)
+            current = mapped_path(storage.data_ptr()) if storage.nbytes() else None
+            if current != os.path.realpath(expected):
+                msg = (
+                    f"the storage for {full!r} has the file {current or filename!r}, which is not "
+                    f"the file of the new entry {expected!r}; create the storage from that "
+                    "file, or use make_memmap_from_tensor()"
+                )
+                raise RuntimeError(msg)
+            filename = expected
         tensor = MemoryMappedTensor.from_storage(
             storage, shape=shape, dtype=dtype, filename=filename
         )

@@ -200,6 +200,26 @@ def _nbytes(shape: ShapeLike, dtype: torch.dtype) -> int:
     return _numel(_parse_shape(shape)) * _check_dtype(dtype).itemsize
 
 
+def mapped_path(address: int) -> str | None:
+    """The file mapped at ``address`` in this process, as the kernel names it now, or None.
+
+    A file renamed after it was mapped (a folder written in a staging folder and then
+    put in place) is found at its new path; a deleted one ends with ``" (deleted)"``.
+    Reads ``/proc/self/maps``: None where there is none, or for anonymous memory.
+    """
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                low, _, high = fields[0].partition("-")
+                if int(low, 16) <= address < int(high, 16):
+                    path = fields[5].rstrip("\n") if len(fields) == 6 else ""
+                    return path if path.startswith("/") else None
+    except OSError:
+        return None
+    return None
+
+
 def _storage_filename(storage: torch.UntypedStorage | torch.TypedStorage) -> str | None:
     """Returns the absolute path of the file ``storage`` maps, or ``None``.
 
@@ -752,8 +772,12 @@ class MemoryMappedTensor(torch.Tensor):
         if filename is not None:
             path = _as_path(filename)
             if own is not None and own != path:
-                msg = f"the storage maps {own!r}, not filename={path!r}"
-                raise RuntimeError(msg)
+                # torch keeps the name the file was mapped under; the kernel knows where
+                # it is now (a folder written in a staging folder was renamed into place)
+                current = mapped_path(storage.data_ptr()) if nbytes else None
+                if current != os.path.realpath(path):
+                    msg = f"the storage maps {current or own!r}, not filename={path!r}"
+                    raise RuntimeError(msg)
         if shape is None:
             if nbytes % dtype.itemsize:
                 msg = f"a storage of {nbytes} bytes holds no whole number of {dtype} elements"

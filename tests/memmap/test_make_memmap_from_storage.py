@@ -387,3 +387,27 @@ def test_a_storage_reached_through_a_symlinked_folder_is_the_entrys_file(tmp_pat
     storage = MemoryMappedTensor.zeros(3, filename=tmp_path / "link" / "y.memmap").untyped_storage()
     td.make_memmap_from_storage("y", storage, (3,))
     assert "y" in TensorDict.load_memmap(tmp_path / "f").keys()
+
+
+def test_a_storage_whose_file_was_renamed_into_the_folder_is_its_entry_file(tmp_path):
+    """The storage of a leaf written by memmap(prefix) (staged, then renamed into place) is
+    accepted as the file of its entry: the file is compared where it is now, not by the name
+    torch kept from the staging folder."""
+    base = TensorDict({"a": torch.zeros(3, 4), "b": torch.ones(2)}, []).memmap(tmp_path / "d")
+    storage = base["a"].untyped_storage()
+    td = TensorDict.load_memmap(tmp_path / "d")
+    td.del_("a")
+    out = td.make_memmap_from_storage("a", storage, shape=[3, 4], dtype=torch.float32)
+    assert out.filename == str(tmp_path / "d" / "a.memmap")
+    out.fill_(7.0)
+    assert (TensorDict.load_memmap(tmp_path / "d")["a"] == 7).all()
+
+
+def test_a_storage_whose_file_was_replaced_names_the_deleted_file(tmp_path):
+    """memmap_ of another tensordict over the folder replaces the tree: the old storage's file is
+    gone, and make_memmap_from_storage raises RuntimeError naming it as deleted."""
+    base = TensorDict({"a": torch.zeros(3, 4)}, []).memmap_(tmp_path / "d")
+    td = TensorDict({}, []).memmap_(tmp_path / "d")
+    with pytest.raises(RuntimeError, match=r"\(deleted\).*not the file of the new entry"):
+        td.make_memmap_from_storage("a", base["a"].untyped_storage(), shape=[3, 4])
+    assert "a" not in td.keys()
