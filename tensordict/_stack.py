@@ -137,7 +137,7 @@ def _stack_fast(tds, dim: int):
     except (KeyError, RuntimeError):
         return None
     new_size = batch_size[:d] + torch.Size((len(tds),)) + batch_size[d:]
-    return TensorDict._new_unsafe(result, new_size, first._device, _stacked_names(tds, d))
+    return _result_cls(first)._new_unsafe(result, new_size, first._device, _stacked_names(tds, d))
 
 
 def _stacked_names(tds, dim: int):
@@ -149,6 +149,12 @@ def _stacked_names(tds, dim: int):
     if names is None or any(getattr(td, "_names", None) != names for td in tds):
         return None
     return [*names[:dim], None, *names[dim:]]
+
+
+def _result_cls(first) -> type:
+    """The class of a stack or a concatenation: the first tensordict's results' (a user's
+    subclass of TensorDict keeps itself), TensorDict for the other classes."""
+    return getattr(type(first), "_result_cls", TensorDict)
 
 
 def _combine_level(tds, out, new_size, names, tensors, entries, nested):
@@ -174,7 +180,7 @@ def _combine_level(tds, out, new_size, names, tensors, entries, nested):
             result[key] = nested(key, value, values, target)
     if out is not None:
         return out
-    return TensorDict._new_unsafe(result, new_size, first.device, names)
+    return _result_cls(first)._new_unsafe(result, new_size, first.device, names)
 
 
 def _stack_dense(tds, d: int, out, prefix: tuple):

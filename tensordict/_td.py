@@ -238,6 +238,14 @@ class TensorDict(TensorDictBase):
         "__weakref__",
     )
 
+    _result_cls: type  # the class of what operations return: a user's subclass keeps itself
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        parent = cls.__mro__[1]
+        if "_result_cls" not in cls.__dict__ and getattr(parent, "_result_cls", None) is parent:
+            cls._result_cls = cls
+
     def __init__(
         self,
         source: Mapping | TensorCollection | None = None,
@@ -613,7 +621,7 @@ class TensorDict(TensorDictBase):
     def _new_like(self, source: dict, batch_size, names=NO_DEFAULT, device=NO_DEFAULT):
         if names is NO_DEFAULT:
             names = self._names if batch_size == self._batch_size else None
-        return TensorDict._new_unsafe(
+        return self._result_cls._new_unsafe(
             source, batch_size, self._device if device is NO_DEFAULT else device, names
         )
 
@@ -761,7 +769,7 @@ class TensorDict(TensorDictBase):
                 res = value._fast_apply(fn, device=device, checked=checked, prefix=prefix + (key,))
             if res is not None:
                 out[key] = res
-        return TensorDict._new_unsafe(
+        return self._result_cls._new_unsafe(
             out,
             bs,
             self._device if device is NO_DEFAULT else device,
@@ -801,7 +809,7 @@ class TensorDict(TensorDictBase):
                 names = None
                 if self._names is not None:
                     names = dimnames.index(self._names, leaf_index, len(new_size))
-                return TensorDict._new_unsafe(out, new_size, self._device, names)
+                return self._result_cls._new_unsafe(out, new_size, self._device, names)
             out = {
                 key: _index_leaf(value, leaf_index)
                 if type(value) is not _Unbatched
@@ -835,7 +843,7 @@ class TensorDict(TensorDictBase):
         names = None
         if self._names is not None:
             names = dimnames.index(self._names, leaf_index, len(new_size))
-        result = TensorDict._new_unsafe(out, new_size, self._device, names)
+        result = self._result_cls._new_unsafe(out, new_size, self._device, names)
         if self._mm is not None:
             _mark_view(result, self._locked)
         return result
@@ -957,7 +965,7 @@ class TensorDict(TensorDictBase):
             res = out[key] = op(value, extra)
             if names is not None and type(res) is TensorDict:
                 _name_leading(res, names, value, bd)
-        result = TensorDict._new_unsafe(out, batch_size, self._device, names)
+        result = self._result_cls._new_unsafe(out, batch_size, self._device, names)
         if self._mm is not None:
             _mark_view(result, self._locked)
         elif self._locked:
@@ -979,7 +987,9 @@ class TensorDict(TensorDictBase):
                 if names is not None and type(piece) is TensorDict:
                     _name_leading(piece, names, value, bd)
         results = tuple(
-            TensorDict._new_unsafe(part, size, self._device, None if names is None else list(names))
+            self._result_cls._new_unsafe(
+                part, size, self._device, None if names is None else list(names)
+            )
             for part, size in zip(parts, batch_sizes)
         )
         for result in results:
@@ -1010,7 +1020,7 @@ class TensorDict(TensorDictBase):
         self._names = other._names
 
     def _shallow_copy(self):
-        return TensorDict._new_unsafe(
+        return self._result_cls._new_unsafe(
             dict(self._tensordict), self._batch_size, self._device, self._names
         )
 
@@ -1241,7 +1251,7 @@ class TensorDict(TensorDictBase):
             self._device = _CPU
             out = self
         else:
-            out = TensorDict._new_unsafe(data, self._batch_size, _CPU, self._names)
+            out = self._result_cls._new_unsafe(data, self._batch_size, _CPU, self._names)
             for key, value in data.items():  # the copy's stacks are its own: they write its folder
                 if getattr(type(value), "_is_non_tensor", False) and hasattr(value, "_home"):
                     data[key] = value.clone()
@@ -1499,3 +1509,6 @@ _io.LOADERS[fmt.TD_CLASS] = _load
 CLASSES["TensorDict"] = TensorDict
 _io.LOADERS[fmt.TD_TYPE] = _load
 _archive.BUILDERS[fmt.KIND_TD] = _build
+
+
+TensorDict._result_cls = TensorDict

@@ -432,6 +432,8 @@ class TypedTensorDict(TensorDict, metaclass=_TypedTensorDictMeta):
         return cls._retype(td)
 
     # --------------------------------------------- results keep the class (TensorDict hooks)
+    _result_cls = TensorDict  # built as a TensorDict, then retyped by _new_result
+
     def _new_result(self, td):
         return type(self)._retype(td)
 
