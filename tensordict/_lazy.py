@@ -749,18 +749,27 @@ class LazyStackedTensorDict(
             *members, stack_dim=stack_dim, stack_dim_name=self._stack_dim_name
         )
 
-    def _emptied(self, size: torch.Size, kwargs: dict) -> LazyStackedTensorDict:
-        """Hook of ``new_empty(empty_lazy=True)``: a stack along this dim of empty members.
+    def _emptied(self, factory, size: torch.Size, kwargs: dict) -> LazyStackedTensorDict:
+        """Hook of ``empty_lazy=True``: a stack along this dim of ``size[dim]`` members.
 
-        A stack whose dim is not a dim of ``size`` gives a dense level, as without
-        ``empty_lazy``.
+        ``new_empty`` gives empty members (no keys), to be filled one by one; the other
+        factories (``new_zeros``, ``new_ones``, ``new_full``) give members shaped like the
+        first member, filled by the factory. A stack whose dim is not a dim of ``size``
+        gives a dense level, as without ``empty_lazy``.
         """
         dim = self._stack_dim
         if dim >= len(size):
-            return self._new_factory(torch.Tensor.new_empty, (size,), kwargs)
+            return self._filled(factory, size, kwargs)
         member = size[:dim] + size[dim + 1 :]
-        device = kwargs.get("device", self.device)
-        members = [TensorDict({}, member, device=device) for _ in range(size[dim])]
+        if factory is torch.Tensor.new_empty or not self.tensordicts:
+            device = kwargs.get("device", self.device)
+            members = [TensorDict({}, member, device=device) for _ in range(size[dim])]
+        else:
+            first = self.tensordicts[0]
+            members = [
+                first._new_factory(factory, (member,), dict(kwargs, empty_lazy=True))
+                for _ in range(size[dim])
+            ]
         if not members:
             return self._empty_stack(member, dim)
         return LazyStackedTensorDict(*members, stack_dim=dim)

@@ -692,6 +692,11 @@ class NonTensorStack(LazyStackedTensorDict):
         out[...] = result
         return out
 
+    def _emptied(self, factory, size: torch.Size, kwargs: dict) -> NonTensorStack:
+        # A stack of values has no members to leave empty: it keeps values, as without
+        # empty_lazy.
+        return self._filled(factory, size, kwargs)
+
     def clone(self, recurse: bool = True) -> NonTensorStack:
         """Returns a new stack of clones of the members (the values are shared, MetaData copied).
 

@@ -382,6 +382,22 @@ def test_new_empty_with_empty_lazy_densifies_a_stack_whose_dim_the_size_lacks():
     assert type(out) is TensorDict and out.batch_size == (4,) and out["x"].shape == (4,)
 
 
+def test_new_zeros_with_empty_lazy_keeps_lazy_stacks_of_filled_members():
+    """new_zeros(empty_lazy=True) keeps a lazy stack whose members are shaped like the first,
+    and a masked write fills the chosen rows; a stack of values stays a stack of values."""
+    from tensordict import LazyStackedTensorDict, NonTensorStack
+
+    strings = NonTensorStack("a", "b", "c").unsqueeze(-1)
+    td = TensorDict(a=TensorDict(b=strings, batch_size=(3,)), batch_size=(3,)).to_lazystack()
+    out = td.new_zeros((4,), empty_lazy=True)
+    assert isinstance(out, LazyStackedTensorDict) and len(out.tensordicts) == 4
+    assert all(("a", "b") in m.keys(True) for m in out.tensordicts)
+    out[torch.tensor([True, True, False, True])] = td
+    assert out.get(("a", "b")).tolist() == [["a"], ["b"], ["a"], ["c"]]
+    values = TensorDict(a=NonTensorStack("a", "b").unsqueeze(-1), batch_size=(2,))
+    assert isinstance(values.new_empty((4,), empty_lazy=True).get("a"), NonTensorStack)
+
+
 def test_new_zeros_dtype():
     """new_zeros(dtype=...) casts every entry."""
     out = make_td().new_zeros(4, dtype=torch.float64)

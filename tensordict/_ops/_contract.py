@@ -112,10 +112,12 @@ class Contract:
         not consolidated. Defined by ``ConsolidateMixin``."""
         raise NotImplementedError
 
-    def _emptied(self, size, kwargs: dict):
-        """What ``new_empty(empty_lazy=True)`` makes of this level at batch size ``size``.
+    def _emptied(self, factory, size, kwargs: dict):
+        """What ``new_empty(empty_lazy=True)`` (and ``new_zeros``, ...) makes of this level at
+        batch size ``size``.
 
-        Defined by ``DeviceMixin``; the lazy stack gives a stack of empty members.
+        Defined by ``DeviceMixin``; the lazy stack gives a stack of empty members, a stack of
+        non-tensor values a stack of values.
         """
         raise NotImplementedError
 

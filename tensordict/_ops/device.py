@@ -664,7 +664,14 @@ class DeviceMixin(CastOps):
         return self._new_like({}, self.batch_size if batch_size is None else torch.Size(batch_size))
 
     def _new_factory(self, factory, size, kwargs):
+        """``factory(leaf, size + features, **kwargs)`` for every leaf; with ``empty_lazy=True``
+        among ``kwargs``, lazy stacks are kept with empty members (see :meth:`new_empty`)."""
         new = _size_of(size)
+        if kwargs.pop("empty_lazy", False):
+            return self._emptied(factory, new, kwargs)
+        return self._filled(factory, new, kwargs)
+
+    def _filled(self, factory, new: torch.Size, kwargs: dict):
         bd = self.batch_dims
         return self._fast_apply(
             lambda x: factory(x, new + x.shape[bd:], **kwargs), batch_size=new, names=None
@@ -682,7 +689,8 @@ class DeviceMixin(CastOps):
         Args:
             *size (int or sequence of int): the new batch size, as ints or as one sequence.
             **kwargs: passed on to ``Tensor.new_zeros`` for every leaf: ``dtype``, ``device``,
-                ``requires_grad``...
+                ``requires_grad``...; ``empty_lazy=True`` keeps lazy stacks, with empty
+                members (see :meth:`new_empty`).
 
         Returns:
             A new tensordict.
@@ -711,7 +719,8 @@ class DeviceMixin(CastOps):
         Args:
             *size (int or sequence of int): the new batch size, as ints or as one sequence.
             **kwargs: passed on to ``Tensor.new_ones`` for every leaf: ``dtype``, ``device``,
-                ``requires_grad``...
+                ``requires_grad``...; ``empty_lazy=True`` keeps lazy stacks, with empty
+                members (see :meth:`new_empty`).
 
         Returns:
             A new tensordict.
@@ -769,21 +778,19 @@ class DeviceMixin(CastOps):
             >>> type(out).__name__, out.batch_size, len(out.tensordicts), out.is_empty()
             ('LazyStackedTensorDict', torch.Size([4, 5]), 5, True)
         """
-        if empty_lazy:
-            return self._emptied(_size_of(size), kwargs)
-        return self._new_factory(torch.Tensor.new_empty, size, kwargs)
+        return self._new_factory(torch.Tensor.new_empty, size, dict(kwargs, empty_lazy=empty_lazy))
 
-    def _emptied(self, size: torch.Size, kwargs: dict):
-        """Hook of ``new_empty(empty_lazy=True)``: this level at batch size ``size``.
+    def _emptied(self, factory, size: torch.Size, kwargs: dict):
+        """Hook of ``empty_lazy=True`` (``new_empty``, ``new_zeros``, ...): this level at batch size ``size``.
 
-        A dense level is ``new_empty`` of its leaves, each sub-tensordict emptied the same
+        A dense level is ``factory`` of its leaves, each sub-tensordict emptied the same
         way; the lazy stack overrides it with a stack of empty members.
         """
-        out = self._new_factory(torch.Tensor.new_empty, (size,), kwargs)
+        out = self._filled(factory, size, kwargs)
         bd = self.batch_dims
         for key, value in self._items_level():
             if hasattr(value, "_items_level"):
-                emptied = value._emptied(size + value.batch_size[bd:], kwargs)
+                emptied = value._emptied(factory, size + value.batch_size[bd:], kwargs)
                 out._set_str(key, emptied, inplace=False, validated=True)
         return out
 
