@@ -182,7 +182,8 @@ def stack_unbatched(values: list, batch_size: torch.Size) -> UnbatchedTensor:
     """The entry of a stack of tensordicts whose members hold ``UnbatchedTensor`` entries.
 
     The stack holds the first member's payload, its batch size being the stack's.
-    Members whose payloads live in another storage are dropped, with a warning.
+    Members whose payloads differ from the first's are dropped, with a warning (a copy
+    of the same values, from ``contiguous()`` or ``clone()``, is not).
 
     Args:
         values (list of UnbatchedTensor): the members' entries, in order.
@@ -200,10 +201,13 @@ def stack_unbatched(values: list, batch_size: torch.Size) -> UnbatchedTensor:
     """
     first = values[0]
     ptr = first.data_ptr()
-    if any(v.data_ptr() != ptr or v.shape != first.shape for v in values[1:]):
+    if any(
+        v.data_ptr() != ptr and (v.shape != first.shape or not torch.equal(v, first))
+        for v in values[1:]
+    ):
         warnings.warn(
-            "stacking UnbatchedTensor entries that hold different data storages: only the "
-            "first member's payload is kept (an UnbatchedTensor is the same for the whole "
+            "stacking UnbatchedTensor entries that hold different data: only the first "
+            "member's payload is kept (an UnbatchedTensor is the same for the whole "
             "batch; use a plain tensor for data that differ per element)",
             UserWarning,
             stacklevel=3,

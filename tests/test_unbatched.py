@@ -259,3 +259,12 @@ def test_moving_keys_keeps_the_entry_object():
     nested = td.unflatten_keys(separator="_")
     assert nested["c", "d"] is td["c_d"]
     assert nested.flatten_keys()["c.d"] is td["c_d"]
+
+
+def test_stacking_a_copy_of_the_same_payload_is_silent():
+    """A member whose payload is a copy of the same values (contiguous(), clone()) stacks without a warning."""
+    td = TensorDict(a=torch.ones(3), u=UnbatchedTensor(torch.arange(5.0)), batch_size=[3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = torch.stack([td, td.clone()])
+    assert out["u"].batch_size == torch.Size([2, 3])
