@@ -36,6 +36,7 @@ from tensordict._stack import stack
 from tensordict._td import TensorDict
 from tensordict._tensorclass.decorator import is_tensorclass
 from tensordict._typing import DeviceType, ShapeType
+from tensordict._unbatched import is_unbatched
 from tensordict.base import TensorDictBase
 from tensordict.errors import (
     DimensionError,
@@ -179,7 +180,10 @@ def _pad_copy(td, pairs: list, value):
     new_size = _padded_size(td.batch_size, pairs)
     source = {}
     for key, entry in td.items():
-        source[key] = _pad_entry(entry, pairs, value)
+        if is_unbatched(entry):  # one payload for the whole batch: nothing to pad
+            source[key] = entry.rebatched(new_size)
+        else:
+            source[key] = _pad_entry(entry, pairs, value)
     names = td.names if td.names is not None and any(n is not None for n in td.names) else None
     return TensorDict(source, batch_size=new_size, device=td.device, names=names)
 

@@ -268,3 +268,14 @@ def test_stacking_a_copy_of_the_same_payload_is_silent():
         warnings.simplefilter("error")
         out = torch.stack([td, td.clone()])
     assert out["u"].batch_size == torch.Size([2, 3])
+
+
+def test_pad_keeps_an_unbatched_payload_as_it_is():
+    """pad() pads the batched leaves and keeps an unbatched entry's payload, with the new batch size."""
+    from tensordict.functional import pad
+
+    td = TensorDict(a=torch.ones(3, 4), u=UnbatchedTensor(torch.arange(5.0)), batch_size=[3, 4])
+    out = pad(td, [0, 1, 0, 2])
+    assert out.batch_size == (4, 6) and out["a"].shape == (4, 6)
+    assert out.get("u").data_ptr() == td.get("u").data_ptr()
+    assert torch.equal(out.get("u"), torch.arange(5.0))
