@@ -308,3 +308,21 @@ def test_gather_in_place_needs_an_index_with_the_batch_dims(inplace):
     else:
         out = td.gather(dim=0, index=torch.tensor([[0, 1, 2, 0]]))
         assert out.batch_size == torch.Size([1, 4])
+
+
+def test_where_with_pad_against_a_lazy_stack_uses_its_stacked_leaves():
+    """An empty tensordict's where(mask, lazy_stack, pad=) takes the stack's leaves over the whole batch."""
+    from tensordict import lazy_stack
+
+    members = [TensorDict({"a": torch.randn(4, 1, 5), "b": {"c": torch.randn(4, 1, 2)}}, [4, 1])]
+    stack = lazy_stack(members * 2, 1)
+    mask = torch.tensor([[[True], [False]]] * 4)
+    for result in (
+        stack.empty().where(~mask, stack, pad=1),
+        stack.where(mask, stack.empty(), pad=1),
+    ):
+        assert result.batch_size == stack.batch_size
+        for value in result.values(True, True):
+            assert (value[~mask] == 1).all()
+    kept = stack.empty().where(~mask, stack, pad=1)
+    assert torch.equal(kept["a"][mask], stack["a"][mask])

@@ -586,7 +586,7 @@ class RearrangeMixin(Contract):
         if not is_tensor_collection(other):
             result = src._fast_apply(lambda x: pick(x, other))
         elif pad is None:
-            other = other._leafwise_operand()
+            other = other._leafwise_operand()._as_dense()  # leaves over the whole batch
             mine, theirs = set(src.keys(True, True)), set(other.keys(True, True))
             if mine != theirs:
                 msg = (
@@ -597,7 +597,7 @@ class RearrangeMixin(Contract):
                 raise KeyMismatchError(msg)
             result = src._fast_apply(pick, other)
         else:
-            other = other._leafwise_operand()
+            other = other._leafwise_operand()._as_dense()  # leaves over the whole batch
             result = src._fast_apply(pick, other, default=None)
             mine = set(src.keys(True, True))
             only_theirs = [k for k in other.keys(True, True) if k not in mine]
