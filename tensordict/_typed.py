@@ -296,6 +296,9 @@ class TypedTensorDict(TensorDict, metaclass=_TypedTensorDictMeta):
         out = object.__new__(cls)
         for slot in _STATE:
             object.__setattr__(out, slot, getattr(td, slot))
+        record = getattr(td, "_write_back", None)
+        if record is not None:  # a with-block over the result still writes back
+            out._write_back = record
         return out
 
     @classmethod

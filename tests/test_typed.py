@@ -461,3 +461,14 @@ def test_from_tensordict_refuses_a_lazy_stack():
     """from_tensordict of a lazy stack raises TypeError saying to densify it first."""
     with pytest.raises(TypeError, match="to_tensordict"):
         State.from_tensordict(lazy_stack([_state(), _state()]))
+
+
+def test_with_blocks_over_a_typed_result_write_back():
+    """with td.flatten_keys(",") / unflatten_keys(",") over a typed tensordict writes new keys back."""
+    td = State(eta=torch.zeros(3, 2), X=torch.zeros(3), batch_size=[3])
+    with td.flatten_keys(",") as flat:
+        assert type(flat) is State
+        with flat.unflatten_keys(",") as nested:
+            nested["new", "data"] = torch.ones(3)
+        assert (flat["new,data"] == 1).all()
+    assert (td["new", "data"] == 1).all()
