@@ -348,3 +348,11 @@ def test_the_grad_and_data_of_a_locked_tensordict_are_locked():
     assert not td.grad.is_locked and not td.data.is_locked
     td.lock_()
     assert td.grad.is_locked and td.data.is_locked
+
+
+def test_rename_key_of_a_locked_tensordict_raises_the_lock_error_first():
+    """rename_key_(safe=True) onto an existing key of a locked tensordict: the lock is the error."""
+    td = TensorDict({"a": torch.zeros(2), "b": torch.ones(2)}, [2]).lock_()
+    with pytest.raises(RuntimeError, match="locked"):
+        td.rename_key_("a", "b", safe=True)
+    assert sorted(td.keys()) == ["a", "b"]

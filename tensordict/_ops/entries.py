@@ -1299,13 +1299,13 @@ class EntriesMixin(Contract):
             >>> TensorDict({"a": torch.zeros(2)}, [2]).rename_key_("a", ("b", "c"))
             TensorDict(batch_size=[2], fields={b: {c: f32[]}})
         """
+        if self.is_locked:
+            msg = f"cannot rename {canonical_key(old_key)!r}: the tensordict is locked; call unlock_() first"
+            raise LockedError(msg)
         value = self.get(old_key, NO_DEFAULT)
         if safe and self.get(new_key, None) is not None:
             msg = f"key {canonical_key(new_key)!r} already exists; pass safe=False to overwrite it"
             raise KeyError(msg)
-        if self.is_locked:
-            msg = f"cannot rename {canonical_key(old_key)!r}: the tensordict is locked; call unlock_() first"
-            raise LockedError(msg)
         self.del_(old_key)
         self.set(new_key, value)
         return self
