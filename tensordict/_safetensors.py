@@ -26,6 +26,7 @@ import torch
 from tensordict._collection import TensorCollection, is_non_tensor, is_tensor_collection
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor_stack import NonTensorStack
+from tensordict._shared_value import holds_json
 from tensordict._td import TensorDict
 from tensordict._tensorclass.decorator import REGISTRY, is_tensorclass
 from tensordict._typing import DeviceType
@@ -49,18 +50,6 @@ def _require_safetensors():
             "`pip install tensordict[safetensors]` (or `pip install safetensors`)"
         )
         raise ImportError(msg)
-
-
-def _json_value(value) -> bool:
-    """True when JSON gives ``value`` back with the same types."""
-    kind = type(value)
-    if kind in (str, int, float, bool, type(None)):
-        return True
-    if kind is list:
-        return all(_json_value(v) for v in value)
-    if kind is dict:
-        return all(type(k) is str and _json_value(v) for k, v in value.items())
-    return False
 
 
 def _keys_differ(td) -> bool:
@@ -100,7 +89,7 @@ def _describe(td, prefix: tuple, tensors: dict) -> dict:
             msg = f"cannot save the non-tensor stack at {path} as safetensors: only single JSON values can be"
             raise TypeError(msg)
         if is_non_tensor(value):
-            if not _json_value(value.data):
+            if not holds_json(value.data):
                 msg = (
                     f"cannot save the non-tensor value at {path} as safetensors: a "
                     f"{type(value.data).__name__} is not a JSON value (str, int, float, bool, "
