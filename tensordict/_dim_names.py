@@ -9,6 +9,7 @@ a dim that survives keeps its name, a new or merged dim has none.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import torch
 
@@ -164,3 +165,22 @@ def _block_names(names, tensors: list) -> list:
         return out
     ndim = max(1 if t.dtype is torch.bool else t.ndim for _, t, _ in tensors)
     return [None] * ndim
+
+
+def check_names(names: Any, batch_size: torch.Size) -> list | None:
+    """``names`` checked against ``batch_size``: one per dim, unique; None when none is set.
+
+    Raises:
+        ValueError: if there is not one name per dim, or a name repeats.
+    """
+    if names is None:
+        return None
+    names = list(names)
+    if len(names) != len(batch_size):
+        msg = f"names {names} must have one entry per batch dimension ({len(batch_size)})"
+        raise ValueError(msg)
+    seen = [n for n in names if n is not None]
+    if len(seen) != len(set(seen)):
+        msg = f"batch dimension names must be unique, got {names}"
+        raise ValueError(msg)
+    return names if seen else None

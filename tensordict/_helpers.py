@@ -432,3 +432,48 @@ def shape_of(value: torch.Tensor | TensorCollection) -> torch.Size:
         )
         return torch.Size([value.size(0), *inner])
     return value.shape
+
+
+_Size = torch.Size
+_EMPTY = torch.Size(())
+
+
+def as_batch_size(batch_size: Any) -> torch.Size:
+    """A tensordict's ``batch_size`` argument as a ``torch.Size`` (None: no dims; -1 marks a ragged dim).
+
+    Raises:
+        TypeError: if it is not a sequence of ints.
+        ValueError: if a size is below -1.
+    """
+    if batch_size is None:
+        return _EMPTY
+    if type(batch_size) is _Size:
+        return batch_size
+    if type(batch_size) is list or type(batch_size) is tuple:
+        try:
+            size = _Size(batch_size)
+        except TypeError:
+            size = None
+        if size is not None and (not size or min(size) >= -1):
+            return size
+    if isinstance(batch_size, int):
+        return _Size((batch_size,))
+    if isinstance(batch_size, torch.Tensor):
+        return _Size(batch_size.tolist() if batch_size.ndim else [int(batch_size)])
+    try:
+        size = _Size(int(s) for s in batch_size)
+    except (TypeError, ValueError) as err:
+        msg = f"batch_size must be a sequence of ints, got {batch_size!r}"
+        raise TypeError(msg) from err
+    if any(s < -1 for s in size):
+        # -1 is the one negative size: it marks a ragged dim, as a nested tensor's shape reads.
+        msg = f"batch_size must not hold sizes below -1 (-1 marks a ragged dim), got {list(size)}"
+        raise ValueError(msg)
+    return size
+
+
+def as_device(device: Any) -> torch.device | None:
+    """A tensordict's ``device`` argument as a ``torch.device`` (None stays None)."""
+    if device is None or type(device) is torch.device:
+        return device
+    return torch.device(device)

@@ -22,7 +22,7 @@ from tensordict._collection import (
 )
 from tensordict._keys import NestedKey
 from tensordict._ops.keys import _KeysView
-from tensordict._td import TensorDict, _check_names, check_sub_names
+from tensordict._td import TensorDict, check_sub_names
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import LockedError, MemberBatchSizeError
 
@@ -406,7 +406,7 @@ class LazyMembersMixin:
         return out
 
     def _set_names(self, names: list) -> None:
-        names = _check_names(names, self.batch_size) or [None] * self.batch_dims
+        names = dimnames.check_names(names, self.batch_size) or [None] * self.batch_dims
         member_names = names[: self._stack_dim] + names[self._stack_dim + 1 :]
         for member in self.tensordicts:
             if type(member) is TensorDict:

@@ -17,7 +17,7 @@ from tensordict._collection import (
     is_non_tensor,
     is_tensor_collection,
 )
-from tensordict._helpers import shape_of
+from tensordict._helpers import as_batch_size, as_device, shape_of
 from tensordict._indexing import (
     batch_size_from_dummy,
     batch_size_from_leaf,
@@ -109,54 +109,6 @@ def _fill(td, source: dict, batch_size: torch.Size, device) -> dict:
             td._tensordict = data
             data[key] = td._validate(key, value)
     return data
-
-
-def _as_batch_size(batch_size) -> torch.Size:
-    if batch_size is None:
-        return _EMPTY
-    if type(batch_size) is _Size:
-        return batch_size
-    if type(batch_size) is list or type(batch_size) is tuple:
-        try:
-            size = _Size(batch_size)
-        except TypeError:
-            size = None
-        if size is not None and (not size or min(size) >= -1):
-            return size
-    if isinstance(batch_size, int):
-        return _Size((batch_size,))
-    if isinstance(batch_size, torch.Tensor):
-        return _Size(batch_size.tolist() if batch_size.ndim else [int(batch_size)])
-    try:
-        size = _Size(int(s) for s in batch_size)
-    except (TypeError, ValueError) as err:
-        msg = f"batch_size must be a sequence of ints, got {batch_size!r}"
-        raise TypeError(msg) from err
-    if any(s < -1 for s in size):
-        # -1 is the one negative size: it marks a ragged dim, as a nested tensor's shape reads.
-        msg = f"batch_size must not hold sizes below -1 (-1 marks a ragged dim), got {list(size)}"
-        raise ValueError(msg)
-    return size
-
-
-def _as_device(device):
-    if device is None or type(device) is torch.device:
-        return device
-    return torch.device(device)
-
-
-def _check_names(names, batch_size: torch.Size):
-    if names is None:
-        return None
-    names = list(names)
-    if len(names) != len(batch_size):
-        msg = f"names {names} must have one entry per batch dimension ({len(batch_size)})"
-        raise ValueError(msg)
-    seen = [n for n in names if n is not None]
-    if len(seen) != len(set(seen)):
-        msg = f"batch dimension names must be unique, got {names}"
-        raise ValueError(msg)
-    return names if seen else None
 
 
 def check_sub_names(td: TensorDict, names: list) -> None:
@@ -265,9 +217,9 @@ class TensorDict(TensorDictBase):
             ):
                 batch_size = _Size(batch_size)  # the common [n], without the general checks
             else:
-                batch_size = _as_batch_size(batch_size)
+                batch_size = as_batch_size(batch_size)
         if device is not None:
-            device = _as_device(device)
+            device = as_device(device)
         self._batch_size = batch_size
         self._device = device
         self._names = None
@@ -381,7 +333,7 @@ class TensorDict(TensorDictBase):
 
     @batch_size.setter
     def batch_size(self, value: ShapeType) -> None:
-        new = _as_batch_size(value)
+        new = as_batch_size(value)
         if new == self._batch_size:
             return
         n = len(new)
@@ -457,7 +409,7 @@ class TensorDict(TensorDictBase):
 
     @names.setter
     def names(self, value: Sequence[str | None] | None) -> None:
-        names = None if value is None else _check_names(value, self._batch_size)
+        names = None if value is None else dimnames.check_names(value, self._batch_size)
         if names is not None:
             check_sub_names(self, names)
         self._names = names
