@@ -1456,13 +1456,7 @@ def refresh_entries(
     fresh, inodes = _read_entries(level.path, meta, options, batch_size, data, level)
     data.clear()
     data.update(fresh)
-    for key, value in fresh.items():
-        filename = getattr(value, "_filename", None)
-        if key not in inodes and filename is not None:
-            try:
-                inodes[key] = os.stat(filename).st_ino
-            except OSError:
-                pass
+    _ondemand.record_inodes(fresh, inodes)
     return (
         batch_size,
         names,

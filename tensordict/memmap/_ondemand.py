@@ -81,6 +81,20 @@ def entry_keys(meta: dict) -> dict:
     return keys
 
 
+def record_inodes(entries: dict, inodes: dict) -> None:
+    """Adds to ``inodes`` the inode of each memory-mapped entry's file it lacks (by key).
+
+    A file gone meanwhile is left out: the next refresh finds it changed.
+    """
+    for key, value in entries.items():
+        filename = getattr(value, "_filename", None)
+        if key not in inodes and filename is not None:
+            try:
+                inodes[key] = os.stat(filename).st_ino
+            except OSError:
+                pass
+
+
 class _Items(ItemsView):
     __slots__ = ()
 
@@ -376,12 +390,6 @@ class LazyEntries(MutableMapping):
                 del self._keys[key]
         for key, value in data.items():
             self._adopt(key, value)
-        for key, value in data.items():
-            filename = getattr(value, "_filename", None)
-            if key not in inodes and filename is not None:
-                try:
-                    inodes[key] = os.stat(filename).st_ino
-                except OSError:
-                    pass
+        record_inodes(data, inodes)
         self.inodes = inodes
         return inodes
