@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -48,6 +49,20 @@ def _testing_ours() -> bool:
 # the differential test files also pass when run under the reference's interpreter.
 ours_only = pytest.mark.skipif(not _testing_ours(), reason="differs from the reference")
 TD_CASES = tuple(name for name in CASES if MANIFEST[name]["class"] == "TensorDict")
+
+
+def load_script(name: str):
+    """The module ``scripts/<name>.py`` of the repository, imported from its file (scripts/ is
+    no package; its own folder is on the path while it runs)."""
+    path = ROOT / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
 
 
 def _make_writable(folder: Path) -> None:

@@ -10,7 +10,6 @@ every public method of ``TensorDictBase`` once.
 from __future__ import annotations
 
 import collections
-import importlib.util
 import inspect
 import re
 import subprocess
@@ -24,22 +23,12 @@ import pytest
 import tensordict
 from tensordict import TensorDictBase
 
+from conftest import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 GUIDES = sorted((ROOT / "docs" / "guides").glob("*.rst"))
 # A block that starts with this line is a script for several processes, shown, not run here.
 TORCHRUN = "# Run with torchrun"
-
-
-def _script(name: str):
-    path = ROOT / "scripts" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(path.parent))
-    return module
 
 
 def rst_blocks(text: str) -> list[str]:
@@ -131,7 +120,7 @@ def test_readme_blocks_run(number, tmp_path, monkeypatch):
 
 def test_every_method_of_the_base_has_one_task():
     """Each public method of TensorDictBase is in exactly one task, and no task names a stranger."""
-    table = _script("method_tasks").task_table()
+    table = load_script("method_tasks").task_table()
     placed = collections.Counter(name for _, _, methods, _ in table for name in methods)
     public = {name for name in dir(TensorDictBase) if not name.startswith("_")}
     assert not public - set(placed), f"methods without a task: {sorted(public - set(placed))}"
@@ -142,7 +131,7 @@ def test_every_method_of_the_base_has_one_task():
 
 def test_every_function_has_one_task():
     """Each function (and option block) of ``tensordict.__all__`` is in exactly one task."""
-    table = _script("method_tasks").task_table()
+    table = load_script("method_tasks").task_table()
     placed = collections.Counter(name for _, _, _, functions in table for name in functions)
     public = {
         name
@@ -157,7 +146,7 @@ def test_every_function_has_one_task():
 
 def test_the_task_page_links_every_method():
     """The page written from the table links each method's page under its task's heading."""
-    page = _script("api_pages").by_task()
+    page = load_script("api_pages").by_task()
     for title in ("Build", "Memory mapping", "Across machines", "Locking", "Options"):
         assert f"\n{title}\n{'-' * len(title)}\n" in page
     for name in ("make_memmap_from_storage", "cos_", "keys", "lock_", "float32"):
@@ -166,7 +155,7 @@ def test_the_task_page_links_every_method():
 
 def test_a_method_page_has_the_seed_layout():
     """The page of a TensorDictBase method: its qualified name as title, autodoc, the closing line."""
-    pages = _script("api_pages").pages()
+    pages = load_script("api_pages").pages()
     page = pages["tensordict.TensorDictBase.make_memmap_from_storage"]
     lines = page.splitlines()
     title = lines.index("TensorDictBase.make_memmap_from_storage")
@@ -179,7 +168,7 @@ def test_a_method_page_has_the_seed_layout():
 
 def test_the_closing_line_is_written_only_where_it_is_true():
     """A method some class lacks gets a line naming the classes that lack it instead."""
-    api_pages = _script("api_pages")
+    api_pages = load_script("api_pages")
     assert api_pages._closing("memmap") == api_pages.CLOSING
     line = api_pages._closing("no_such_method")
     assert line.startswith("Not every class has this method: TensorDict, ")

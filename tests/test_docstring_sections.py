@@ -7,29 +7,17 @@ missing from the page. The objects are those that get a page (``scripts/api_page
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import re
-import sys
 from pathlib import Path
+
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = re.compile(r"^(Args|Arguments|Keyword Args|Keyword Arguments|[A-Z][A-Za-z ]*):\s*$")
 ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(\([^)]*\))?\s*:")
 POSITIONAL_SECTIONS = ("Args", "Arguments")
 KEYWORD_SECTIONS = ("Keyword Args", "Keyword Arguments")
-
-
-def _api_pages():
-    path = ROOT / "scripts" / "api_pages.py"
-    spec = importlib.util.spec_from_file_location("api_pages", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(path.parent))
-    return module
 
 
 def described(doc: str) -> dict[str, set[str]]:
@@ -114,7 +102,7 @@ def test_the_section_reader_reads_google_style():
 
 def test_every_parameter_is_described_in_its_section():
     """Each parameter of each documented callable is under Args, or Keyword Args if keyword-only."""
-    callables = _api_pages().documented_callables()
+    callables = load_script("api_pages").documented_callables()
     assert len(callables) >= 400
     failures = []
     for title, obj in callables:
