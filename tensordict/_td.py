@@ -43,6 +43,7 @@ from tensordict._td_rows import (
     _index_copies,
     _index_leaf,
     _indexed_batch,
+    _refuse_dtype,
     _write_dense_rows,
     _zeros_for,
 )
@@ -730,10 +731,12 @@ class TensorDict(TensorDictBase):
 
     def _index(self, index):
         batch_size = self._batch_size
+        rows = False
         if type(index) is _Tensor and batch_size and index.ndim == 1 and index.dtype is _LONG:
             # The replay-buffer hot path: one long tensor of rows.
             leaf_index = index
             new_size = index.shape if len(batch_size) == 1 else index.shape + batch_size[1:]
+            rows = True
         elif (
             type(index) is _Tensor
             and index.ndim == 1
@@ -756,7 +759,7 @@ class TensorDict(TensorDictBase):
         if new_size is not None and type(leaf_index) is _Tensor and leaf_index.ndim:
             # Rows picked by a tensor: every leaf is copied, so a memory-mapped leaf is
             # indexed as the plain tensor it is (no view to keep), in one dispatch-free loop.
-            out = _index_copies(self._tensordict, leaf_index)
+            out = _index_copies(self._tensordict, leaf_index, rows)
             if out is not None:
                 names = None
                 if self._names is not None:
@@ -811,10 +814,11 @@ class TensorDict(TensorDictBase):
         if type(index) is _Tensor and index.dtype is torch.long and index.ndim == 1 and batch_size:
             # The replay-buffer hot path: one long tensor of rows (what normalize_index and
             # _indexed_batch make of it, without their general cases).
-            _check_rows_in_range(index, batch_size[0])
+            whole = _check_rows_in_range(index, batch_size[0])
             leaf_index = index
             rows = index.shape if len(batch_size) == 1 else index.shape + batch_size[1:]
         else:
+            whole = False
             leaf_index, rows = normalize_index(index, batch_size)
         data = self._tensordict
         given = (
@@ -829,7 +833,7 @@ class TensorDict(TensorDictBase):
             # shape was checked so that a refused value writes nothing.
             items = value._tensordict.items()
             bd, vbd = len(batch_size), len(value._batch_size)
-            if _write_dense_rows(data, items, leaf_index, bd, value._batch_size):
+            if _write_dense_rows(data, items, leaf_index, bd, value._batch_size, whole):
                 return
             with _no_subclass_dispatch():  # shapes of memory-mapped leaves, read cheaply
                 for key, sub in items:
@@ -841,6 +845,12 @@ class TensorDict(TensorDictBase):
                     ):
                         if sub.shape[vbd:] != current.shape[bd:]:
                             _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
+                        if (
+                            type(leaf_index) is _Tensor
+                            and isinstance(current, _Tensor)
+                            and sub.dtype is not current.dtype
+                        ):
+                            _refuse_dtype(key, sub, current)
             for key, sub in items:
                 current = data[key]
                 if is_unbatched(current):

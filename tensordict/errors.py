@@ -34,6 +34,7 @@ __all__ = [
     "DimNameConflictError",
     "DimTypeError",
     "DimensionError",
+    "EntryDtypeError",
     "EntryExistsError",
     "EntryShapeError",
     "EntryTypeError",
@@ -368,6 +369,14 @@ class UnsupportedConversionError(TensorDictError, NotImplementedError):
 
 class WorkerDiedError(TensorDictError, RuntimeError):
     """A worker process of ``map``/``map_iter`` died while the call waited for its result."""
+
+
+class EntryDtypeError(TensorDictError, TypeError, RuntimeError):
+    """A value written into an entry's rows by a tensor index has another dtype than the entry.
+
+    torch's index writes do not cast (a ``RuntimeError``); raised before any entry is
+    written, naming the key and both dtypes.
+    """
 
 
 class ShapeMismatchError(TensorDictError, RuntimeError):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tensordict import MemoryMappedTensor, TensorDict
-from tensordict.errors import BatchSizeError
+from tensordict.errors import BatchSizeError, EntryDtypeError
 
 
 def _buffer(path):
@@ -122,3 +124,97 @@ def test_rows_out_of_range_raise_and_write_nothing(tmp_path, mapped):
         assert (buf == before).all()
     buf[torch.tensor([-1, 0])] = _batch(2)
     assert not (buf == before).all()
+
+
+def _plain_rows_model(n, rows, batch):
+    """The rows of two plain tensors written and read with torch's own indexing."""
+    obs, done = torch.zeros(n, 3), torch.zeros(n, 1, dtype=torch.bool)
+    obs[rows], done[rows] = batch["obs"], batch["done"]
+    return obs, done
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    picks=st.lists(st.integers(-10, 9), min_size=0, max_size=10, unique_by=lambda r: r % 10),
+    mapped=st.booleans(),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+)
+def test_rows_written_and_read_as_torch_indexes_plain_tensors(
+    tmp_path_factory, picks, mapped, dtype
+):
+    """For any distinct rows, negative ones included, td[rows] = batch and td[rows] give what
+    torch's indexing gives on plain tensors; a batch of another float dtype is refused whole."""
+    buf = _buffer(tmp_path_factory.mktemp("b") / "buf")
+    if not mapped:
+        buf = buf.clone()
+    rows = torch.tensor(picks, dtype=torch.long)
+    batch = TensorDict(
+        {
+            "obs": torch.randn(len(picks), 3, dtype=dtype),
+            "done": torch.rand(len(picks), 1) > 0.5,
+        },
+        [len(picks)],
+    )
+    if dtype is not torch.float32:  # torch's index writes do not cast: refused whole
+        before = buf.clone()
+        with pytest.raises(EntryDtypeError, match="'obs'"):
+            buf[rows] = batch
+        assert (buf == before).all()
+        batch["obs"] = batch["obs"].float()
+    buf[rows] = batch
+    obs, done = _plain_rows_model(10, rows, batch)
+    assert torch.equal(buf["obs"], obs) and torch.equal(buf["done"], done)
+    read = buf[rows]
+    assert torch.equal(read["obs"], obs[rows]) and torch.equal(read["done"], done[rows])
+    assert read.batch_size == torch.Size([len(picks)])
+
+
+@pytest.mark.parametrize("row", [10, -11])
+def test_a_row_out_of_range_in_a_read_raises_torch_index_error(tmp_path, row):
+    """td[rows] with a row out of range raises torch's IndexError naming it."""
+    buf = _buffer(tmp_path / "buf")
+    with pytest.raises(IndexError, match=f"index {row} is out of bounds"):
+        buf[torch.tensor([0, row])]
+
+
+def test_rows_read_from_a_non_contiguous_leaf_are_its_rows(tmp_path):
+    """td[rows] of a tensordict whose leaf is a transposed view gives that view's rows."""
+    base = torch.arange(12.0).reshape(3, 4)
+    td = TensorDict({"t": base.t(), "x": torch.arange(4)}, [4])
+    rows = torch.tensor([3, 0, -1])
+    got = td[rows]
+    assert torch.equal(got["t"], base.t()[rows]) and got["x"].tolist() == [3, 0, 3]
+
+
+def test_gradients_flow_through_rows_read_by_index():
+    """td[rows] of a leaf that requires grad is part of the graph: its rows get the gradient."""
+    leaf = torch.zeros(5, 2, requires_grad=True)
+    td = TensorDict({"w": leaf}, [5])
+    td[torch.tensor([1, 3, 3])]["w"].sum().backward()
+    assert leaf.grad[:, 0].tolist() == [0.0, 1.0, 0.0, 2.0, 0.0]
+
+
+def test_buffers_of_many_sizes_and_batches_each_check_their_own_range(tmp_path):
+    """Rows are checked against each buffer's own size, over many buffer and batch sizes."""
+    for size in range(1, 70):
+        td = TensorDict({"x": torch.zeros(size)}, [size])
+        count = 1 + size % 5
+        td[torch.arange(count) % size] = TensorDict({"x": torch.ones(count)}, [count])
+        assert td["x"][: min(count, size)].eq(1).all()
+        with pytest.raises(IndexError, match=f"index {size}"):
+            td[torch.full((count,), size)] = TensorDict({"x": torch.ones(count)}, [count])
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+@pytest.mark.parametrize("rows", [torch.tensor([1, 2]), torch.tensor([True, True] + [False] * 8)])
+def test_a_batch_with_a_leaf_of_another_dtype_writes_nothing(tmp_path, mapped, rows):
+    """td[rows] = batch whose last leaf has another dtype than its entry raises EntryDtypeError
+    (a RuntimeError, as torch's) naming the key and both dtypes, and no leaf changes."""
+    buf = _buffer(tmp_path / "buf") if mapped else _buffer(tmp_path / "buf").clone()
+    before = buf.clone()
+    bad = TensorDict({"obs": torch.ones(2, 3), "done": torch.ones(2, 1)}, [2])
+    with pytest.raises(RuntimeError, match="torch.float32 into the entry 'done' of torch.bool"):
+        buf[rows] = bad
+    assert (buf == before).all()
