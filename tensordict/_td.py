@@ -759,7 +759,7 @@ class TensorDict(TensorDictBase):
         if new_size is not None and type(leaf_index) is _Tensor and leaf_index.ndim:
             # Rows picked by a tensor: every leaf is copied, so a memory-mapped leaf is
             # indexed as the plain tensor it is (no view to keep), in one dispatch-free loop.
-            out = _index_copies(self._tensordict, leaf_index, rows)
+            out = _index_copies(self._tensordict, leaf_index, rows, TensorDict)
             if out is not None:
                 names = None
                 if self._names is not None:
@@ -833,7 +833,7 @@ class TensorDict(TensorDictBase):
             # shape was checked so that a refused value writes nothing.
             items = value._tensordict.items()
             bd, vbd = len(batch_size), len(value._batch_size)
-            if _write_dense_rows(data, items, leaf_index, bd, value._batch_size, whole):
+            if _write_dense_rows(data, items, leaf_index, bd, value._batch_size, whole, TensorDict):
                 return
             with _no_subclass_dispatch():  # shapes of memory-mapped leaves, read cheaply
                 for key, sub in items:

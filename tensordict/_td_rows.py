@@ -73,12 +73,15 @@ def _check_rows_in_range(index: torch.Tensor, size: int) -> bool:
     return False
 
 
-def _write_dense_rows(data, items, index, bd: int, given: torch.Size, whole: bool = False) -> bool:
+def _write_dense_rows(
+    data, items, index, bd: int, given: torch.Size, whole: bool = False, nested=None
+) -> bool:
     """``data[key][index] = sub`` for every ``(key, sub)`` of ``items`` when every entry on
-    both sides is a dense tensor (plain, or memory-mapped on this side); False, writing
-    nothing, otherwise. ``given`` is the batch size of the value, ``bd`` the number of
-    batch dims of ``data``. Every feature shape is checked before the first write, so that
-    a refused value writes nothing. The writes go straight to the tensors' memory, as
+    both sides is a dense tensor (plain, or memory-mapped on this side), or a nested
+    tensordict of class ``nested`` made of such entries; False, writing nothing, otherwise.
+    ``given`` is the batch size of the value, ``bd`` the number of batch dims of ``data``.
+    Every feature shape and dtype is checked before the first write, so that a refused
+    value writes nothing. The writes go straight to the tensors' memory, as
     ``MemoryMappedTensor.__setitem__`` does.
 
     A memory-mapped entry keeps the whole shape a value of batch size ``given`` has when
@@ -89,13 +92,50 @@ def _write_dense_rows(data, items, index, bd: int, given: torch.Size, whole: boo
     with ``index_copy_`` (the same result as ``target[index] = sub``, at a lower cost per
     entry).
     """
-    targets = []
     copies = []
+    targets = []
     by_tensor = type(index) is _Tensor  # torch's index_put, which does not cast
+    if not _dense_pairs(data, items, bd, given, whole, by_tensor, nested, copies, targets, ()):
+        return False
+    for target, sub in copies:
+        _index_copy(target, 0, index, sub)
+    for target, sub in targets:
+        target[index] = sub
+    return True
+
+
+def _dense_pairs(data, items, bd, given, whole, by_tensor, nested, copies, targets, path) -> bool:
+    """Checks every ``(key, sub)`` of ``items`` against ``data`` for :func:`_write_dense_rows`,
+    adding ``(target, sub)`` to ``copies`` (whole rows) or ``targets``; False at the first
+    pair that is not dense. A nested level of class ``nested`` with the same keys and batch
+    sizes on both sides is checked the same way (``path`` is its key, for the errors)."""
     for key, sub in items:
-        if type(sub) is not _Tensor:
-            return False
         current = data[key]
+        if type(sub) is not _Tensor:
+            if (
+                nested is None
+                or type(sub) is not nested
+                or type(current) is not nested
+                or sub._batch_size != given
+                or len(current._batch_size) != bd
+                or sub._tensordict.keys() != current._tensordict.keys()
+            ):
+                return False
+            level = (*path, key)
+            if not _dense_pairs(
+                current._tensordict,
+                sub._tensordict.items(),
+                bd,
+                given,
+                whole,
+                by_tensor,
+                nested,
+                copies,
+                targets,
+                level,
+            ):
+                return False
+            continue
         kind = type(current)
         if kind is _MMT:
             fit = current._rows_fit
@@ -104,7 +144,7 @@ def _write_dense_rows(data, items, index, bd: int, given: torch.Size, whole: boo
             current = fit[2]
             if sub.shape == fit[3]:
                 if sub.dtype is not current.dtype and by_tensor:
-                    _refuse_dtype(key, sub, current)
+                    _refuse_dtype((*path, key) if path else key, sub, current)
                 (copies if whole and sub.is_cpu else targets).append((current, sub))
                 continue
         elif kind is not _Tensor:
@@ -113,14 +153,10 @@ def _write_dense_rows(data, items, index, bd: int, given: torch.Size, whole: boo
         if sub.shape[vbd:] != current.shape[bd:]:
             if current.is_nested or sub.is_nested:
                 return False
-            _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
+            _check_feature_shape((*path, key) if path else key, sub.shape, vbd, current.shape[bd:])
         if sub.dtype is not current.dtype and by_tensor:
-            _refuse_dtype(key, sub, current)
+            _refuse_dtype((*path, key) if path else key, sub, current)
         targets.append((current, sub))
-    for target, sub in copies:
-        _index_copy(target, 0, index, sub)
-    for target, sub in targets:
-        target[index] = sub
     return True
 
 
@@ -134,7 +170,7 @@ def _refuse_dtype(key, value: torch.Tensor, entry: torch.Tensor) -> None:
     raise EntryDtypeError(msg)
 
 
-def _index_copies(data, index, rows: bool = False):
+def _index_copies(data, index, rows: bool = False, nested=None):
     """``{key: value[index]}`` when every entry is a dense tensor (plain or memory-mapped),
     else None. ``index`` is a plain tensor of rows: each result is a plain copy, as
     ``MemoryMappedTensor.__getitem__`` returns it for such an index; a memory-mapped entry
@@ -144,11 +180,12 @@ def _index_copies(data, index, rows: bool = False):
     ``rows`` says that ``index`` is a 1-D long tensor: the rows of a contiguous entry are
     then read with ``index_select``, the same copy as ``value[index]`` at a lower cost. It
     refuses a negative row, which ``value[index]`` takes: the whole read is then made again
-    that way (which raises torch's own error for a row out of range).
+    that way (which raises torch's own error for a row out of range). A nested level of
+    class ``nested`` is read through its own ``_index``, as ``value[index]`` would.
     """
     if rows:
         try:
-            return _select_copies(data, index)
+            return _select_copies(data, index, nested)
         except IndexError:
             pass
     out = {}
@@ -160,6 +197,8 @@ def _index_copies(data, index, rows: bool = False):
                 out[key] = (rows_alias(value) if alias is None else alias)[index]
             elif kind is _Tensor:
                 out[key] = value[index]
+            elif kind is nested:
+                out[key] = value._index(index)
             else:
                 return None
     except (RuntimeError, NotImplementedError):
@@ -167,7 +206,7 @@ def _index_copies(data, index, rows: bool = False):
     return out or None  # no entry: the generic path marks the empty view
 
 
-def _select_copies(data, index):
+def _select_copies(data, index, nested):
     """:func:`_index_copies` of a 1-D long ``index`` through ``index_select`` (a plain
     ``value[index]`` for an entry that is not contiguous)."""
     out = {}
@@ -182,6 +221,8 @@ def _select_copies(data, index):
                     out[key] = _index_select(value, 0, index)
                 else:
                     out[key] = value[index]
+            elif kind is nested:
+                out[key] = value._index(index)
             else:
                 return None
     except (RuntimeError, NotImplementedError):

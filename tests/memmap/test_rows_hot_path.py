@@ -218,3 +218,68 @@ def test_a_batch_with_a_leaf_of_another_dtype_writes_nothing(tmp_path, mapped, r
     with pytest.raises(RuntimeError, match="torch.float32 into the entry 'done' of torch.bool"):
         buf[rows] = bad
     assert (buf == before).all()
+
+
+def _nested_buffer(path, rows=10):
+    step = {"obs": torch.zeros(rows, 3), "done": torch.zeros(rows, 1, dtype=torch.bool)}
+    template = TensorDict({**step, "next": TensorDict(dict(step), [rows])}, [rows])
+    return template.memmap_like(path)
+
+
+def _nested_batch(n=2):
+    step = {"obs": torch.randn(n, 3), "done": torch.ones(n, 1, dtype=torch.bool)}
+    return TensorDict({**step, "next": TensorDict(dict(step), [n])}, [n])
+
+
+def test_nested_rows_written_by_index_reach_the_files_and_read_back(tmp_path):
+    """td[rows] = batch with a nested level writes its leaves into their files, and
+    td[rows] reads them back as plain copies in a nested tensordict of the rows' size."""
+    buffer = _nested_buffer(tmp_path / "b")
+    batch = _nested_batch()
+    rows = torch.tensor([7, 2])
+    buffer[rows] = batch
+    fresh = TensorDict.load_memmap(tmp_path / "b")
+    assert torch.equal(fresh["next", "obs"][rows], batch["next", "obs"])
+    read = buffer[rows]
+    assert read["next"].batch_size == torch.Size([2]) and not read.is_memmap()
+    assert type(read["next", "obs"]) is torch.Tensor
+    assert (read == batch).all()
+    assert not fresh["next", "done"][0].any()
+
+
+@pytest.mark.parametrize("bad_key", ["obs", "done"])
+def test_a_nested_leaf_that_does_not_fit_writes_nothing(tmp_path, bad_key):
+    """A nested leaf of the wrong feature shape or dtype is refused, naming its whole key,
+    before any leaf (top level ones included) is written."""
+    buffer = _nested_buffer(tmp_path / "b")
+    before = buffer.clone()
+    batch = _nested_batch()
+    if bad_key == "obs":
+        batch["next"]["obs"] = torch.ones(2, 4)
+        error, match = BatchSizeError, r"\('next', 'obs'\)"
+    else:
+        batch["next"]["done"] = torch.ones(2, 1)
+        error, match = EntryDtypeError, r"\('next', 'done'\)"
+    with pytest.raises(error, match=match):
+        buffer[torch.tensor([1, 2])] = batch
+    assert (buffer == before).all()
+
+
+def test_nested_levels_of_other_shapes_or_keys_are_written_too(tmp_path):
+    """A nested level with more batch dims, or with a key the buffer lacks, is still
+    written (the general path): the rows hold the batch's values."""
+    wide = TensorDict(
+        {"a": torch.zeros(6), "sub": TensorDict({"b": torch.zeros(6, 2)}, [6, 2])}, [6]
+    )
+    rows = torch.tensor([4, 0])
+    batch = TensorDict(
+        {"a": torch.ones(2), "sub": TensorDict({"b": torch.ones(2, 2)}, [2, 2])}, [2]
+    )
+    wide[rows] = batch
+    assert wide["sub", "b"][rows].eq(1).all() and wide["sub", "b"][1].eq(0).all()
+    other = TensorDict({"a": torch.zeros(6), "sub": TensorDict({"b": torch.zeros(6)}, [6])}, [6])
+    extra = TensorDict(
+        {"a": torch.ones(2), "sub": TensorDict({"b": torch.ones(2), "c": torch.ones(2)}, [2])}, [2]
+    )
+    other[rows] = extra
+    assert other["sub", "c"][rows].eq(1).all() and other["sub", "c"][1].eq(0).all()
