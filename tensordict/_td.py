@@ -41,6 +41,7 @@ from tensordict._td_rows import (
     _check_rows_in_range,
     _extra_shape,
     _index_copies,
+    _index_in_range,
     _index_leaf,
     _indexed_batch,
     _refuse_dtype,
@@ -818,8 +819,18 @@ class TensorDict(TensorDictBase):
             leaf_index = index
             rows = index.shape if len(batch_size) == 1 else index.shape + batch_size[1:]
         else:
-            whole = False
             leaf_index, rows = normalize_index(index, batch_size)
+            whole = False
+            if rows is None:  # a tensor in the index: its rows are checked before any write
+                if (
+                    type(leaf_index) is _Tensor
+                    and leaf_index.dtype is _LONG
+                    and leaf_index.ndim == 1
+                ):
+                    whole = _check_rows_in_range(leaf_index, batch_size[0])
+                    rows = leaf_index.shape + batch_size[1:]
+                else:
+                    rows = _index_in_range(batch_size, leaf_index, index)
         data = self._tensordict
         given = (
             value._batch_size if type(value) is TensorDict else getattr(value, "batch_size", None)

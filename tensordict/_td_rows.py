@@ -73,6 +73,21 @@ def _check_rows_in_range(index: torch.Tensor, size: int) -> bool:
     return False
 
 
+def _index_in_range(batch_size: torch.Size, leaf_index, index) -> torch.Size:
+    """The batch size of ``td[leaf_index]``, read off a zero-memory stand-in of the batch,
+    which also refuses a row out of range before anything is written (torch writes the
+    rows before a bad one, then raises).
+
+    Raises:
+        DimensionError: (an ``IndexError``) with torch's message, naming ``index``.
+    """
+    try:
+        return batch_size_from_dummy(batch_size, leaf_index)
+    except IndexError as exc:
+        msg = f"cannot write at index {index!r}: {exc}; nothing was written"
+        raise DimensionError(msg) from exc
+
+
 def _write_dense_rows(
     data, items, index, bd: int, given: torch.Size, whole: bool = False, nested=None
 ) -> bool:
