@@ -21,7 +21,7 @@ from tensordict._collection import (
     is_tensor_collection,
 )
 from tensordict._keys import NestedKey
-from tensordict._ops.keys import _KeysView
+from tensordict._ops.keys import KeysMixin
 from tensordict._td import TensorDict, check_sub_names
 from tensordict._typing import DeviceType, ShapeType, T
 from tensordict.errors import LockedError, MemberBatchSizeError
@@ -167,35 +167,9 @@ class LazyMembersMixin:
             values.append(value)
         return torch.nested.nested_tensor(values, layout=layout)
 
-    def valid_keys(
-        self,
-        include_nested: bool = False,
-        leaves_only: bool = False,
-        is_leaf: Callable[[type], bool] | None = None,
-        *,
-        sort: bool = False,
-    ) -> _KeysView:
-        """The keys every member has: the same as :meth:`keys`.
-
-        Args:
-            include_nested (bool, optional): include the keys of sub-tensordicts.
-                Defaults to ``False``.
-            leaves_only (bool, optional): only the keys of leaves. Defaults to ``False``.
-            is_leaf (callable, optional): takes a value's class, True for a leaf, as for
-                :meth:`keys`. Defaults to ``None``.
-
-        Keyword Args:
-            sort (bool, optional): sort the keys. Defaults to ``False``.
-
-        Returns:
-            A keys view.
-
-        Examples:
-            >>> stack = lazy_stack([TensorDict(a=1, b=2), TensorDict(a=1)])
-            >>> list(stack.valid_keys())
-            ['a']
-        """
-        return self.keys(include_nested, leaves_only, is_leaf, sort=sort)
+    # The keys of a lazy stack are those every member has: valid_keys, the name the well-known
+    # API keeps as a deprecated alias, is keys itself (its docstring says so).
+    valid_keys = KeysMixin.keys
 
     @property
     def hook_in(self) -> Callable | None:

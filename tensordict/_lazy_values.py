@@ -19,6 +19,7 @@ import torch
 
 from tensordict._collection import is_non_tensor, is_tensor_collection
 from tensordict._keys import NestedKey
+from tensordict._ops.entries import UpdateOptions
 from tensordict._ops.keys import inner_tensordict
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
@@ -47,29 +48,20 @@ class LazyValuesMixin:
             and source.batch_size[: len(self._batch_size)] == self._batch_size
         )
 
-    def _update(
-        self,
-        source,
-        prefix: tuple,
-        clone: bool,
-        inplace: bool,
-        wanted,
-        adopt: bool = False,
-        is_leaf=None,
-    ) -> None:
+    def _update(self, source, prefix: tuple, options: UpdateOptions) -> None:
         """Hook of :meth:`update`: a tensordict of the stack's batch size is written member by member.
 
         It is cut along the stack dim (a lazy stack along the same dim gives its members
         as they are), so members whose entries differ in shape are never stacked.
         """
         if not self._takes_members_of(source):
-            super()._update(source, prefix, clone, inplace, wanted, adopt, is_leaf)
+            super()._update(source, prefix, options)
             return
         for member, part in zip(self.tensordicts, source.unbind(self._stack_dim)):
             inner = inner_tensordict(member)
-            if adopt and part.batch_size != inner.batch_size:
+            if options.adopt and part.batch_size != inner.batch_size:
                 inner._adopt_batch_size(part)
-            inner._update(part, prefix, clone, inplace, wanted, adopt, is_leaf)
+            inner._update(part, prefix, options)
 
     def _update_target(self, current):
         """Hook of :meth:`update`: a dense ``current`` that has the stack dim becomes a lazy stack.

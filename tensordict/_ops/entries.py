@@ -8,13 +8,14 @@ removes at the last level with the primitives ``_get_str``, ``_set_str`` and
 The classes share the value helpers below: their ``_set_str`` and constructors
 turn a user value into a stored one with ``_as_value`` and check it with
 ``_check_batch``; ``_source_items`` reads a mapping or a tensordict;
-``plain_tree`` serves every ``to_tensordict``.
+``plain_tree`` serves every ``to_tensordict``. ``UpdateOptions`` carries what one
+:meth:`update` asks down the ``_update`` hook, which a lazy stack overrides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -45,6 +46,16 @@ from tensordict.errors import (
     ReplaceArgumentError,
     warn,
 )
+
+
+class UpdateOptions(NamedTuple):
+    """What one :meth:`update` call asks of every level it writes, handed down unchanged."""
+
+    clone: bool
+    inplace: bool
+    wanted: set | None  # keys_to_update as key tuples; None: every key
+    adopt: bool  # update_batch_size: a sub-tensordict takes the source's batch size
+    is_leaf: Callable[[type], bool] | None
 
 
 def _keys_below(wanted, parts: tuple):
@@ -814,9 +825,8 @@ class EntriesMixin(Contract):
         wanted = None
         if keys_to_update is not None:
             wanted = {_key_parts(k) for k in keys_to_update}
-        self._update(
-            input_dict_or_td, (), clone, inplace, wanted, adopt=update_batch_size, is_leaf=is_leaf
-        )
+        options = UpdateOptions(clone, inplace, wanted, update_batch_size, is_leaf)
+        self._update(input_dict_or_td, (), options)
         return self
 
     def _adopt_batch_size(self, source) -> None:
@@ -846,23 +856,15 @@ class EntriesMixin(Contract):
                 self._del_str(key)
         self.batch_size = source.batch_size
 
-    def _update(
-        self,
-        source,
-        prefix: tuple,
-        clone: bool,
-        inplace: bool,
-        wanted,
-        adopt: bool = False,
-        is_leaf=None,
-    ) -> None:
+    def _update(self, source, prefix: tuple, options: UpdateOptions) -> None:
         """Writes the entries of ``source`` into this tensordict, the level ``prefix`` of the one updated.
 
         A sub-tensordict (or tensorclass instance) of the source is written into the one
-        already there, which keeps its identity; with ``adopt`` (``update_batch_size``) it
-        takes the source's batch size first. ``is_leaf`` says which classes are written
-        whole instead.
+        already there, which keeps its identity; with ``options.adopt``
+        (``update_batch_size``) it takes the source's batch size first.
+        ``options.is_leaf`` says which classes are written whole instead.
         """
+        clone, inplace, wanted, adopt, is_leaf = options
         for key, value in _source_items(source):
             rel = _key_parts(key)
             parts = prefix + rel
@@ -883,7 +885,7 @@ class EntriesMixin(Contract):
                             target = new
                         if adopt and value.batch_size != target.batch_size:
                             target._adopt_batch_size(value)
-                    target._update(value, parts, clone, inplace, wanted, adopt, is_leaf)
+                    target._update(value, parts, options)
                     continue
             if clone and (isinstance(value, torch.Tensor) or is_tensordict(value)):
                 value = value.clone()

@@ -278,6 +278,9 @@ class KeysMixin(Contract):
     ) -> _KeysView:
         """Returns a live view of the keys; nested keys are tuples, listed before their parent.
 
+        A lazy stack lists the keys that every member has; its ``valid_keys`` is this same
+        method, under the name the well-known API keeps as a deprecated alias.
+
         Args:
             include_nested (bool, optional): list sub-tensordicts' keys too. Defaults to False.
             leaves_only (bool, optional): list only the keys of leaves. Defaults to False.
@@ -295,6 +298,8 @@ class KeysMixin(Contract):
             >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
             >>> list(td.keys(include_nested=True)), list(td.keys(True, leaves_only=True))
             (['a', ('b', 'c'), 'b'], ['a', ('b', 'c')])
+            >>> list(lazy_stack([TensorDict(a=1, b=2), TensorDict(a=1)]).valid_keys())
+            ['a']
         """
         return _KeysView(self, include_nested, leaves_only, is_leaf, sort)
 
