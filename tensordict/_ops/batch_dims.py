@@ -87,6 +87,16 @@ def as_ints(value: int | Sequence[int]) -> tuple:
     return (int(value),)
 
 
+def _axes_in_range(method: str, dims: tuple, ndim: int) -> None:
+    """Raises AxisRangeError, naming ``method``, for the first of ``dims`` out of range for ``ndim`` batch dims."""
+    for dim in dims:
+        if not -ndim <= dim < ndim:
+            msg = (
+                f"{method}: dim {dim} is out of range for a tensordict with {ndim} batch dimensions"
+            )
+            raise AxisRangeError(msg)
+
+
 def entrywise(tensor_fn: Callable, td_fn: Callable) -> Callable[[Any, torch.Size], Any]:
     """A ``_batch_op`` function: ``tensor_fn(x, extra)`` on tensors, ``td_fn(x, extra)`` on sub-tensordicts.
 
@@ -593,10 +603,7 @@ class BatchDimsMixin(Contract):
             (['y', 'x'], torch.Size([3, 2, 4]))
         """
         ndim = self.batch_dims
-        for dim in (dim0, dim1):
-            if not -ndim <= dim < ndim:
-                msg = f"transpose: dim {dim} is out of range for a tensordict with {ndim} batch dimensions"
-                raise AxisRangeError(msg)
+        _axes_in_range("transpose", (dim0, dim1), ndim)
         d0, d1 = norm_dim(dim0, ndim), norm_dim(dim1, ndim)
         if d0 == d1:
             return self
@@ -650,17 +657,12 @@ class BatchDimsMixin(Contract):
     def moveaxis(self: T, source: int | Sequence[int], destination: int | Sequence[int]) -> T:
         """Returns a tensordict with the batch dims ``source`` moved to ``destination``: :meth:`movedim`.
 
+        The same method as :meth:`movedim`, under numpy's name: it returns what
+        :meth:`movedim` returns and raises what it raises.
+
         Args:
             source (int or tuple of int): the batch dims to move.
             destination (int or tuple of int): where they go, one position per dim.
-
-        Returns:
-            A new tensordict.
-
-        Raises:
-            DimensionError: if a dim is out of range for the batch dims.
-            InvalidArgumentError: if ``source`` and ``destination`` have different lengths.
-            ShapeArgumentError: if a dim is repeated.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
@@ -690,25 +692,19 @@ class BatchDimsMixin(Contract):
             >>> td.swapaxes(0, 1)["a"].shape, td.swapaxes(0, 1).names
             (torch.Size([3, 2, 4]), ['y', 'x'])
         """
-        ndim = self.batch_dims
-        for axis in (axis0, axis1):
-            if not -ndim <= axis < ndim:
-                msg = f"swapaxes: dim {axis} is out of range for a tensordict with {ndim} batch dimensions"
-                raise AxisRangeError(msg)
+        _axes_in_range("swapaxes", (axis0, axis1), self.batch_dims)
         return self.transpose(axis0, axis1)
 
     def swapdims(self: T, axis0: int, axis1: int) -> T:
         """Returns a tensordict with the batch dims ``axis0`` and ``axis1`` exchanged: :meth:`swapaxes`.
 
+        The same method as :meth:`swapaxes`, under torch's other name: it returns what
+        :meth:`swapaxes` returns (this tensordict when the two dims are the same) and raises
+        what it raises.
+
         Args:
             axis0 (int): a batch dim; negative values count from the last batch dim.
             axis1 (int): the other batch dim.
-
-        Returns:
-            A new tensordict, or this one when the two dims are the same.
-
-        Raises:
-            AxisRangeError: if a dim is out of range for the batch dims (a ``ValueError``).
 
         Examples:
             >>> TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).swapdims(0, -1).batch_size
