@@ -57,6 +57,19 @@ def norm_dim(dim: int, ndim: int, what: str = "dim") -> int:
     return dim + ndim if dim < 0 else dim
 
 
+def same_batch_size(items: Sequence, prefix: str, noun: str, error: type[Exception]) -> torch.Size:
+    """The batch size all ``items`` share; raises ``error`` naming the first that differs from the first.
+
+    The message reads ``"{prefix}: {noun} 0 has [...] and {noun} i has [...]"``.
+    """
+    size = items[0].batch_size
+    for i, item in enumerate(items):
+        if item.batch_size != size:
+            msg = f"{prefix}: {noun} 0 has {list(size)} and {noun} {i} has {list(item.batch_size)}"
+            raise error(msg)
+    return size
+
+
 def cat_dim(tds: Sequence[TensorCollection], dim: int, size: torch.Size) -> int:
     """The dim of a concatenation as a non-negative batch dim, once the batch sizes agree outside it.
 
