@@ -30,7 +30,7 @@ from tensordict import _nontensor
 from tensordict._collection import NO_DEFAULT, is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import NonTensorData, NonTensorDataBase, nest_values, same_value
-from tensordict._ops.batch_dims import BatchDimsMixin
+from tensordict._ops.batch_dims import BatchDimsMixin, same_batch_size
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.convert import CONVERTERS
 from tensordict._typing import DeviceType, ShapeType
@@ -870,14 +870,9 @@ def _flatten(values: list, depth: int) -> list:
 
 
 def _stack_entries(items: list, dim: int) -> NonTensorStack:
-    size = items[0].batch_size
-    for i, item in enumerate(items):
-        if item.batch_size != size:
-            msg = (
-                f"cannot stack non-tensor entries of different batch sizes: entry 0 has "
-                f"{list(size)} and entry {i} has {list(item.batch_size)}"
-            )
-            raise BatchSizeError(msg)
+    same_batch_size(
+        items, "cannot stack non-tensor entries of different batch sizes", "entry", BatchSizeError
+    )
     return NonTensorStack._of(list(items), dim)
 
 

@@ -16,7 +16,7 @@ from tensordict import _nontensor_stack  # noqa: F401 - registers NonTensorStack
 from tensordict._collection import TensorCollection, is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._nontensor import cat_entries, stack_entries
-from tensordict._ops.batch_dims import cat_dim
+from tensordict._ops.batch_dims import cat_dim, same_batch_size
 from tensordict._options import lazy_legacy
 from tensordict._td import TensorDict
 from tensordict._torch_function import implements
@@ -104,14 +104,9 @@ def stack(  # noqa: A002 - the well-known API's name
         return stacked
     if any(getattr(type(t), "_is_lazy", False) for t in tds):
         return LazyStackedTensorDict._stack_members(tds, dim, out=out, strict_shape=True)
-    batch_size = first.batch_size
-    for i, td in enumerate(tds):
-        if td.batch_size != batch_size:
-            msg = (
-                f"cannot stack tensordicts with different batch sizes: tensordict 0 has "
-                f"{list(batch_size)} and tensordict {i} has {list(td.batch_size)}"
-            )
-            raise RuntimeError(msg)
+    batch_size = same_batch_size(
+        tds, "cannot stack tensordicts with different batch sizes", "tensordict", RuntimeError
+    )
     d = _norm_stack_dim(dim, len(batch_size))
     return _stack_dense(tds, d, out, ())
 

@@ -57,6 +57,19 @@ def norm_dim(dim: int, ndim: int, what: str = "dim") -> int:
     return dim + ndim if dim < 0 else dim
 
 
+def same_batch_size(items: Sequence, prefix: str, noun: str, error: type[Exception]) -> torch.Size:
+    """The batch size all ``items`` share; raises ``error`` naming the first that differs from the first.
+
+    The message reads ``"{prefix}: {noun} 0 has [...] and {noun} i has [...]"``.
+    """
+    size = items[0].batch_size
+    for i, item in enumerate(items):
+        if item.batch_size != size:
+            msg = f"{prefix}: {noun} 0 has {list(size)} and {noun} {i} has {list(item.batch_size)}"
+            raise error(msg)
+    return size
+
+
 def cat_dim(tds: Sequence[TensorCollection], dim: int, size: torch.Size) -> int:
     """The dim of a concatenation as a non-negative batch dim, once the batch sizes agree outside it.
 
@@ -85,6 +98,16 @@ def as_ints(value: int | Sequence[int]) -> tuple:
     if isinstance(value, (Sequence, torch.Size)):
         return tuple(int(v) for v in value)
     return (int(value),)
+
+
+def _axes_in_range(method: str, dims: tuple, ndim: int) -> None:
+    """Raises AxisRangeError, naming ``method``, for the first of ``dims`` out of range for ``ndim`` batch dims."""
+    for dim in dims:
+        if not -ndim <= dim < ndim:
+            msg = (
+                f"{method}: dim {dim} is out of range for a tensordict with {ndim} batch dimensions"
+            )
+            raise AxisRangeError(msg)
 
 
 def entrywise(tensor_fn: Callable, td_fn: Callable) -> Callable[[Any, torch.Size], Any]:
@@ -593,10 +616,7 @@ class BatchDimsMixin(Contract):
             (['y', 'x'], torch.Size([3, 2, 4]))
         """
         ndim = self.batch_dims
-        for dim in (dim0, dim1):
-            if not -ndim <= dim < ndim:
-                msg = f"transpose: dim {dim} is out of range for a tensordict with {ndim} batch dimensions"
-                raise AxisRangeError(msg)
+        _axes_in_range("transpose", (dim0, dim1), ndim)
         d0, d1 = norm_dim(dim0, ndim), norm_dim(dim1, ndim)
         if d0 == d1:
             return self
@@ -650,17 +670,12 @@ class BatchDimsMixin(Contract):
     def moveaxis(self: T, source: int | Sequence[int], destination: int | Sequence[int]) -> T:
         """Returns a tensordict with the batch dims ``source`` moved to ``destination``: :meth:`movedim`.
 
+        The same method as :meth:`movedim`, under numpy's name: it returns what
+        :meth:`movedim` returns and raises what it raises.
+
         Args:
             source (int or tuple of int): the batch dims to move.
             destination (int or tuple of int): where they go, one position per dim.
-
-        Returns:
-            A new tensordict.
-
-        Raises:
-            DimensionError: if a dim is out of range for the batch dims.
-            InvalidArgumentError: if ``source`` and ``destination`` have different lengths.
-            ShapeArgumentError: if a dim is repeated.
 
         Examples:
             >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
@@ -690,25 +705,19 @@ class BatchDimsMixin(Contract):
             >>> td.swapaxes(0, 1)["a"].shape, td.swapaxes(0, 1).names
             (torch.Size([3, 2, 4]), ['y', 'x'])
         """
-        ndim = self.batch_dims
-        for axis in (axis0, axis1):
-            if not -ndim <= axis < ndim:
-                msg = f"swapaxes: dim {axis} is out of range for a tensordict with {ndim} batch dimensions"
-                raise AxisRangeError(msg)
+        _axes_in_range("swapaxes", (axis0, axis1), self.batch_dims)
         return self.transpose(axis0, axis1)
 
     def swapdims(self: T, axis0: int, axis1: int) -> T:
         """Returns a tensordict with the batch dims ``axis0`` and ``axis1`` exchanged: :meth:`swapaxes`.
 
+        The same method as :meth:`swapaxes`, under torch's other name: it returns what
+        :meth:`swapaxes` returns (this tensordict when the two dims are the same) and raises
+        what it raises.
+
         Args:
             axis0 (int): a batch dim; negative values count from the last batch dim.
             axis1 (int): the other batch dim.
-
-        Returns:
-            A new tensordict, or this one when the two dims are the same.
-
-        Raises:
-            AxisRangeError: if a dim is out of range for the batch dims (a ``ValueError``).
 
         Examples:
             >>> TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).swapdims(0, -1).batch_size

@@ -49,6 +49,7 @@ import datetime
 import hashlib
 import json
 import time
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -89,21 +90,22 @@ def _dist():
     return torch.distributed
 
 
-def _require(method: str, direct: bool = False) -> None:
-    """Raises a clear error when no process group is there to carry ``method``.
+def _require(method: str, direct: bool = False) -> ModuleType:
+    """Returns :mod:`torch.distributed`, with a clear error when no process group is there to carry ``method``.
 
     ``direct``: the call goes straight through a given group's backend (``group_dst``
     or ``group_src``), which may be a standalone group with no default group around.
     """
-    if direct:
-        return
     dist = _dist()
+    if direct:
+        return dist
     if not dist.is_available() or not dist.is_initialized():
         msg = (
             f"{method}() needs a torch.distributed process group: call "
             "torch.distributed.init_process_group first (every rank calls it)"
         )
         raise ProcessGroupNotInitializedError(msg)
+    return dist
 
 
 def _check_peer(peer, group_peer, group, name: str, group_name: str) -> None:
@@ -918,8 +920,7 @@ class DistributedMixin(tree.TreeMixin):
             ...
             tensordict.errors.ProcessGroupNotInitializedError: init_remote() needs a torch.distributed process group: ...
         """
-        _require("init_remote")
-        dist = _dist()
+        dist = _require("init_remote")
         if use_broadcast:
             _broadcast_impl(self, _rank(group), group, device, _tensorclass_type)
             return
@@ -1067,8 +1068,7 @@ class DistributedMixin(tree.TreeMixin):
             ...
             tensordict.errors.ProcessGroupNotInitializedError: all_reduce() needs a torch.distributed process group: ...
         """
-        _require("all_reduce")
-        dist = _dist()
+        dist = _require("all_reduce")
         op = dist.ReduceOp.SUM if op is None else op
         # Every reduction is issued at once, then waited for: the backend overlaps them.
         works = _reduce_leaves(
@@ -1130,8 +1130,7 @@ class DistributedMixin(tree.TreeMixin):
             ...
             tensordict.errors.ProcessGroupNotInitializedError: reduce() needs a torch.distributed process group: ...
         """
-        _require("reduce")
-        dist = _dist()
+        dist = _require("reduce")
         op = dist.ReduceOp.SUM if op is None else op
         works = _reduce_leaves(
             _stacked_items(self, write_back=dist.get_rank() == dst),
@@ -1170,8 +1169,7 @@ class DistributedMixin(tree.TreeMixin):
             ...
             tensordict.errors.ProcessGroupNotInitializedError: all_gather() needs a torch.distributed process group: ...
         """
-        _require("all_gather")
-        dist = _dist()
+        dist = _require("all_gather")
         world = dist.get_world_size(group)
         meta, buffer, _ = serialize(self)
         metas = [None] * world
@@ -1217,8 +1215,7 @@ class DistributedMixin(tree.TreeMixin):
             ...
             tensordict.errors.ProcessGroupNotInitializedError: gather_and_stack() needs a torch.distributed process group: ...
         """
-        _require("gather_and_stack")
-        dist = _dist()
+        dist = _require("gather_and_stack")
         world = dist.get_world_size(group)
         rank = _rank(group)
         if rank == dst:
@@ -1284,8 +1281,7 @@ class DistributedMixin(tree.TreeMixin):
             ...
             tensordict.errors.ProcessGroupNotInitializedError: scatter() needs a torch.distributed process group: ...
         """
-        _require("scatter")
-        dist = _dist()
+        dist = _require("scatter")
         world = dist.get_world_size(group)
         rank = _rank(group)
         box = [None]

@@ -990,10 +990,7 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> td.all(1)["a"]
             tensor([False,  True])
         """
-        if dim is None:
-            # each sub-tensordict answers for itself: a lazy stack never stacks its leaves
-            return all(bool(v.all()) for v in self.values() if _reducible(v))
-        return self._bool_reduce("all", dim)
+        return self._bool_reduce(all, dim)
 
     def any(self: T, dim: int | None = None) -> bool | T:
         """Returns True if any element of any tensor leaf is nonzero; with ``dim``, reduces that batch dim.
@@ -1020,11 +1017,14 @@ class MathMixin(ElementwiseOps, InplaceOps, ReductionOps):
             >>> td.any(1)["a"]
             tensor([False,  True])
         """
-        if dim is None:
-            return any(bool(v.any()) for v in self.values() if _reducible(v))
-        return self._bool_reduce("any", dim)
+        return self._bool_reduce(any, dim)
 
-    def _bool_reduce(self, name: str, dim: int):
+    def _bool_reduce(self, reduce: Callable, dim: int | None):
+        """``all()`` or ``any()`` (the builtin ``reduce``): of every element, or over batch dim ``dim``."""
+        name = reduce.__name__
+        if dim is None:
+            # each sub-tensordict answers for itself: a lazy stack never stacks its leaves
+            return reduce(bool(getattr(v, name)()) for v in self.values() if _reducible(v))
         ndim = self.batch_dims
         if not -ndim <= dim < ndim:
             msg = f"dimension {dim} is out of range for {ndim} batch dimensions"

@@ -391,7 +391,8 @@ class SplitStackMixin(Contract):
         return torch.cat(list(input), dim, out=out)
 
     # ------------------------------------------------------------------ stacking entries
-    def _tensor_leaves_in_order(self, sorted) -> list:
+    def _joined_leaves(self, join: Callable, dim: int, sorted, out) -> torch.Tensor:
+        """``join`` (``torch.stack`` or ``torch.cat``) of the tensor leaves in the order ``sorted`` gives."""
         if sorted is None or sorted is False:
             keys = list(self.keys(True, True))
         elif sorted is True:
@@ -399,7 +400,8 @@ class SplitStackMixin(Contract):
         else:
             keys = list(sorted)
         values = [self[key] for key in keys]
-        return [v for v in values if isinstance(v, torch.Tensor)]
+        leaves = [v for v in values if isinstance(v, torch.Tensor)]
+        return join(leaves, dim) if out is None else join(leaves, dim, out=out)
 
     def stack_from_tensordict(
         self,
@@ -434,8 +436,7 @@ class SplitStackMixin(Contract):
             >>> td.stack_from_tensordict().tolist(), td.stack_from_tensordict(sorted=True).tolist()
             ([[1.0, 1.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, 1.0]])
         """
-        leaves = self._tensor_leaves_in_order(sorted)
-        return torch.stack(leaves, dim) if out is None else torch.stack(leaves, dim, out=out)
+        return self._joined_leaves(torch.stack, dim, sorted, out)
 
     def cat_from_tensordict(
         self,
@@ -469,8 +470,7 @@ class SplitStackMixin(Contract):
             >>> td.cat_from_tensordict(1).tolist()
             [[0.0, 1.0], [0.0, 1.0]]
         """
-        leaves = self._tensor_leaves_in_order(sorted)
-        return torch.cat(leaves, dim) if out is None else torch.cat(leaves, dim, out=out)
+        return self._joined_leaves(torch.cat, dim, sorted, out)
 
     def _combine_entries(self, fn, keys, out_key, keep_entries: bool):
         result = fn([self[key] for key in keys])
