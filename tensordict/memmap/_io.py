@@ -1378,8 +1378,9 @@ def _load_tensor(folder: str, key: str, dtype, shape, nested: bool, robust_key, 
 
 
 def unpickle(path: str, options: Options, holds: str) -> object:
-    """The object pickled in the file ``path``, which ``holds`` says what it is, if ``options``
-    allow unpickling (the one gate of a folder's pickles: a non-tensor value, a stack's values).
+    """The object pickled in the file ``path`` (``holds`` says what), if ``options`` allow it.
+
+    The one gate of a folder's pickles: a non-tensor value's, a NonTensorStack's values.
 
     Raises:
         PickleRefusedError: without ``allow_pickle``, naming the file.
