@@ -38,7 +38,9 @@ __all__ = [
 ]
 
 _UNSET = object()
-_TRUE = ("1", "true", "t", "yes", "y", "on")
+# The environment values read as true, and as false (lower case, spaces stripped); the
+# modes of tensordict.nn read the same true values.
+TRUE_WORDS = ("1", "true", "t", "yes", "y", "on")
 _FALSE = ("0", "false", "f", "no", "n", "off")
 
 
@@ -48,7 +50,7 @@ def _env_flag(name: str) -> bool | None:
     raw = os.environ.get(name)
     if raw is None:
         return None
-    if raw.strip().lower() in _TRUE:
+    if raw.strip().lower() in TRUE_WORDS:
         return True
     if raw.strip().lower() in _FALSE:
         return False

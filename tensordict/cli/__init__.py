@@ -114,6 +114,34 @@ def _depth(text: str) -> int | None:
         raise argparse.ArgumentTypeError(msg) from None
 
 
+def _add_command(
+    commands: argparse._SubParsersAction,
+    name: str,
+    run: Callable,
+    *,
+    summary: str,
+    description: str,
+    epilog: str,
+) -> argparse.ArgumentParser:
+    """Adds the subcommand ``name``, which ``main`` runs with ``run``, and returns its parser."""
+    command = commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog as written
+    )
+    command.set_defaults(run=run)
+    return command
+
+
+def _add_path(command: argparse.ArgumentParser) -> None:
+    """Adds the ``PATH`` argument of the commands that read a saved folder or archive."""
+    command.add_argument(
+        "path", metavar="PATH", help="the folder (the one holding meta.json) or a .tdz archive"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Returns the argument parser of the ``tensordict`` command, with its subcommands.
 
@@ -121,12 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
         >>> build_parser().parse_args(["info", "/data/buffer"]).path
         '/data/buffer'
     """
-    formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="tensordict",
         description="Inspect, check and demonstrate memory-mapped tensordict folders.",
         epilog=_ROOT_EPILOG,
-        formatter_class=formatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--version",
@@ -136,16 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    info = commands.add_parser(
+    info = _add_command(
+        commands,
         "info",
-        help="print the tree of a memory-mapped folder",
+        run_info,
+        summary="print the tree of a memory-mapped folder",
         description="Print the tree of a memory-mapped folder, read straight from its files.",
         epilog=_INFO_EPILOG,
-        formatter_class=formatter,
     )
-    info.add_argument(
-        "path", metavar="PATH", help="the folder (the one holding meta.json) or a .tdz archive"
-    )
+    _add_path(info)
     info.add_argument(
         "--depth",
         type=_depth,
@@ -155,31 +181,29 @@ def build_parser() -> argparse.ArgumentParser:
         "'all' reads the whole tree",
     )
     info.add_argument("--json", action="store_true", help="print the tree as JSON")
-    info.set_defaults(run=run_info)
 
-    verify = commands.add_parser(
+    verify = _add_command(
+        commands,
         "verify",
-        help="check every record of a memory-mapped folder against its file",
+        run_verify,
+        summary="check every record of a memory-mapped folder against its file",
         description="Check every record of a memory-mapped folder against its file.",
         epilog=_VERIFY_EPILOG,
-        formatter_class=formatter,
     )
-    verify.add_argument(
-        "path", metavar="PATH", help="the folder (the one holding meta.json) or a .tdz archive"
-    )
+    _add_path(verify)
     verify.add_argument(
         "--strict",
         action="store_true",
         help="exit 1 on warnings too (entries listed in meta.json without their file)",
     )
-    verify.set_defaults(run=run_verify)
 
-    demo = commands.add_parser(
+    demo = _add_command(
+        commands,
         "demo",
-        help="fill, sample and reload a memory-mapped replay buffer from worker processes",
+        run_demo,
+        summary="fill, sample and reload a memory-mapped replay buffer from worker processes",
         description="Showcase: a memory-mapped replay buffer shared by worker processes.",
         epilog=_DEMO_EPILOG,
-        formatter_class=formatter,
     )
     demo.add_argument(
         "--rows", type=_positive_int, default=100_000, help="rows in the buffer (default: 100000)"
@@ -199,7 +223,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead: one folder grown by rank 0 of a torch.distributed group while "
         "--workers reader ranks refresh it on each broadcast message",
     )
-    demo.set_defaults(run=run_demo)
     return parser
 
 

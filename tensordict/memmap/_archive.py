@@ -507,6 +507,22 @@ class ArchiveReader:
         if crc != entry.crc:
             raise _bad(self.path, entry.name, "its CRC-32 does not match its bytes")
 
+    def stored(self, entry: _Entry) -> Iterator[bytes]:
+        """Yields the bytes of the stored (uncompressed) ``entry``, at most 1 MiB at a time.
+
+        They are read from the file, not the mapping; a file cut short ends the bytes early,
+        so that the caller tells a truncated payload by their count or their CRC-32.
+        """
+        with open(self.path, "rb") as handle:
+            handle.seek(entry.offset)
+            left = entry.size
+            while left:
+                chunk = handle.read(min(left, _CHUNK))
+                if not chunk:
+                    return
+                yield chunk
+                left -= len(chunk)
+
     def check_crc(self, name: str) -> bool:
         """True when the CRC-32 of entry ``name`` matches its bytes (read in chunks)."""
         entry = self.files[name]
@@ -1160,16 +1176,9 @@ def _extract(reader: ArchiveReader, entry: _Entry, path: str) -> None:
                     out.write(chunk)
                 return
             crc = 0
-            with open(reader.path, "rb") as handle:
-                handle.seek(entry.offset)
-                left = entry.size
-                while left:
-                    chunk = handle.read(min(left, _CHUNK))
-                    if not chunk:
-                        break
-                    crc = zlib.crc32(chunk, crc)
-                    out.write(chunk)
-                    left -= len(chunk)
+            for chunk in reader.stored(entry):
+                crc = zlib.crc32(chunk, crc)
+                out.write(chunk)
         if crc != entry.crc:
             raise _bad(reader.path, entry.name, "its CRC-32 does not match its bytes")
     except BaseException:
@@ -1253,16 +1262,12 @@ def refresh_archive_checksums(archive_path: str | os.PathLike) -> pathlib.Path:
 
 
 def _crc_of(reader: ArchiveReader, entry: _Entry) -> int:
-    crc = 0
-    with open(reader.path, "rb") as handle:
-        handle.seek(entry.offset)
-        left = entry.size
-        while left:
-            chunk = handle.read(min(left, _CHUNK))
-            if not chunk:
-                raise _bad(reader.path, entry.name, "its payload is truncated")
-            crc = zlib.crc32(chunk, crc)
-            left -= len(chunk)
+    crc, left = 0, entry.size
+    for chunk in reader.stored(entry):
+        crc = zlib.crc32(chunk, crc)
+        left -= len(chunk)
+    if left:
+        raise _bad(reader.path, entry.name, "its payload is truncated")
     return crc
 
 

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from tensordict._keys import unravel_key_list
+from tensordict._options import TRUE_WORDS
 from tensordict.errors import InvalidArgumentError
 from tensordict.nn.errors import UnknownMappingError
 
@@ -40,7 +41,6 @@ __all__ = [
 ]
 
 _UNSET = object()
-_TRUE = ("1", "true", "t", "yes", "y", "on")
 # frames in these folders are ours or torch's (nn.Module.__call__): a warning points past them
 _INTERNAL = (
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
@@ -62,7 +62,7 @@ def _env_true(name: str, default: bool | None) -> bool | None:
     raw = os.environ.get(name)
     if raw is None:
         return default
-    return raw.strip().lower() in _TRUE
+    return raw.strip().lower() in TRUE_WORDS
 
 
 class _Mode:
