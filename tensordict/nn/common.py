@@ -24,9 +24,9 @@ from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
 from tensordict.errors import InvalidArgumentError
 from tensordict.functional import make_tensordict
-from tensordict.nn.dispatch import dispatch
+from tensordict.nn.dispatch import _module_forward, dispatch
 from tensordict.nn.errors import ModuleCallError, ModuleInputError, OutKeyNotFoundError
-from tensordict.nn.utils import _set_skip_existing_None, _user_warn
+from tensordict.nn.utils import _user_warn
 
 try:  # cloudpickle sends lambdas; a plain function or module pickles without it
     import cloudpickle
@@ -466,8 +466,7 @@ class TensorDictModule(TensorDictModuleBase):
             return self.module(*tensors, **kwargs)
         return getattr(self.module, self.method)(*tensors, **kwargs)
 
-    @dispatch(auto_batch_size=False)
-    @_set_skip_existing_None()
+    @_module_forward
     def forward(
         self,
         tensordict: TensorDictBase,

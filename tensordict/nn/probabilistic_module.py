@@ -21,7 +21,7 @@ from tensordict._nontensor import NonTensorData
 from tensordict.base import TensorDictBase
 from tensordict.errors import EntryTypeError, InvalidArgumentError
 from tensordict.nn.common import TensorDictModuleBase
-from tensordict.nn.dispatch import dispatch
+from tensordict.nn.dispatch import _module_forward
 from tensordict.nn.distributions import _distributions_maps
 from tensordict.nn.distributions.composite import (
     CompositeDistribution,
@@ -38,7 +38,6 @@ from tensordict.nn.interaction import (
     interaction_type,
 )
 from tensordict.nn.utils import (
-    _set_skip_existing_None,
     _user_warn,
     composite_lp_aggregate,
     set_composite_lp_aggregate,
@@ -513,8 +512,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         return value
 
     # ------------------------------------------------------------------ call
-    @dispatch(auto_batch_size=False)
-    @_set_skip_existing_None()
+    @_module_forward
     def forward(
         self,
         tensordict: TensorDictBase,

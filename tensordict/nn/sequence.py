@@ -14,9 +14,8 @@ from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
 from tensordict.errors import InvalidArgumentError
 from tensordict.nn.common import TensorDictModule, TensorDictModuleBase, WrapModule
-from tensordict.nn.dispatch import dispatch
+from tensordict.nn.dispatch import _module_forward
 from tensordict.nn.errors import ModuleCallError
-from tensordict.nn.utils import _set_skip_existing_None
 
 __all__ = ["TensorDictSequential"]
 
@@ -334,8 +333,7 @@ class TensorDictSequential(TensorDictModule):
             return tensordict.update(result, keys_to_update=keys)
         return result
 
-    @dispatch(auto_batch_size=False)
-    @_set_skip_existing_None()
+    @_module_forward
     def forward(
         self,
         tensordict: TensorDictBase,
