@@ -113,6 +113,9 @@ class set_interaction_type(_BlockSetter):
         tensor([0., 0., 0.])
     """
 
+    _switch = _interaction_type
+    _value_attr = "type"
+
     def __init__(
         self,
         type: InteractionType | str | None = InteractionType.DETERMINISTIC,
@@ -137,13 +140,6 @@ class set_interaction_type(_BlockSetter):
             <InteractionType.MODE: 'mode'>
         """
         return type(self)(self.type, thread_local=self.thread_local)
-
-    def __enter__(self) -> None:
-        self._previous.append(_interaction_type.saved(self.thread_local))
-        _interaction_type.put(self.type, self.thread_local)
-
-    def __exit__(self, *exc_info: object) -> None:
-        _interaction_type.put(self._previous.pop(), self.thread_local)
 
 
 # ---------------------------------------------------------------------- deterministic values
