@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import pickle
 from collections.abc import Callable, MutableSequence, Sequence
-from textwrap import indent
 from typing import Any
 
 import torch
@@ -26,7 +25,7 @@ from tensordict.errors import InvalidArgumentError
 from tensordict.functional import make_tensordict
 from tensordict.nn.dispatch import _module_forward, dispatch
 from tensordict.nn.errors import ModuleCallError, ModuleInputError, OutKeyNotFoundError
-from tensordict.nn.utils import _user_warn
+from tensordict.nn.utils import _fields_repr, _user_warn
 
 try:  # cloudpickle sends lambdas; a plain function or module pickles without it
     import cloudpickle
@@ -308,7 +307,7 @@ class TensorDictModuleBase(nn.Module):
             entries.insert(0, f"module={wrapped}")
         entries.append(f"in_keys={self.in_keys}")
         entries.append(f"out_keys={self.out_keys}")
-        return f"{type(self).__name__}(\n{indent(f',{chr(10)}'.join(entries), 4 * ' ')})"
+        return _fields_repr(self, entries)
 
 
 def _reset_children(module: nn.Module) -> bool:

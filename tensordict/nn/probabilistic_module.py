@@ -10,7 +10,6 @@ one ``"sample_log_prob"`` entry (the sum over the sampled keys).
 from __future__ import annotations
 
 import contextlib
-from textwrap import indent
 
 import torch
 from torch import distributions as D
@@ -38,6 +37,7 @@ from tensordict.nn.interaction import (
     interaction_type,
 )
 from tensordict.nn.utils import (
+    _fields_repr,
     _user_warn,
     composite_lp_aggregate,
     set_composite_lp_aggregate,
@@ -290,7 +290,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             f"default_interaction_type={self.default_interaction_type}",
             f"num_samples={self.num_samples}",
         ]
-        return f"{type(self).__name__}(\n{indent(f',{chr(10)}'.join(fields), 4 * ' ')})"
+        return _fields_repr(self, fields)
 
     # ------------------------------------------------------------------ keys
     def _check_mode(self, what: str) -> bool:

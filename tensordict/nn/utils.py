@@ -18,6 +18,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
+from textwrap import indent
 from typing import Any
 
 import torch
@@ -56,6 +57,11 @@ def _user_warn(message: str, category: type[Warning]) -> None:
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def _fields_repr(obj: object, fields: list[str]) -> str:
+    """``Name(`` then one ``field=value`` a line, indented by four spaces: the repr of the modules."""
+    return f"{type(obj).__name__}(\n{indent(f',{chr(10)}'.join(fields), 4 * ' ')})"
 
 
 def _env_true(name: str, default: bool | None) -> bool | None:
