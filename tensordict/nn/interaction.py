@@ -127,19 +127,7 @@ class set_interaction_type(_BlockSetter):
                 msg = f"{type!r} is not an interaction type: pass an InteractionType or one of {[m.value for m in InteractionType]}"
                 raise InvalidArgumentError(msg)
             type = InteractionType(type.lower())
-        self.type = type
-        self.thread_local = thread_local
-        self._previous: list = []
-
-    def clone(self) -> set_interaction_type:
-        """A new setter with the same type.
-
-        Examples:
-            >>> from tensordict.nn import set_interaction_type
-            >>> set_interaction_type("mode").clone().type
-            <InteractionType.MODE: 'mode'>
-        """
-        return type(self)(self.type, thread_local=self.thread_local)
+        super().__init__(type, thread_local=thread_local)
 
 
 # ---------------------------------------------------------------------- deterministic values

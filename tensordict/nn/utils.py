@@ -127,10 +127,23 @@ class _BlockSetter:
 
     _switch: _Mode
     _value_attr = "mode"
-    thread_local = False
+
+    def __init__(self, value: Any, *, thread_local: bool = False) -> None:
+        setattr(self, self._value_attr, value)
+        self.thread_local = thread_local
+        self._previous: list = []
 
     def clone(self) -> _BlockSetter:
-        raise NotImplementedError
+        """Returns a new setter of the same class with the same value and ``thread_local``, for one more block.
+
+        Examples:
+            >>> from tensordict.nn import set_composite_lp_aggregate, set_interaction_type
+            >>> set_composite_lp_aggregate(False).clone().mode
+            False
+            >>> set_interaction_type("mode").clone().type
+            <InteractionType.MODE: 'mode'>
+        """
+        return type(self)(getattr(self, self._value_attr), thread_local=self.thread_local)
 
     def __enter__(self) -> None:
         self._previous.append(self._switch.saved(self.thread_local))
@@ -398,12 +411,12 @@ class set_skip_existing(_BlockSetter):
         *,
         thread_local: bool = False,
     ) -> None:
-        self.mode = unravel_key_list(mode) if isinstance(mode, list) else mode
+        super().__init__(
+            unravel_key_list(mode) if isinstance(mode, list) else mode, thread_local=thread_local
+        )
         self.in_key_attr = in_key_attr
         self.out_key_attr = out_key_attr
-        self.thread_local = thread_local
         self._decorating = False
-        self._previous: list = []
 
     def clone(self) -> set_skip_existing:
         """Returns a new setter with the same mode, for one more block.
@@ -517,8 +530,7 @@ class _set_dispatch_td_nn_modules(_BlockSetter):
     _switch = _dispatch_tdnn_modules
 
     def __init__(self, mode: bool) -> None:
-        self.mode = mode
-        self._previous: list = []
+        super().__init__(mode)
 
     def clone(self) -> _set_dispatch_td_nn_modules:
         return type(self)(self.mode)
@@ -583,19 +595,7 @@ class set_composite_lp_aggregate(_BlockSetter):
     _switch = _composite_lp_aggregate
 
     def __init__(self, mode: bool = True, *, thread_local: bool = False) -> None:
-        self.mode = mode
-        self.thread_local = thread_local
-        self._previous: list = []
-
-    def clone(self) -> set_composite_lp_aggregate:
-        """Returns a new setter with the same mode.
-
-        Examples:
-            >>> from tensordict.nn import set_composite_lp_aggregate
-            >>> set_composite_lp_aggregate(False).clone().mode
-            False
-        """
-        return type(self)(self.mode, thread_local=self.thread_local)
+        super().__init__(mode, thread_local=thread_local)
 
     def set(self) -> None:
         """Sets the mode until :meth:`unset` (not tied to a block).
