@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import operator
-import pickle
 import weakref
 from typing import Any
 
@@ -40,7 +39,7 @@ from tensordict._ops.batch_dims import BatchDimsMixin
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.convert import CONVERTERS
 from tensordict._typing import DeviceType, ShapeType
-from tensordict.errors import BatchSizeError, MemmapFormatError, PickleRefusedError
+from tensordict.errors import BatchSizeError, MemmapFormatError
 from tensordict.memmap import _archive, _io
 from tensordict.memmap import format as fmt
 
@@ -882,14 +881,7 @@ def _load_stack(folder: str, meta: dict, stat, options) -> NonTensorStack:
     """The loader of NonTensorStack folders, registered with the storage layer."""
     data, pickled = fmt.parse_nontensor_stack(folder, meta)
     if pickled is not None:
-        if not options.allow_pickle:
-            msg = (
-                f"{pickled!r} holds pickled values; loading never unpickles unless asked: pass "
-                "allow_pickle=True if you trust this folder"
-            )
-            raise PickleRefusedError(msg)
-        with open(pickled, "rb") as handle:
-            data = pickle.load(handle)  # noqa: S301 - the caller allowed it
+        data = _io.unpickle_allowed(pickled, options, "pickled values")
         if type(data) is not list:
             msg = f"{pickled!r} must hold a pickled list of values, got {type(data).__name__}"
             raise MemmapFormatError(msg)

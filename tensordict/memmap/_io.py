@@ -1377,19 +1377,28 @@ def _load_tensor(folder: str, key: str, dtype, shape, nested: bool, robust_key, 
         return None
 
 
+def unpickle_allowed(path: str, options: Options, holds: str) -> object:
+    """The content of the pickle file ``path`` (holding ``holds``), if the load allows unpickling.
+
+    Raises:
+        PickleRefusedError: unless ``options.allow_pickle``; it names the file.
+    """
+    if not options.allow_pickle:
+        msg = (
+            f"{path!r} holds {holds}; loading never unpickles unless asked: pass "
+            "allow_pickle=True if you trust this folder"
+        )
+        raise PickleRefusedError(msg)
+    with open(path, "rb") as handle:
+        return pickle.load(handle)  # noqa: S301 - the caller allowed it
+
+
 def _load_nontensor(folder: str, meta: dict, options: Options) -> NonTensorDataBase:
     how, value = fmt.parse_nontensor(folder, meta)
     cls = MetaData if meta.get("_type") == fmt.METADATA_TYPE else NonTensorData
     if how == "data":
         return cls(value, metadata=meta.get("_metadata"))
-    if not options.allow_pickle:
-        msg = (
-            f"{value!r} holds a pickled value; loading never unpickles unless asked: pass "
-            "allow_pickle=True if you trust this folder"
-        )
-        raise PickleRefusedError(msg)
-    with open(value, "rb") as handle:
-        content = pickle.load(handle)  # noqa: S301 - the caller allowed it
+    content = unpickle_allowed(value, options, "a pickled value")
     if type(content) is not dict or "data" not in content:
         msg = f"{value!r} must hold a pickled dict with a 'data' item, got {type(content).__name__}"
         raise MemmapFormatError(msg)
