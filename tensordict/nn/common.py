@@ -199,11 +199,7 @@ class TensorDictModuleBase(nn.Module):
             >>> mod(torch.zeros(()), torch.ones(()))
             tensor(3.)
         """
-        try:
-            selected = unravel_key_list(list(out_keys))
-        except (TypeError, ValueError) as err:
-            msg = f"select_out_keys takes keys (strings or tuples of strings), unpacked: got {list(out_keys)!r}"
-            raise OutKeyNotFoundError(msg) from err
+        selected = _selected_keys(out_keys, OutKeyNotFoundError)
         missing = [key for key in selected if key not in self.out_keys]
         if missing:
             hint = ""
@@ -595,6 +591,15 @@ class _Pickled:
 
     def __reduce__(self):
         return (_Pickled, (self.payload,))
+
+
+def _selected_keys(keys: tuple, error: type[Exception]) -> list:
+    """The keys given (unpacked) to ``select_out_keys``, unravelled; ``error`` if one is not a key."""
+    try:
+        return unravel_key_list(list(keys))
+    except (TypeError, ValueError) as err:
+        msg = f"select_out_keys takes keys (strings or tuples of strings), unpacked: got {list(keys)!r}"
+        raise error(msg) from err
 
 
 def _as_key_list(keys, what: str) -> list:
