@@ -11,7 +11,8 @@ class of an upper layer (it is a lazy stack). This module builds one through
 :data:`STACK_BUILDERS`, which that layer fills when it is imported: the
 protocol is ``STACK_BUILDERS["stack"](items, dim)`` (a stack of the entries
 ``items`` along ``dim``) and ``STACK_BUILDERS["from_list"](values)`` (a stack of
-nested lists of values).
+nested lists of values). :class:`HoldsNoStorage` answers the storage questions
+(``is_memmap``, ``is_shared``) for both the entries and that stack.
 """
 
 from __future__ import annotations
@@ -224,7 +225,37 @@ class _NoKeys:
         return "_KeysView([])"
 
 
-class NonTensorDataBase:
+class HoldsNoStorage:
+    """The storage questions of a non-tensor entry or a stack of them: there is no tensor storage."""
+
+    __slots__ = ()
+
+    def is_memmap(self) -> bool:
+        """Always True: with no tensor storage, a non-tensor entry (or a stack of them) never keeps its tensordict from being memory-mapped.
+
+        Returns:
+            True.
+
+        Examples:
+            >>> NonTensorData("a").is_memmap(), NonTensorStack("a").is_memmap()
+            (True, True)
+        """
+        return True
+
+    def is_shared(self) -> bool:
+        """Always True: a non-tensor entry (or a stack of them) holds no tensor storage to share; it is pickled with its tensordict.
+
+        Returns:
+            True.
+
+        Examples:
+            >>> NonTensorData("a").is_shared(), NonTensorStack("a").is_shared()
+            (True, True)
+        """
+        return True
+
+
+class NonTensorDataBase(HoldsNoStorage):
     """The common base of :class:`NonTensorData` and :class:`MetaData`: one Python value with a batch size.
 
     It holds the value and the batch size and device of the level that holds
@@ -1153,30 +1184,6 @@ class NonTensorDataBase:
             (False, True, False)
         """
         return self._locked
-
-    def is_memmap(self) -> bool:
-        """Always True: with no tensor storage, the entry never keeps a tensordict from being memory-mapped.
-
-        Returns:
-            True.
-
-        Examples:
-            >>> NonTensorData("a").is_memmap()
-            True
-        """
-        return True
-
-    def is_shared(self) -> bool:
-        """Always True: the entry holds no tensor storage to share; it is pickled with its tensordict.
-
-        Returns:
-            True.
-
-        Examples:
-            >>> NonTensorData("a").is_shared()
-            True
-        """
-        return True
 
     @classmethod
     def _stack(cls, items: list, dim: int):

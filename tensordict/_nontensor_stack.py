@@ -28,7 +28,13 @@ import torch
 from tensordict import _nontensor
 from tensordict._collection import NO_DEFAULT, is_non_tensor
 from tensordict._lazy import LazyStackedTensorDict
-from tensordict._nontensor import NonTensorData, NonTensorDataBase, nest_values, same_value
+from tensordict._nontensor import (
+    HoldsNoStorage,
+    NonTensorData,
+    NonTensorDataBase,
+    nest_values,
+    same_value,
+)
 from tensordict._ops.batch_dims import BatchDimsMixin, same_batch_size
 from tensordict._ops.classes import CLASSES
 from tensordict._ops.convert import CONVERTERS
@@ -159,7 +165,7 @@ class LinkedList(list):
     del _unlinked
 
 
-class NonTensorStack(LazyStackedTensorDict):
+class NonTensorStack(HoldsNoStorage, LazyStackedTensorDict):
     """Non-tensor entries stacked along a batch dimension: one Python value per batch element.
 
     Stacking :class:`NonTensorData` (or stacks) with ``torch.stack``, stacking
@@ -763,30 +769,6 @@ class NonTensorStack(LazyStackedTensorDict):
             f"NonTensorStack(\n    {body},\n    batch_size={self._batch_size},\n"
             f"    device={self.device})"
         )
-
-    def is_memmap(self) -> bool:
-        """Always True: a stack of values never keeps its tensordict from being memory-mapped.
-
-        Returns:
-            True.
-
-        Examples:
-            >>> NonTensorStack("a").is_memmap()
-            True
-        """
-        return True
-
-    def is_shared(self) -> bool:
-        """Always True: the stack holds no tensor storage; it is pickled with its tensordict.
-
-        Returns:
-            True.
-
-        Examples:
-            >>> NonTensorStack("a").is_shared()
-            True
-        """
-        return True
 
     @property
     def is_locked(self) -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import pickle
 from collections.abc import Callable, MutableSequence, Sequence
-from textwrap import indent
 from typing import Any
 
 import torch
@@ -24,9 +23,9 @@ from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
 from tensordict.errors import InvalidArgumentError
 from tensordict.functional import make_tensordict
-from tensordict.nn.dispatch import dispatch
+from tensordict.nn.dispatch import _module_forward, dispatch
 from tensordict.nn.errors import ModuleCallError, ModuleInputError, OutKeyNotFoundError
-from tensordict.nn.utils import _set_skip_existing_None, _user_warn
+from tensordict.nn.utils import _fields_repr, _user_warn
 
 try:  # cloudpickle sends lambdas; a plain function or module pickles without it
     import cloudpickle
@@ -200,11 +199,7 @@ class TensorDictModuleBase(nn.Module):
             >>> mod(torch.zeros(()), torch.ones(()))
             tensor(3.)
         """
-        try:
-            selected = unravel_key_list(list(out_keys))
-        except (TypeError, ValueError) as err:
-            msg = f"select_out_keys takes keys (strings or tuples of strings), unpacked: got {list(out_keys)!r}"
-            raise OutKeyNotFoundError(msg) from err
+        selected = _selected_keys(out_keys, OutKeyNotFoundError)
         missing = [key for key in selected if key not in self.out_keys]
         if missing:
             hint = ""
@@ -308,7 +303,7 @@ class TensorDictModuleBase(nn.Module):
             entries.insert(0, f"module={wrapped}")
         entries.append(f"in_keys={self.in_keys}")
         entries.append(f"out_keys={self.out_keys}")
-        return f"{type(self).__name__}(\n{indent(f',{chr(10)}'.join(entries), 4 * ' ')})"
+        return _fields_repr(self, entries)
 
 
 def _reset_children(module: nn.Module) -> bool:
@@ -466,8 +461,7 @@ class TensorDictModule(TensorDictModuleBase):
             return self.module(*tensors, **kwargs)
         return getattr(self.module, self.method)(*tensors, **kwargs)
 
-    @dispatch(auto_batch_size=False)
-    @_set_skip_existing_None()
+    @_module_forward
     def forward(
         self,
         tensordict: TensorDictBase,
@@ -597,6 +591,15 @@ class _Pickled:
 
     def __reduce__(self):
         return (_Pickled, (self.payload,))
+
+
+def _selected_keys(keys: tuple, error: type[Exception]) -> list:
+    """The keys given (unpacked) to ``select_out_keys``, unravelled; ``error`` if one is not a key."""
+    try:
+        return unravel_key_list(list(keys))
+    except (TypeError, ValueError) as err:
+        msg = f"select_out_keys takes keys (strings or tuples of strings), unpacked: got {list(keys)!r}"
+        raise error(msg) from err
 
 
 def _as_key_list(keys, what: str) -> list:

@@ -9,7 +9,6 @@ what the well-known implementation does on a machine without CUDA.
 from __future__ import annotations
 
 from collections.abc import Callable
-from textwrap import indent
 from typing import Any
 
 import torch
@@ -20,7 +19,7 @@ from tensordict.base import TensorDictBase
 from tensordict.errors import InvalidArgumentError, NotDifferentiableError
 from tensordict.nn.dispatch import dispatch
 from tensordict.nn.functional_modules import _exclude_td_from_pytree
-from tensordict.nn.utils import _user_warn
+from tensordict.nn.utils import _fields_repr, _user_warn
 
 __all__ = ["CudaGraphModule"]
 
@@ -139,7 +138,7 @@ class CudaGraphModule:
             f"in_keys={self.in_keys}",
             f"out_keys={self.out_keys}",
         ]
-        return f"{type(self).__name__}(\n{indent(f',{chr(10)}'.join(fields), 4 * ' ')})"
+        return _fields_repr(self, fields)
 
     def state_dict(self) -> dict:
         """The wrapped module's ``state_dict()``, or ``{}`` if it has none.

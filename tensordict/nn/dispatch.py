@@ -19,7 +19,7 @@ from tensordict._collection import is_tensor_collection
 from tensordict._keys import NestedKey, _key_parts
 from tensordict._td import TensorDict
 from tensordict.nn.errors import DispatchArgumentError
-from tensordict.nn.utils import _dispatch_td_nn_modules
+from tensordict.nn.utils import _dispatch_td_nn_modules, _set_skip_existing_None
 
 __all__ = ["dispatch"]
 
@@ -195,3 +195,8 @@ class dispatch:
         if self.auto_batch_size:
             tensordict.auto_batch_size_()
         return tensordict, args, kwargs
+
+
+def _module_forward(func: Callable) -> Callable:
+    """Wraps the ``forward`` of a module of ``tensordict.nn``: keyword calls, then the enclosing skip-existing mode."""
+    return dispatch(auto_batch_size=False)(_set_skip_existing_None()(func))

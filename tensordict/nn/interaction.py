@@ -113,6 +113,9 @@ class set_interaction_type(_BlockSetter):
         tensor([0., 0., 0.])
     """
 
+    _switch = _interaction_type
+    _value_attr = "type"
+
     def __init__(
         self,
         type: InteractionType | str | None = InteractionType.DETERMINISTIC,
@@ -124,26 +127,7 @@ class set_interaction_type(_BlockSetter):
                 msg = f"{type!r} is not an interaction type: pass an InteractionType or one of {[m.value for m in InteractionType]}"
                 raise InvalidArgumentError(msg)
             type = InteractionType(type.lower())
-        self.type = type
-        self.thread_local = thread_local
-        self._previous: list = []
-
-    def clone(self) -> set_interaction_type:
-        """A new setter with the same type.
-
-        Examples:
-            >>> from tensordict.nn import set_interaction_type
-            >>> set_interaction_type("mode").clone().type
-            <InteractionType.MODE: 'mode'>
-        """
-        return type(self)(self.type, thread_local=self.thread_local)
-
-    def __enter__(self) -> None:
-        self._previous.append(_interaction_type.saved(self.thread_local))
-        _interaction_type.put(self.type, self.thread_local)
-
-    def __exit__(self, *exc_info: object) -> None:
-        _interaction_type.put(self._previous.pop(), self.thread_local)
+        super().__init__(type, thread_local=thread_local)
 
 
 # ---------------------------------------------------------------------- deterministic values

@@ -27,7 +27,7 @@ from tensordict._keys import NestedKey
 from tensordict.base import TensorDictBase
 from tensordict.errors import EntryTypeError, InvalidArgumentError
 from tensordict.nn.common import TensorDictModuleBase
-from tensordict.nn.dispatch import dispatch
+from tensordict.nn.dispatch import _module_forward
 from tensordict.nn.distributions.composite import CompositeDistribution
 from tensordict.nn.errors import ModuleCallError
 from tensordict.nn.interaction import (
@@ -41,7 +41,7 @@ from tensordict.nn.probabilistic_module import (
     _rename_entries,
 )
 from tensordict.nn.sequence import TensorDictSequential
-from tensordict.nn.utils import _set_skip_existing_None, _user_warn
+from tensordict.nn.utils import _user_warn
 
 __all__ = [
     "InteractionType",
@@ -499,8 +499,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
             tensordict_out.update(out)
         return tensordict_out
 
-    @dispatch(auto_batch_size=False)
-    @_set_skip_existing_None()
+    @_module_forward
     def forward(
         self,
         tensordict: TensorDictBase,

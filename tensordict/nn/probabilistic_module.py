@@ -10,7 +10,6 @@ one ``"sample_log_prob"`` entry (the sum over the sampled keys).
 from __future__ import annotations
 
 import contextlib
-from textwrap import indent
 
 import torch
 from torch import distributions as D
@@ -21,7 +20,7 @@ from tensordict._nontensor import NonTensorData
 from tensordict.base import TensorDictBase
 from tensordict.errors import EntryTypeError, InvalidArgumentError
 from tensordict.nn.common import TensorDictModuleBase
-from tensordict.nn.dispatch import dispatch
+from tensordict.nn.dispatch import _module_forward
 from tensordict.nn.distributions import _distributions_maps
 from tensordict.nn.distributions.composite import (
     CompositeDistribution,
@@ -38,7 +37,7 @@ from tensordict.nn.interaction import (
     interaction_type,
 )
 from tensordict.nn.utils import (
-    _set_skip_existing_None,
+    _fields_repr,
     _user_warn,
     composite_lp_aggregate,
     set_composite_lp_aggregate,
@@ -291,7 +290,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             f"default_interaction_type={self.default_interaction_type}",
             f"num_samples={self.num_samples}",
         ]
-        return f"{type(self).__name__}(\n{indent(f',{chr(10)}'.join(fields), 4 * ' ')})"
+        return _fields_repr(self, fields)
 
     # ------------------------------------------------------------------ keys
     def _check_mode(self, what: str) -> bool:
@@ -513,8 +512,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         return value
 
     # ------------------------------------------------------------------ call
-    @dispatch(auto_batch_size=False)
-    @_set_skip_existing_None()
+    @_module_forward
     def forward(
         self,
         tensordict: TensorDictBase,

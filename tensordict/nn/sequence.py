@@ -13,10 +13,14 @@ from tensordict._lazy import LazyStackedTensorDict
 from tensordict._td import TensorDict
 from tensordict.base import TensorDictBase
 from tensordict.errors import InvalidArgumentError
-from tensordict.nn.common import TensorDictModule, TensorDictModuleBase, WrapModule
-from tensordict.nn.dispatch import dispatch
+from tensordict.nn.common import (
+    TensorDictModule,
+    TensorDictModuleBase,
+    WrapModule,
+    _selected_keys,
+)
+from tensordict.nn.dispatch import _module_forward
 from tensordict.nn.errors import ModuleCallError
-from tensordict.nn.utils import _set_skip_existing_None
 
 __all__ = ["TensorDictSequential"]
 
@@ -117,7 +121,7 @@ class TensorDictSequential(TensorDictModule):
 
     @out_keys.setter
     def out_keys(self, value: Sequence[NestedKey]) -> None:
-        self._out_keys = self._out_keys_apparent = unravel_key_list(list(value))
+        TensorDictModuleBase.out_keys.fset(self, value)
         self._complete_out_keys = list(self._out_keys)
 
     @staticmethod
@@ -162,12 +166,7 @@ class TensorDictSequential(TensorDictModule):
             >>> sorted(seq.select_out_keys("z")(TensorDict(x=torch.zeros(()))).keys())
             ['x', 'z']
         """
-        try:
-            selected = unravel_key_list(list(selected_out_keys))
-        except (TypeError, ValueError) as err:
-            msg = f"select_out_keys takes keys (strings or tuples of strings), unpacked: got {list(selected_out_keys)!r}"
-            raise InvalidArgumentError(msg) from err
-        self._select(selected)
+        self._select(_selected_keys(selected_out_keys, InvalidArgumentError))
         return self
 
     def reset_out_keys(self) -> TensorDictSequential:
@@ -334,8 +333,7 @@ class TensorDictSequential(TensorDictModule):
             return tensordict.update(result, keys_to_update=keys)
         return result
 
-    @dispatch(auto_batch_size=False)
-    @_set_skip_existing_None()
+    @_module_forward
     def forward(
         self,
         tensordict: TensorDictBase,

@@ -18,6 +18,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
+from textwrap import indent
 from typing import Any
 
 import torch
@@ -56,6 +57,11 @@ def _user_warn(message: str, category: type[Warning]) -> None:
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def _fields_repr(obj: object, fields: list[str]) -> str:
+    """``Name(`` then one ``field=value`` a line, indented by four spaces: the repr of the modules."""
+    return f"{type(obj).__name__}(\n{indent(f',{chr(10)}'.join(fields), 4 * ' ')})"
 
 
 def _env_true(name: str, default: bool | None) -> bool | None:
@@ -110,14 +116,41 @@ class _Mode:
 
 
 class _BlockSetter:
-    """Base of the ``set_*`` classes: a context manager that also decorates functions.
+    """Base of the ``set_*`` classes: a context manager over one :class:`_Mode` that also decorates functions.
 
-    Each call of a decorated function enters a fresh copy (:meth:`clone`), so that
-    one decorator serves recursive and concurrent calls.
+    A block puts the setter's value (the attribute named by ``_value_attr``) in
+    the class's ``_switch``, for the calling thread only with ``thread_local``,
+    and puts back on exit what was there. Each call of a decorated function
+    enters a fresh copy (:meth:`clone`), so that one decorator serves recursive
+    and concurrent calls.
     """
 
+    _switch: _Mode
+    _value_attr = "mode"
+
+    def __init__(self, value: Any, *, thread_local: bool = False) -> None:
+        setattr(self, self._value_attr, value)
+        self.thread_local = thread_local
+        self._previous: list = []
+
     def clone(self) -> _BlockSetter:
-        raise NotImplementedError
+        """Returns a new setter of the same class with the same value and ``thread_local``, for one more block.
+
+        Examples:
+            >>> from tensordict.nn import set_composite_lp_aggregate, set_interaction_type
+            >>> set_composite_lp_aggregate(False).clone().mode
+            False
+            >>> set_interaction_type("mode").clone().type
+            <InteractionType.MODE: 'mode'>
+        """
+        return type(self)(getattr(self, self._value_attr), thread_local=self.thread_local)
+
+    def __enter__(self) -> None:
+        self._previous.append(self._switch.saved(self.thread_local))
+        self._switch.put(getattr(self, self._value_attr), self.thread_local)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._switch.put(self._previous.pop(), self.thread_local)
 
     def __call__(self, func: Callable) -> Callable:
         @functools.wraps(func)
@@ -368,6 +401,8 @@ class set_skip_existing(_BlockSetter):
         tensor(1.)
     """
 
+    _switch = _skip_existing
+
     def __init__(
         self,
         mode: bool | list | None = True,
@@ -376,12 +411,12 @@ class set_skip_existing(_BlockSetter):
         *,
         thread_local: bool = False,
     ) -> None:
-        self.mode = unravel_key_list(mode) if isinstance(mode, list) else mode
+        super().__init__(
+            unravel_key_list(mode) if isinstance(mode, list) else mode, thread_local=thread_local
+        )
         self.in_key_attr = in_key_attr
         self.out_key_attr = out_key_attr
-        self.thread_local = thread_local
         self._decorating = False
-        self._previous: list = []
 
     def clone(self) -> set_skip_existing:
         """Returns a new setter with the same mode, for one more block.
@@ -414,16 +449,14 @@ class set_skip_existing(_BlockSetter):
         return wrapper
 
     def __enter__(self) -> None:
-        self._previous.append(_skip_existing.saved(self.thread_local))
-        if self.mode is None:
-            if not self._decorating:
-                msg = "set_skip_existing(None) only decorates methods; as a block it needs True, False or a list of keys"
-                raise RuntimeError(msg)
+        if self.mode is not None:
+            super().__enter__()
             return
-        _skip_existing.put(self.mode, self.thread_local)
-
-    def __exit__(self, *exc_info: object) -> None:
-        _skip_existing.put(self._previous.pop(), self.thread_local)
+        # a None mode follows the enclosing block: nothing to put, but __exit__ still pops
+        self._previous.append(self._switch.saved(self.thread_local))
+        if not self._decorating:
+            msg = "set_skip_existing(None) only decorates methods; as a block it needs True, False or a list of keys"
+            raise RuntimeError(msg)
 
 
 class _set_skip_existing_None:
@@ -494,19 +527,13 @@ class _set_dispatch_td_nn_modules(_BlockSetter):
         tensor(1.)
     """
 
+    _switch = _dispatch_tdnn_modules
+
     def __init__(self, mode: bool) -> None:
-        self.mode = mode
-        self._previous: list = []
+        super().__init__(mode)
 
     def clone(self) -> _set_dispatch_td_nn_modules:
         return type(self)(self.mode)
-
-    def __enter__(self) -> None:
-        self._previous.append(_dispatch_tdnn_modules.get())
-        _dispatch_tdnn_modules.set(self.mode)
-
-    def __exit__(self, *exc_info: object) -> None:
-        _dispatch_tdnn_modules.set(self._previous.pop())
 
 
 # ---------------------------------------------------------------------- composite_lp_aggregate
@@ -565,27 +592,10 @@ class set_composite_lp_aggregate(_BlockSetter):
         torch.Size([3])
     """
 
+    _switch = _composite_lp_aggregate
+
     def __init__(self, mode: bool = True, *, thread_local: bool = False) -> None:
-        self.mode = mode
-        self.thread_local = thread_local
-        self._previous: list = []
-
-    def clone(self) -> set_composite_lp_aggregate:
-        """Returns a new setter with the same mode.
-
-        Examples:
-            >>> from tensordict.nn import set_composite_lp_aggregate
-            >>> set_composite_lp_aggregate(False).clone().mode
-            False
-        """
-        return type(self)(self.mode, thread_local=self.thread_local)
-
-    def __enter__(self) -> None:
-        self._previous.append(_composite_lp_aggregate.saved(self.thread_local))
-        _composite_lp_aggregate.put(self.mode, self.thread_local)
-
-    def __exit__(self, *exc_info: object) -> None:
-        _composite_lp_aggregate.put(self._previous.pop(), self.thread_local)
+        super().__init__(mode, thread_local=thread_local)
 
     def set(self) -> None:
         """Sets the mode until :meth:`unset` (not tied to a block).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import distributions as D
@@ -196,6 +196,10 @@ class CompositeDistribution(D.Distribution, Mapping):
     def _values(self, values: dict, shape=()) -> TensorDict:
         return TensorDict(values, torch.Size(shape) + self.batch_shape)
 
+    def _of_each(self, read: Callable, shape=()) -> TensorDict:
+        """``read(component)`` for every component, in a tensordict of batch size ``shape + batch_shape``."""
+        return self._values({name: read(dist) for name, dist in self.dists.items()}, shape)
+
     def sample(self, shape: ShapeType | None = None) -> TensorDictBase:
         """Draws a sample of every component, in a tensordict of batch size ``shape + batch_shape``.
 
@@ -207,7 +211,7 @@ class CompositeDistribution(D.Distribution, Mapping):
             torch.Size([3, 2])
         """
         shape = torch.Size(shape if shape is not None else ())
-        return self._values({name: dist.sample(shape) for name, dist in self.dists.items()}, shape)
+        return self._of_each(lambda dist: dist.sample(shape), shape)
 
     def rsample(self, shape: ShapeType | None = None) -> TensorDictBase:
         """Draws a reparameterized sample of every component.
@@ -221,7 +225,7 @@ class CompositeDistribution(D.Distribution, Mapping):
             True
         """
         shape = torch.Size(shape if shape is not None else ())
-        return self._values({name: dist.rsample(shape) for name, dist in self.dists.items()}, shape)
+        return self._of_each(lambda dist: dist.rsample(shape), shape)
 
     @property
     def mode(self) -> TensorDictBase:
@@ -234,7 +238,7 @@ class CompositeDistribution(D.Distribution, Mapping):
             >>> dist.mode["x"]
             tensor(1)
         """
-        return self._values({name: dist.mode for name, dist in self.dists.items()})
+        return self._of_each(lambda dist: dist.mode)
 
     @property
     def mean(self) -> TensorDictBase:
@@ -247,7 +251,7 @@ class CompositeDistribution(D.Distribution, Mapping):
             >>> dist.mean["x"]
             tensor(3.)
         """
-        return self._values({name: dist.mean for name, dist in self.dists.items()})
+        return self._of_each(lambda dist: dist.mean)
 
     @property
     def deterministic_sample(self) -> TensorDictBase:
@@ -260,12 +264,7 @@ class CompositeDistribution(D.Distribution, Mapping):
             >>> dist.deterministic_sample["x"]
             tensor(3.)
         """
-        return self._values(
-            {
-                name: deterministic_value(dist, type(self).__name__)
-                for name, dist in self.dists.items()
-            }
-        )
+        return self._of_each(lambda dist: deterministic_value(dist, type(self).__name__))
 
     # ------------------------------------------------------------------ scores
     def _aggregate(self, per_name: dict, ndim: int):

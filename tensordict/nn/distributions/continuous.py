@@ -224,8 +224,7 @@ class Delta(D.Distribution):
             >>> Delta(torch.ones(2)).sample((3,)).shape
             torch.Size([3, 2])
         """
-        shape = torch.Size(sample_shape if sample_shape is not None else ())
-        return self.param.expand(shape + self.param.shape)
+        return self.rsample(sample_shape)
 
     def rsample(self, sample_shape: torch.Size | Sequence[int] | None = None) -> torch.Tensor:
         """Returns ``param`` expanded to ``sample_shape + param.shape``, keeping its gradient.
@@ -240,33 +239,18 @@ class Delta(D.Distribution):
 
     @property
     def mode(self) -> torch.Tensor:
-        """``param``.
+        """``param``: the mode of a Delta is the point itself.
+
+        :attr:`mean` and :attr:`deterministic_sample` (what a deterministic
+        probabilistic module writes) are the same property: ``param`` too.
 
         Examples:
             >>> from tensordict.nn.distributions import Delta
-            >>> Delta(torch.ones(1)).mode
-            tensor([1.])
+            >>> dist = Delta(torch.ones(1))
+            >>> dist.mode, dist.mean, dist.deterministic_sample
+            (tensor([1.]), tensor([1.]), tensor([1.]))
         """
         return self.param
 
-    @property
-    def mean(self) -> torch.Tensor:
-        """``param``.
-
-        Examples:
-            >>> from tensordict.nn.distributions import Delta
-            >>> Delta(torch.ones(1)).mean
-            tensor([1.])
-        """
-        return self.param
-
-    @property
-    def deterministic_sample(self) -> torch.Tensor:
-        """``param``: what a deterministic probabilistic module writes.
-
-        Examples:
-            >>> from tensordict.nn.distributions import Delta
-            >>> Delta(torch.ones(1)).deterministic_sample
-            tensor([1.])
-        """
-        return self.param
+    mean = mode
+    deterministic_sample = mode
