@@ -198,41 +198,17 @@ def _index_copies(data, index, rows: bool = False, nested=None):
     that way (which raises torch's own error for a row out of range). A nested level of
     class ``nested`` is read through its own ``_index``, as ``value[index]`` would.
     """
-    if rows:
-        try:
-            return _select_copies(data, index, nested)
-        except IndexError:
-            pass
     out = {}
     try:
         for key, value in data.items():
             kind = type(value)
             if kind is _MMT:
                 alias = value._plain
-                out[key] = (rows_alias(value) if alias is None else alias)[index]
+                if alias is None:
+                    alias = rows_alias(value)
+                out[key] = _index_select(alias, 0, index) if rows else alias[index]
             elif kind is _Tensor:
-                out[key] = value[index]
-            elif kind is nested:
-                out[key] = value._index(index)
-            else:
-                return None
-    except (RuntimeError, NotImplementedError):
-        return None
-    return out or None  # no entry: the generic path marks the empty view
-
-
-def _select_copies(data, index, nested):
-    """:func:`_index_copies` of a 1-D long ``index`` through ``index_select`` (a plain
-    ``value[index]`` for an entry that is not contiguous)."""
-    out = {}
-    try:
-        for key, value in data.items():
-            kind = type(value)
-            if kind is _MMT:
-                alias = value._plain
-                out[key] = _index_select(rows_alias(value) if alias is None else alias, 0, index)
-            elif kind is _Tensor:
-                if value.is_contiguous():
+                if rows and value.is_contiguous():
                     out[key] = _index_select(value, 0, index)
                 else:
                     out[key] = value[index]
@@ -240,9 +216,13 @@ def _select_copies(data, index, nested):
                 out[key] = value._index(index)
             else:
                 return None
+    except IndexError:
+        if rows:  # a negative row: read as torch indexes
+            return _index_copies(data, index, False, nested)
+        raise
     except (RuntimeError, NotImplementedError):
         return None
-    return out or None
+    return out or None  # no entry: the generic path marks the empty view
 
 
 def _index_leaf(value, index):
