@@ -858,6 +858,9 @@ def parse_record(folder: str, key: str, record: object) -> str | None:
     return kind
 
 
+# (dtype name, is_nested, *shape) of a valid tensor record -> what parse_tensor_record returns
+_PARSED: dict[tuple, tuple] = {}
+_PARSED_MAX = 4096
 _INT_ONLY = frozenset((int,))  # the exact type of every dimension (bool, a subclass, is refused)
 
 
@@ -876,21 +879,31 @@ def parse_tensor_record(folder: str, key: str, record: dict) -> tuple:
     """
     # Runs once per entry on load: the checks are inline, messages are built on failure only.
     name = record.get("dtype")
-    dtype = DTYPES.get(name) if type(name) is str else None
     shape = record.get("shape")
     nested = record.get("is_nested", False)
     if (
-        dtype is not None
-        and type(shape) is list
+        type(shape) is list
+        and type(name) is str
         and _INT_ONLY.issuperset(map(type, shape))
-        and (nested is False or (nested is True and len(shape) == 2))
+        and (nested is False or nested is True)
     ):
-        fits = not shape or (min(shape) >= 0 and max(shape) <= _MAX_SIZE)
-        size = torch.Size(shape) if fits else None
-        if size is not None and size.numel() * dtype.itemsize <= _MAX_SIZE:
-            return dtype, size, nested
-        msg = f"{meta_path(folder)!r}, entry {key!r}: shape {shape} of {name} needs more bytes than a file can hold"
-        raise MemmapFormatError(msg)
+        # The exact types are checked above, so equal keys are equal records: a folder of
+        # many entries of a few kinds parses each kind once.
+        seen = (name, nested, *shape)
+        parsed = _PARSED.get(seen)
+        if parsed is not None:
+            return parsed
+        dtype = DTYPES.get(name)
+        if dtype is not None and (nested is False or len(shape) == 2):
+            fits = not shape or (min(shape) >= 0 and max(shape) <= _MAX_SIZE)
+            size = torch.Size(shape) if fits else None
+            if size is not None and size.numel() * dtype.itemsize <= _MAX_SIZE:
+                if len(_PARSED) >= _PARSED_MAX:
+                    _PARSED.clear()
+                parsed = _PARSED[seen] = (dtype, size, nested)
+                return parsed
+            msg = f"{meta_path(folder)!r}, entry {key!r}: shape {shape} of {name} needs more bytes than a file can hold"
+            raise MemmapFormatError(msg)
     where = f"{meta_path(folder)!r}, entry {key!r}"
     dtype = parse_dtype(name, where)
     shape = parse_shape(shape, where)

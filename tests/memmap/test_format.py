@@ -649,3 +649,35 @@ def test_a_tensorclass_defined_in_a_function_loads_back(tmp_path):
     Local(x=torch.arange(3.0), batch_size=[3]).memmap(tmp_path / "local")
     loaded = TensorDict.load_memmap(tmp_path / "local")
     assert type(loaded) is Local and loaded.x.tolist() == [0.0, 1.0, 2.0]
+
+
+@SETTINGS
+@given(
+    shape=st.lists(st.one_of(st.integers(-3, 5), st.booleans(), st.floats(0, 3)), max_size=3),
+    nested=st.one_of(st.booleans(), st.integers(0, 1), st.none()),
+    name=st.sampled_from(["torch.float32", "torch.int64", "torch.int17", 3]),
+)
+def test_a_record_parses_the_same_after_records_that_look_equal(shape, nested, name):
+    """Parsing a tensor record gives the same answer, or the same error, whatever records
+    were parsed before it: after a valid record, one whose values compare equal but whose
+    types differ (True for 1, 1 for True, 1.0 for 1) is still refused."""
+
+    def answer(record):
+        try:
+            return fmt.parse_tensor_record("f", "k", record)
+        except MemmapFormatError as err:
+            return str(err)
+
+    record = {"dtype": name, "shape": shape}
+    if nested is not None:
+        record["is_nested"] = nested
+    first = answer(record)
+    twins = {
+        "dtype": name,
+        "shape": [int(d) if isinstance(d, (bool, float)) else d for d in shape],
+        "is_nested": bool(nested),
+    }
+    answer(twins)  # a record equal to it by value, parsed in between
+    assert answer(record) == first
+    if any(type(d) is not int for d in shape) or (nested is not None and type(nested) is not bool):
+        assert isinstance(first, str)
