@@ -22,6 +22,7 @@ import operator
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from tensordict._collection import NO_DEFAULT, TensorCollection
@@ -157,8 +158,6 @@ def entry_from_list(
     tensor and any other array is held by one NonTensorData.
     """
     if not list_to_stack:
-        import numpy as np  # noqa: PLC0415 - only the legacy path needs it
-
         array = np.asarray(value)
         if array.dtype.kind in "biufc":
             return torch.as_tensor(array)

@@ -16,7 +16,6 @@ say) loads as nested TensorDicts of empty batch size, each name split on ".".
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from collections import defaultdict
@@ -33,6 +32,12 @@ from tensordict._typing import DeviceType
 from tensordict._unbatched import UnbatchedTensor
 from tensordict.errors import MemmapFormatError
 
+try:  # the optional 'safetensors' extra
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+except ImportError:  # without it, the two functions raise ImportError saying how to install it
+    safe_open = save_file = None
+
 __all__ = ["from_safetensors", "to_safetensors"]
 
 METADATA_KEY = "tensordict"
@@ -44,7 +49,7 @@ MAX_HEADER_BYTES = 100_000_000
 
 
 def _require_safetensors():
-    if importlib.util.find_spec("safetensors") is None:
+    if safe_open is None:
         msg = (
             "safetensors files need the safetensors package: install it with "
             "`pip install tensordict[safetensors]` (or `pip install safetensors`)"
@@ -173,8 +178,6 @@ def to_safetensors(data: TensorCollection, path: str | os.PathLike) -> None:
         (torch.Size([2]), tensor([0., 0.]))
     """
     _require_safetensors()
-    from safetensors.torch import save_file
-
     if is_non_tensor(data) or not is_tensor_collection(data):
         msg = f"to_safetensors saves a tensordict or a tensorclass instance, got a {type(data).__name__}; put the value in a tensordict first"
         raise TypeError(msg)
@@ -433,8 +436,6 @@ def from_safetensors(
         torch.Size([4, 3])
     """
     _require_safetensors()
-    from safetensors import safe_open
-
     if device is not None:
         device = torch.device(device)
     if device is None or device.type == "cpu":

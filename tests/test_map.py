@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict, tensorclass
+from tensordict._ops import parallel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -250,6 +251,16 @@ def test_map_with_index_with_generator_and_pbar():
         add_one, num_workers=2, chunksize=3, index_with_generator=True, pbar=True, generator=_gen()
     )
     assert torch.equal(out["y"], torch.arange(10.0) + 1)
+
+
+@pytest.mark.parametrize("method", ["map", "map_iter"])
+def test_pbar_without_tqdm_raises_before_any_work(monkeypatch, method):
+    """pbar=True where tqdm cannot be imported raises ImportError naming the method and tqdm."""
+    monkeypatch.setattr(parallel, "tqdm", None)
+    td = make_td(4)
+    with pytest.raises(ImportError, match=f"{method}: pbar=True.*tqdm is not installed"):
+        result = getattr(td, method)(add_one, num_workers=1, pbar=True, generator=_gen())
+        list(result)  # map_iter starts on the first item
 
 
 def test_map_without_generator_warns():

@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
+from torch import multiprocessing as mp
+from torch.utils.data._utils.worker import _generate_state
 
 from tensordict._collection import TensorCollection
 from tensordict._ops._contract import Contract
@@ -32,6 +34,11 @@ from tensordict._ops.batch_dims import norm_dim
 from tensordict._ops.split_stack import STACKERS
 from tensordict._options import set_capture_non_tensor_stack
 from tensordict.errors import WorkerDiedError
+
+try:  # the progress bar of map(pbar=True), an optional dependency
+    import tqdm
+except ImportError:  # pragma: no cover - tqdm ships with most environments
+    tqdm = None
 
 # How long the caller waits for the next result before it looks for dead workers: a chunk
 # lost with its worker is noticed within this delay (plus the pool's own 0.1 s upkeep).
@@ -51,8 +58,6 @@ def _worker_init(base_seed: int, counter, num_threads: int, retired: bool) -> No
         worker_id = counter.value
         counter.value += 1
     torch.manual_seed(base_seed + worker_id)
-    from torch.utils.data._utils.worker import _generate_state
-
     np.random.seed(_generate_state(base_seed, worker_id))
     torch.set_num_threads(num_threads)
 
@@ -156,8 +161,6 @@ class _Pool:
             self.pool = pool
             self.size = pool._processes
             return
-        from torch import multiprocessing as mp
-
         if num_workers is None:
             num_workers = mp.cpu_count()
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
@@ -475,6 +478,9 @@ class ParallelMixin(Contract):
 
         ``d`` is the batch dim, checked and normalised by :func:`_check_call`.
         """
+        if pbar and tqdm is None:
+            msg = f"{method}: pbar=True shows a tqdm progress bar, and tqdm is not installed (pip install tqdm)"
+            raise ImportError(msg)
         chunks = _chunks(self, d, chunksize, num_chunks, size, lazy, shuffle)
         total = None if lazy else len(chunks)
         if out is not None and (out.is_shared() or out.is_memmap()):
@@ -486,8 +492,6 @@ class ParallelMixin(Contract):
         imap = pool.imap_unordered if shuffle else pool.imap
         results = _watched(imap(fn, chunks, 1), pool, method)
         if pbar:
-            import tqdm
-
             results = tqdm.tqdm(results, total=total)
         return results
 

@@ -29,6 +29,7 @@ import time
 import traceback
 
 import torch
+import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from tensordict import TensorDict
@@ -65,8 +66,6 @@ def _rank(
     rank: int, ranks: int, store: str, folder: str, steps: int, rows: int, seed: int, out
 ) -> None:
     """One rank: rank 0 writes and announces, the others refresh and check."""
-    import torch.distributed as dist
-
     torch.set_num_threads(1)
     try:
         timeout = datetime.timedelta(seconds=60)
