@@ -36,7 +36,7 @@ from tensordict._ops.entries import (
     plain_tree,
 )
 from tensordict._td_rows import (
-    _check_feature_shape,
+    _check_fits,
     _check_rows,
     _check_rows_in_range,
     _extra_shape,
@@ -44,7 +44,6 @@ from tensordict._td_rows import (
     _index_in_range,
     _index_leaf,
     _indexed_batch,
-    _refuse_dtype,
     _write_dense_rows,
     _zeros_for,
 )
@@ -812,25 +811,29 @@ class TensorDict(TensorDictBase):
 
     def _write_rows(self, index, value) -> None:
         batch_size = self._batch_size
-        if type(index) is _Tensor and index.dtype is torch.long and index.ndim == 1 and batch_size:
-            # The replay-buffer hot path: one long tensor of rows (what normalize_index and
-            # _indexed_batch make of it, without their general cases).
-            whole = _check_rows_in_range(index, batch_size[0])
-            leaf_index = index
-            rows = index.shape if len(batch_size) == 1 else index.shape + batch_size[1:]
+        if type(index) is _Tensor and index.dtype is _LONG and index.ndim == 1:
+            leaf_index, rows = index, None  # what normalize_index makes of it, without its checks
         else:
             leaf_index, rows = normalize_index(index, batch_size)
-            whole = False
-            if rows is None:  # a tensor in the index: its rows are checked before any write
-                if (
-                    type(leaf_index) is _Tensor
-                    and leaf_index.dtype is _LONG
-                    and leaf_index.ndim == 1
-                ):
-                    whole = _check_rows_in_range(leaf_index, batch_size[0])
-                    rows = leaf_index.shape + batch_size[1:]
-                else:
-                    rows = _index_in_range(batch_size, leaf_index, index)
+        whole = False
+        advanced = False  # a tensor in the index: torch's index_put, which does not cast
+        if rows is None:  # rows picked by tensors: torch writes those before a bad one
+            advanced = isinstance(leaf_index, _Tensor) or (
+                type(leaf_index) is tuple and any(isinstance(i, _Tensor) for i in leaf_index)
+            )
+            if (
+                type(leaf_index) is _Tensor
+                and leaf_index.dtype is _LONG
+                and leaf_index.ndim == 1
+                and batch_size
+            ):
+                # The replay-buffer hot path: one long tensor of rows.
+                whole = _check_rows_in_range(leaf_index, batch_size[0])
+                rows = (
+                    leaf_index.shape if len(batch_size) == 1 else leaf_index.shape + batch_size[1:]
+                )
+            else:
+                rows = _index_in_range(batch_size, leaf_index, index)
         data = self._tensordict
         given = (
             value._batch_size if type(value) is TensorDict else getattr(value, "batch_size", None)
@@ -844,24 +847,18 @@ class TensorDict(TensorDictBase):
             # shape was checked so that a refused value writes nothing.
             items = value._tensordict.items()
             bd, vbd = len(batch_size), len(value._batch_size)
-            if _write_dense_rows(data, items, leaf_index, bd, value._batch_size, whole, TensorDict):
+            if _write_dense_rows(
+                data, items, leaf_index, bd, value._batch_size, advanced, whole, TensorDict
+            ):
                 return
             with _no_subclass_dispatch():  # shapes of memory-mapped leaves, read cheaply
                 for key, sub in items:
                     current = data[key]
-                    if (
-                        type(sub) is _Tensor
-                        and not is_non_tensor(current)
-                        and type(current) is not _Unbatched
-                    ):
-                        if sub.shape[vbd:] != current.shape[bd:]:
-                            _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
-                        if (
-                            type(leaf_index) is _Tensor
-                            and isinstance(current, _Tensor)
-                            and sub.dtype is not current.dtype
-                        ):
-                            _refuse_dtype(key, sub, current)
+                    if type(sub) is _Tensor and isinstance(current, _Tensor):
+                        if type(current) is not _Unbatched:
+                            _check_fits(key, sub, current, vbd, bd, advanced)
+                    elif type(sub) is _Tensor and not is_non_tensor(current):
+                        _check_fits(key, sub, current, vbd, bd, False)  # a level, no dtype
             for key, sub in items:
                 current = data[key]
                 if is_unbatched(current):
@@ -885,8 +882,9 @@ class TensorDict(TensorDictBase):
             if missing and self._locked:
                 msg = f"cannot add the keys {missing} through index assignment: the tensordict is locked"
                 raise LockedError(msg)
-            indexed = len(batch_size_from_dummy(self._batch_size, leaf_index))
+            indexed = len(rows)
             bd = len(self._batch_size)
+            vbd = len(value.batch_size) if hasattr(value, "batch_size") else indexed
             for key, sub in items:
                 current = data.get(key)
                 if (
@@ -894,9 +892,7 @@ class TensorDict(TensorDictBase):
                     and isinstance(sub, _Tensor)
                     and not is_unbatched(current)
                 ):
-                    vbd = len(value.batch_size) if hasattr(value, "batch_size") else indexed
-                    if sub.shape[vbd:] != current.shape[bd:]:
-                        _check_feature_shape(key, sub.shape, vbd, current.shape[bd:])
+                    _check_fits(key, sub, current, vbd, bd, advanced)
             for key, sub in items:
                 current = data.get(key)
                 if current is None:

@@ -89,7 +89,7 @@ def _index_in_range(batch_size: torch.Size, leaf_index, index) -> torch.Size:
 
 
 def _write_dense_rows(
-    data, items, index, bd: int, given: torch.Size, whole: bool = False, nested=None
+    data, items, index, bd: int, given: torch.Size, advanced: bool, whole: bool = False, nested=None
 ) -> bool:
     """``data[key][index] = sub`` for every ``(key, sub)`` of ``items`` when every entry on
     both sides is a dense tensor (plain, or memory-mapped on this side), or a nested
@@ -102,15 +102,15 @@ def _write_dense_rows(
     A memory-mapped entry keeps the whole shape a value of batch size ``given`` has when
     it fits (see ``rows_fit``): the check of a fitting value is one comparison.
 
-    ``whole`` says that ``index`` is a 1-D long tensor of rows, all in range and none
+    ``advanced`` says that ``index`` holds a tensor: torch's index writes then do not cast,
+    so a value of another dtype is refused. ``whole`` says that ``index`` is a 1-D long tensor of rows, all in range and none
     negative: a fitting value of the entry's dtype, on the CPU, is then copied row by row
     with ``index_copy_`` (the same result as ``target[index] = sub``, at a lower cost per
     entry).
     """
     copies = []
     targets = []
-    by_tensor = type(index) is _Tensor  # torch's index_put, which does not cast
-    if not _dense_pairs(data, items, bd, given, whole, by_tensor, nested, copies, targets, ()):
+    if not _dense_pairs(data, items, bd, given, whole, advanced, nested, copies, targets, ()):
         return False
     for target, sub in copies:
         _index_copy(target, 0, index, sub)
@@ -119,7 +119,7 @@ def _write_dense_rows(
     return True
 
 
-def _dense_pairs(data, items, bd, given, whole, by_tensor, nested, copies, targets, path) -> bool:
+def _dense_pairs(data, items, bd, given, whole, advanced, nested, copies, targets, path) -> bool:
     """Checks every ``(key, sub)`` of ``items`` against ``data`` for :func:`_write_dense_rows`,
     adding ``(target, sub)`` to ``copies`` (whole rows) or ``targets``; False at the first
     pair that is not dense. A nested level of class ``nested`` with the same keys and batch
@@ -143,7 +143,7 @@ def _dense_pairs(data, items, bd, given, whole, by_tensor, nested, copies, targe
                 bd,
                 given,
                 whole,
-                by_tensor,
+                advanced,
                 nested,
                 copies,
                 targets,
@@ -152,27 +152,37 @@ def _dense_pairs(data, items, bd, given, whole, by_tensor, nested, copies, targe
                 return False
             continue
         kind = type(current)
+        fits = False
         if kind is _MMT:
             fit = current._rows_fit
             if fit is None or fit[1] != bd or fit[0] != given:
                 fit = rows_fit(current, given, bd)
             current = fit[2]
-            if sub.shape == fit[3]:
-                if sub.dtype is not current.dtype and by_tensor:
-                    _refuse_dtype((*path, key) if path else key, sub, current)
-                (copies if whole and sub.is_cpu else targets).append((current, sub))
-                continue
+            fits = sub.shape == fit[3]
         elif kind is not _Tensor:
             return False
-        vbd = len(given)
-        if sub.shape[vbd:] != current.shape[bd:]:
+        if not fits:
             if current.is_nested or sub.is_nested:
-                return False
-            _check_feature_shape((*path, key) if path else key, sub.shape, vbd, current.shape[bd:])
-        if sub.dtype is not current.dtype and by_tensor:
+                if sub.shape[len(given) :] != current.shape[bd:]:
+                    return False
+            else:
+                _check_fits((*path, key) if path else key, sub, current, len(given), bd, False)
+        if advanced and sub.dtype is not current.dtype:
             _refuse_dtype((*path, key) if path else key, sub, current)
-        targets.append((current, sub))
+        (copies if fits and whole and sub.is_cpu else targets).append((current, sub))
     return True
+
+
+def _check_fits(
+    key, sub: torch.Tensor, entry: torch.Tensor, vbd: int, bd: int, advanced: bool
+) -> None:
+    """Refuses ``sub`` (``vbd`` batch dims) for rows of the entry at ``key`` (``bd`` batch dims)
+    before anything is written: a feature shape that cannot be written there, or, for an
+    index holding a tensor (``advanced``, where torch does not cast), another dtype."""
+    if sub.shape[vbd:] != entry.shape[bd:]:
+        _check_feature_shape(key, sub.shape, vbd, entry.shape[bd:])
+    if advanced and sub.dtype is not entry.dtype:
+        _refuse_dtype(key, sub, entry)
 
 
 def _refuse_dtype(key, value: torch.Tensor, entry: torch.Tensor) -> None:
